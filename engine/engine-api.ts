@@ -1,0 +1,114 @@
+import type { Readable } from 'node:stream';
+import type { ContentStore } from './ports/content-store.js';
+import type { MetadataRepository } from './ports/metadata-repository.js';
+import type { Clock, IdGenerator } from './ports/world.js';
+import type {
+  Actor,
+  ContentHash,
+  DiffItem,
+  Entry,
+  Page,
+  Project,
+  RetentionSetting,
+  Snapshot,
+  SnapshotEntry,
+  VersionRecord,
+  VersioningPolicy,
+} from './types.js';
+
+export interface EngineDeps {
+  store: ContentStore;
+  repository: MetadataRepository;
+  clock: Clock;
+  ids: IdGenerator;
+  /** Objects younger than this are never garbage-collected (protects writes in flight on other hosts). */
+  gcGraceMs?: number;
+  /** Defaults for new projects. */
+  defaultPolicy?: Partial<VersioningPolicy>;
+}
+
+export interface WriteInput {
+  projectId: string;
+  path: string;
+  actor: Actor;
+  /** the bytes; streamed into the store */
+  content: AsyncIterable<Uint8Array> | Uint8Array;
+  /** optimistic concurrency: the version the writer based its change on (null = must not exist) */
+  baseVersionId?: string | null;
+  maxBytes?: number;
+  onProgress?: (bytes: number) => void;
+  kind?: 'write' | 'import';
+}
+
+export interface WriteResult {
+  entry: Entry;
+  version: VersionRecord;
+}
+
+export interface DirectoryListing {
+  path: string;
+  items: Array<{ name: string; path: string; type: 'file' | 'directory'; size?: number; versionId?: string; timestamp?: string }>;
+}
+
+export interface SnapshotRestoreResult {
+  snapshot: Snapshot;
+  /** number of paths the restore changed */
+  changed: number;
+  versions: VersionRecord[];
+}
+
+export interface FsckReport {
+  objectsChecked: number;
+  referencesChecked: number;
+  missing: Array<{ hash: ContentHash; referencedBy?: string }>;
+  corrupt: ContentHash[];
+  ok: boolean;
+}
+
+export interface GcReport {
+  objectsScanned: number;
+  objectsDeleted: number;
+  bytesFreed: number;
+}
+
+/** The engine's public operations; hosts (control API, daemon, CLI in-process) call only these. */
+export interface Engine {
+  createProject(input: { orgId: string; name: string; policy?: Partial<VersioningPolicy> }): Promise<Project>;
+  getProject(projectId: string): Promise<Project>;
+  listProjects(orgId: string): Promise<Project[]>;
+
+  writeFile(input: WriteInput): Promise<WriteResult>;
+  /** Streams the current content (or a version's). PATH_NOT_FOUND if deleted/absent. */
+  readFile(input: { projectId: string; path: string; versionId?: string }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
+  deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
+  renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
+  listDirectory(input: { projectId: string; path: string }): Promise<DirectoryListing>;
+  stat(input: { projectId: string; path: string }): Promise<Entry | null>;
+
+  history(input: { projectId: string; path?: string; cursor?: string; limit?: number }): Promise<Page<VersionRecord>>;
+  getVersion(projectId: string, versionId: string): Promise<VersionRecord>;
+  restoreVersion(input: { projectId: string; versionId: string; actor: Actor }): Promise<WriteResult>;
+
+  createSnapshot(input: { projectId: string; message?: string; actor: Actor }): Promise<Snapshot>;
+  listSnapshots(input: { projectId: string; cursor?: string; limit?: number }): Promise<Page<Snapshot>>;
+  /** by id or by tag */
+  getSnapshot(projectId: string, snapshotIdOrTag: string): Promise<Snapshot>;
+  snapshotEntries(input: { projectId: string; snapshotId: string; prefix?: string; cursor?: string; limit?: number }): Promise<Page<SnapshotEntry>>;
+  /** `to` omitted = against the current tree */
+  diffSnapshots(input: { projectId: string; from: string; to?: string }): Promise<DiffItem[]>;
+  restoreSnapshot(input: { projectId: string; snapshotId: string; actor: Actor }): Promise<SnapshotRestoreResult>;
+  addTag(input: { projectId: string; snapshotId: string; tag: string; actor: Actor }): Promise<{ tag: string; snapshotId: string }>;
+  listTags(projectId: string): Promise<Array<{ tag: string; snapshotId: string }>>;
+  removeTag(input: { projectId: string; tag: string; actor: Actor }): Promise<void>;
+
+  getRetention(projectId: string): Promise<RetentionSetting>;
+  setRetention(input: { projectId: string; maxVersions: number; actor: Actor }): Promise<RetentionSetting>;
+  updatePolicy(input: { projectId: string; policy: Partial<VersioningPolicy> }): Promise<Project>;
+
+  gc(): Promise<GcReport>;
+  fsck(options?: { onProgress?: (done: number) => void }): Promise<FsckReport>;
+  /** Waits for in-flight batches, then closes store and repository. */
+  close(): Promise<void>;
+}
+
+export type { ContentStore, MetadataRepository };

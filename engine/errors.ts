@@ -1,0 +1,78 @@
+// One catalogue for every error Strata reports. Each code is stable: clients match on it, so a code is
+// never renamed and a retired code is never reused (add it to RETIRED_CODES instead of deleting it).
+// Caller misuse of an API (wrong argument types from our own code) is a TypeError, not a StrataError.
+
+export const ERROR_CATALOGUE = {
+  // 400 / 422: bad input, always naming the field
+  INVALID_PATH: { status: 422, message: 'The path is not a valid project path' },
+  INVALID_ARGUMENT: { status: 422, message: 'An argument is invalid' },
+  INVALID_BODY: { status: 400, message: 'The request body is invalid' },
+  INVALID_QUERY: { status: 400, message: 'The query string is invalid' },
+  INVALID_CURSOR: { status: 400, message: 'The pagination cursor is invalid' },
+  INVALID_UTF8: { status: 400, message: 'The input is not valid UTF-8' },
+  BODY_TOO_LARGE: { status: 413, message: 'The request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The content type is not supported' },
+  // 401 / 403: one identical 401 for every kind of bad credential
+  UNAUTHENTICATED: { status: 401, message: 'Authentication required' },
+  FORBIDDEN: { status: 403, message: 'Not permitted' },
+  FORBIDDEN_HOST: { status: 403, message: 'The Host header is not a loopback name' },
+  FORBIDDEN_ORIGIN: { status: 403, message: 'Browser origins are not accepted by this API' },
+  // 404: missing, or not visible to the caller
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  PROJECT_NOT_FOUND: { status: 404, message: 'Project not found' },
+  PATH_NOT_FOUND: { status: 404, message: 'No file at this path' },
+  VERSION_NOT_FOUND: { status: 404, message: 'Version not found' },
+  SNAPSHOT_NOT_FOUND: { status: 404, message: 'Snapshot not found' },
+  TAG_NOT_FOUND: { status: 404, message: 'Tag not found' },
+  KEY_NOT_FOUND: { status: 404, message: 'API key not found' },
+  ORG_NOT_FOUND: { status: 404, message: 'Organization not found' },
+  USER_NOT_FOUND: { status: 404, message: 'User not found' },
+  CONTENT_NOT_FOUND: { status: 404, message: 'Content not found in the store' },
+  // 409: conflicts
+  STALE_BASE_VERSION: { status: 409, message: 'The file changed since the base version' },
+  TAG_TAKEN: { status: 409, message: 'The tag is already used in this project' },
+  PATH_EXISTS: { status: 409, message: 'A file already exists at the destination path' },
+  PATH_IS_DIRECTORY: { status: 409, message: 'The path is a directory' },
+  VERSION_IS_TOMBSTONE: { status: 409, message: 'The version is a deletion and has no content' },
+  ALREADY_BOOTSTRAPPED: { status: 409, message: 'This home already has an organization' },
+  KEY_REVOKED: { status: 409, message: 'The API key is already revoked' },
+  MEMBERSHIP_LAST_OWNER: { status: 409, message: 'The organization must keep at least one owner' },
+  // 429
+  RATE_LIMITED: { status: 429, message: 'Too many requests' },
+  // 500: our fault or the storage's
+  CONTENT_CORRUPT: { status: 500, message: 'Stored content does not match its hash' },
+  STORAGE_ERROR: { status: 500, message: 'The storage backend failed' },
+  INTERNAL: { status: 500, message: 'Internal error' },
+  // 503
+  SHUTTING_DOWN: { status: 503, message: 'The service is shutting down' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+/** Codes that were used by an earlier release and must never be given a new meaning. */
+export const RETIRED_CODES: readonly string[] = [];
+
+export type ErrorCode = keyof typeof ERROR_CATALOGUE;
+
+export interface StrataErrorOptions {
+  message?: string;
+  details?: Record<string, unknown>;
+  cause?: unknown;
+}
+
+export class StrataError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, options: StrataErrorOptions = {}) {
+    const entry = ERROR_CATALOGUE[code];
+    super(options.message ?? entry.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'StrataError';
+    this.code = code;
+    this.status = entry.status;
+    this.details = options.details;
+  }
+}
+
+export function isStrataError(value: unknown, code?: ErrorCode): value is StrataError {
+  return value instanceof StrataError && (code === undefined || value.code === code);
+}

@@ -1,0 +1,55 @@
+import { StrataError } from './errors.js';
+
+// Every user-supplied project path passes through normalizeProjectPath once, at the boundary. The
+// result is the only form stored: relative, '/'-separated, no '.', '..', empty or trailing segments.
+// Because '..' and absolute paths are rejected here, a project path joined under a root can never
+// leave it (the mount and watch hosts additionally resolve real paths against the root).
+
+export const MAX_PATH_BYTES = 4096;
+export const MAX_SEGMENT_BYTES = 255;
+
+// C0 and C1 control characters, DEL, and the Unicode line/paragraph separators.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+
+function reject(reason: string, field: string): never {
+  throw new StrataError('INVALID_PATH', { message: `Invalid path: ${reason}`, details: { field, reason } });
+}
+
+/** Normalizes a file path; throws INVALID_PATH naming `field`. */
+export function normalizeProjectPath(input: unknown, field = 'path'): string {
+  const path = normalizeAnyPath(input, field, false);
+  if (path === '') reject('empty', field);
+  return path;
+}
+
+/** Like normalizeProjectPath, but '' (or '/' or '.') means the project root. For listings. */
+export function normalizeDirectoryPath(input: unknown, field = 'path'): string {
+  return normalizeAnyPath(input, field, true);
+}
+
+function normalizeAnyPath(input: unknown, field: string, allowRoot: boolean): string {
+  if (typeof input !== 'string') reject('not a string', field);
+  if (!input.isWellFormed()) reject('not well-formed Unicode', field);
+  if (input.includes('\u0000')) reject('contains NUL', field);
+  if (CONTROL.test(input)) reject('contains a control character', field);
+  if (input.includes('\\')) reject('contains a backslash', field);
+  if (Buffer.byteLength(input) > MAX_PATH_BYTES) reject(`longer than ${MAX_PATH_BYTES} bytes`, field);
+  if (allowRoot && (input === '' || input === '/' || input === '.')) return '';
+  if (input.startsWith('/')) reject('absolute', field);
+  const trimmed = input.endsWith('/') && allowRoot ? input.slice(0, -1) : input;
+  const segments = trimmed.split('/');
+  for (const segment of segments) {
+    if (segment === '') reject('empty segment', field);
+    if (segment === '.' || segment === '..') reject(`'${segment}' segment`, field);
+    if (Buffer.byteLength(segment) > MAX_SEGMENT_BYTES) reject(`a name longer than ${MAX_SEGMENT_BYTES} bytes`, field);
+  }
+  return segments.join('/').normalize('NFC');
+}
+
+/** Lowercase extension with the dot ('' if none): 'a/B.M' -> '.m' */
+export function extensionOf(path: string): string {
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  const dot = name.lastIndexOf('.');
+  return dot <= 0 ? '' : name.slice(dot).toLowerCase();
+}

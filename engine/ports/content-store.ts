@@ -1,0 +1,63 @@
+import type { Readable } from 'node:stream';
+import type { ContentHash } from '../types.js';
+
+export interface PutResult {
+  hash: ContentHash;
+  size: number;
+  /** false when the object was already stored (deduplicated) */
+  created: boolean;
+}
+
+export interface PutOptions {
+  /** Reject with BODY_TOO_LARGE (and store nothing) once more than this many bytes arrive. */
+  maxBytes?: number;
+  /** Reject with CONTENT_CORRUPT (and store nothing) if the bytes do not hash to this. */
+  expectedHash?: ContentHash;
+  /** Called as bytes are consumed, for progress reporting. */
+  onProgress?: (bytes: number) => void;
+}
+
+export interface ObjectInfo {
+  hash: ContentHash;
+  size: number;
+  /** last time the object was written or deduplicated against, in ms since the epoch */
+  touchedAtMs: number;
+}
+
+export interface ReadRange {
+  /** first byte, inclusive */
+  start: number;
+  /** last byte, inclusive */
+  end: number;
+}
+
+/**
+ * A content-addressed store of immutable objects keyed by BLAKE3 hash.
+ *
+ * Contract every implementation passes (test/conformance/content-store.ts):
+ * - `put*` resolves only once the object is durable (fsynced and visible under its final name);
+ *   a crash at any instant leaves either no object or a complete, correct one.
+ * - Hashing of large inputs happens off the event loop; inputs are streamed, never held whole.
+ * - A second put of the same bytes stores nothing new and refreshes `touchedAtMs`, so a concurrent
+ *   garbage collector that looks at `touchedAtMs` spares it.
+ * - `open` verifies whole-object reads against the hash and fails the stream with CONTENT_CORRUPT.
+ */
+export interface ContentStore {
+  /** Stream bytes in. */
+  put(source: AsyncIterable<Uint8Array>, options?: PutOptions): Promise<PutResult>;
+  /** Small in-memory content (already bounded by the caller). */
+  putBuffer(data: Uint8Array, options?: Omit<PutOptions, 'onProgress'>): Promise<PutResult>;
+  /** Ingest a file of the local filesystem by path (read, hashed and copied off the event loop). */
+  putFile(absolutePath: string, options?: PutOptions): Promise<PutResult>;
+  has(hash: ContentHash): Promise<boolean>;
+  stat(hash: ContentHash): Promise<ObjectInfo | null>;
+  /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */
+  open(hash: ContentHash, range?: ReadRange): Promise<Readable>;
+  /** Whole object into memory: only for small objects (the caller knows the size). */
+  readBuffer(hash: ContentHash): Promise<Buffer>;
+  /** Re-hash the stored bytes; false if missing or corrupt. */
+  verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'>;
+  delete(hash: ContentHash): Promise<void>;
+  list(): AsyncIterable<ObjectInfo>;
+  close(): Promise<void>;
+}

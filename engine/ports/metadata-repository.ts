@@ -1,0 +1,165 @@
+import type {
+  ApiKeyRecord,
+  AuditRecord,
+  ContentHash,
+  DiffItem,
+  Entry,
+  Identity,
+  OrgMembership,
+  OrgRole,
+  Organization,
+  Page,
+  Project,
+  ProjectAccess,
+  ProjectMembership,
+  Snapshot,
+  SnapshotEntry,
+  VersionRecord,
+} from '../types.js';
+
+/**
+ * The metadata repository: every method is atomic on its own (one transaction), so the engine never
+ * needs a transaction that spans an `await`. That keeps SQLite (synchronous, one connection) and
+ * Postgres (a pool) behind the same interface, checked by test/conformance/metadata-repository.ts.
+ *
+ * Cursors are opaque strings produced by the repository; a malformed one is INVALID_CURSOR.
+ */
+export interface MetadataRepository {
+  readonly projects: ProjectRepository;
+  readonly versions: VersionRepository;
+  readonly snapshots: SnapshotRepository;
+  readonly access: AccessRepository;
+  close(): Promise<void>;
+}
+
+export interface ProjectRepository {
+  create(project: Project): Promise<void>;
+  get(projectId: string): Promise<Project | null>;
+  /** all projects of the organization, by name */
+  list(orgId: string): Promise<Project[]>;
+  update(projectId: string, patch: Partial<Pick<Project, 'name' | 'policy' | 'retention'>>): Promise<Project>;
+}
+
+/** A version to commit, with an optional precondition on the path's current version. */
+export interface VersionCommit {
+  record: VersionRecord;
+  /**
+   * If present, the commit of this record happens only if the path's current version is this id
+   * (null = the path must not exist). Otherwise the record is rejected with STALE_BASE_VERSION.
+   */
+  expectedCurrent?: string | null;
+}
+
+export type VersionCommitResult =
+  | { ok: true; entry: Entry | null }
+  | { ok: false; code: 'STALE_BASE_VERSION'; currentVersionId: string | null };
+
+export interface HistoryQuery {
+  /** one path's history; omitted = the whole project's */
+  path?: string;
+  cursor?: string;
+  limit: number;
+}
+
+export interface PruneResult {
+  prunedVersions: number;
+  /** hashes that lost a reference; the GC decides whether anything still references them */
+  releasedHashes: ContentHash[];
+}
+
+export interface VersionRepository {
+  /**
+   * Commit records in one transaction, in order: each record is appended to history and sets (or,
+   * for a tombstone, removes) its path's current entry. Records whose precondition fails are
+   * skipped and reported; the others commit. Results are in input order.
+   */
+  commit(commits: VersionCommit[]): Promise<VersionCommitResult[]>;
+  get(projectId: string, versionId: string): Promise<VersionRecord | null>;
+  /** newest first */
+  history(projectId: string, query: HistoryQuery): Promise<Page<VersionRecord>>;
+  getEntry(projectId: string, path: string): Promise<Entry | null>;
+  /** Entries whose path starts with `prefix` ('' = all), in path order. */
+  listEntries(projectId: string, options: { prefix: string; cursor?: string; limit: number }): Promise<Page<Entry>>;
+  /** true if any entry lives strictly below `dirPath/` */
+  isDirectory(projectId: string, dirPath: string): Promise<boolean>;
+  /**
+   * Retention: for each path (all paths of the project if `paths` is omitted) keep the newest
+   * `keep` versions; older ones are deleted unless pinned by a snapshot or current.
+   */
+  prune(projectId: string, options: { keep: number; paths?: string[] }): Promise<PruneResult>;
+  /** Of the given hashes, those still referenced by any version record or snapshot pin. */
+  referencedHashes(hashes: ContentHash[]): Promise<Set<ContentHash>>;
+  /** Every hash referenced by any version record (for fsck and gc), streamed. */
+  allReferencedHashes(): AsyncIterable<ContentHash>;
+  countVersions(projectId: string): Promise<number>;
+}
+
+export interface SnapshotCreate {
+  snapshotId: string;
+  projectId: string;
+  message: string;
+  actor: Snapshot['actor'];
+  timestamp: string;
+}
+
+export interface SnapshotRestorePlanItem {
+  path: string;
+  /** current entry, null if the path does not exist now */
+  current: Entry | null;
+  /** what the snapshot pins for this path, null if the snapshot does not have it */
+  pinned: SnapshotEntry | null;
+}
+
+export interface SnapshotRepository {
+  /**
+   * Atomically pins every current entry of the project; parent = the previous tip, seq = tip + 1.
+   * A write that commits concurrently is either wholly in the snapshot or wholly after it.
+   */
+  create(snapshot: SnapshotCreate): Promise<Snapshot>;
+  get(projectId: string, snapshotId: string): Promise<Snapshot | null>;
+  /** newest first */
+  list(projectId: string, options: { cursor?: string; limit: number }): Promise<Page<Snapshot>>;
+  tip(projectId: string): Promise<Snapshot | null>;
+  entries(snapshotId: string, options: { prefix?: string; cursor?: string; limit: number }): Promise<Page<SnapshotEntry>>;
+  /** `to` null = the current tree. Paths in path order. */
+  diff(projectId: string, from: string, to: string | null): Promise<DiffItem[]>;
+  /** The paths whose current state differs from the snapshot (the only ones a restore touches). */
+  restorePlan(projectId: string, snapshotId: string): Promise<SnapshotRestorePlanItem[]>;
+  /** Throws TAG_TAKEN if the tag exists in the project. */
+  addTag(projectId: string, snapshotId: string, tag: string): Promise<void>;
+  /** false if there was no such tag */
+  removeTag(projectId: string, tag: string): Promise<boolean>;
+  listTags(projectId: string): Promise<Array<{ tag: string; snapshotId: string }>>;
+  /** snapshot by tag */
+  resolveTag(projectId: string, tag: string): Promise<Snapshot | null>;
+}
+
+export interface AccessRepository {
+  createOrganization(org: Organization): Promise<void>;
+  getOrganization(orgId: string): Promise<Organization | null>;
+  listOrganizations(): Promise<Organization[]>;
+
+  createIdentity(identity: Identity): Promise<void>;
+  getIdentity(identityId: string): Promise<Identity | null>;
+
+  setOrgRole(membership: OrgMembership): Promise<void>;
+  removeOrgMember(orgId: string, identityId: string): Promise<void>;
+  getOrgRole(orgId: string, identityId: string): Promise<OrgRole | null>;
+  listOrgMembers(orgId: string): Promise<OrgMembership[]>;
+  listOrgsOf(identityId: string): Promise<OrgMembership[]>;
+
+  setProjectAccess(membership: ProjectMembership): Promise<void>;
+  removeProjectMember(projectId: string, identityId: string): Promise<void>;
+  getProjectAccess(projectId: string, identityId: string): Promise<ProjectAccess | null>;
+  listProjectMembers(projectId: string): Promise<ProjectMembership[]>;
+
+  createApiKey(key: ApiKeyRecord): Promise<void>;
+  getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
+  listApiKeys(orgId: string): Promise<ApiKeyRecord[]>;
+  updateApiKey(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId'>>): Promise<void>;
+  /** cheap, called on every authenticated request; may be coalesced by the implementation */
+  touchApiKey(keyId: string, at: string): Promise<void>;
+
+  appendAudit(record: AuditRecord): Promise<void>;
+  listAudit(orgId: string, options: { cursor?: string; limit: number }): Promise<Page<AuditRecord>>;
+}

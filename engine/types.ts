@@ -1,0 +1,166 @@
+// The resources of DESIGN.md §2, as the engine and the API see them (JSON is camelCase).
+
+/** `blake3:<64 lowercase hex>` */
+export type ContentHash = `blake3:${string}`;
+
+export type ActorKind = 'user' | 'service' | 'local';
+
+export interface Actor {
+  id: string;
+  kind: ActorKind;
+  name: string;
+}
+
+export type VersionKind = 'write' | 'delete' | 'restore' | 'snapshot-restore' | 'import';
+
+/**
+ * An immutable version record. `contentHash === null` marks a tombstone: after this version the path
+ * does not exist (a delete, or a snapshot restore that removed the path).
+ */
+export interface VersionRecord {
+  versionId: string;
+  projectId: string;
+  path: string;
+  contentHash: ContentHash | null;
+  size: number;
+  actor: Actor;
+  /** RFC 3339, UTC, millisecond precision */
+  timestamp: string;
+  kind: VersionKind;
+  restoredFrom: string | null;
+}
+
+/** The current state of one path in a project's tree. */
+export interface Entry {
+  path: string;
+  versionId: string;
+  contentHash: ContentHash;
+  size: number;
+  /** when the current version was written */
+  timestamp: string;
+}
+
+export interface Snapshot {
+  snapshotId: string;
+  projectId: string;
+  parentId: string | null;
+  seq: number;
+  message: string;
+  actor: Actor;
+  timestamp: string;
+  tags: string[];
+  fileCount: number;
+  totalSize: number;
+}
+
+export interface SnapshotEntry {
+  path: string;
+  versionId: string;
+  contentHash: ContentHash;
+  size: number;
+}
+
+export type DiffChange = 'added' | 'removed' | 'modified';
+
+export interface DiffItem {
+  path: string;
+  change: DiffChange;
+  /** the side the diff starts from (older snapshot); null when added */
+  before: SnapshotEntry | null;
+  /** the side the diff ends at (newer snapshot, or the current tree); null when removed */
+  after: SnapshotEntry | null;
+}
+
+export interface VersioningPolicy {
+  /** Extensions (lowercase, with the dot) that are always versioned, whatever their size. */
+  alwaysExtensions: string[];
+  /** Files larger than this are versioned only if their extension is on the allowlist. */
+  sizeThreshold: number;
+  /** Extensions (lowercase, with the dot) allowed to be versioned above the threshold. */
+  largeFileAllowlist: string[];
+}
+
+export interface RetentionSetting {
+  projectId: string;
+  /** 0 = unlimited */
+  maxVersions: number;
+}
+
+export interface Project {
+  projectId: string;
+  orgId: string;
+  name: string;
+  createdAt: string;
+  policy: VersioningPolicy;
+  retention: { maxVersions: number };
+}
+
+export interface Page<T> {
+  items: T[];
+  /** opaque; absent on the last page */
+  nextCursor?: string;
+}
+
+// --- identity and access -------------------------------------------------------------------------
+
+export type OrgRole = 'owner' | 'admin' | 'member' | 'viewer';
+export type ProjectAccess = 'read' | 'write';
+export type IdentityKind = 'user' | 'service';
+
+export interface Organization {
+  orgId: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface Identity {
+  identityId: string;
+  kind: IdentityKind;
+  name: string;
+  email: string | null;
+  createdAt: string;
+}
+
+export interface OrgMembership {
+  orgId: string;
+  identityId: string;
+  role: OrgRole;
+}
+
+export interface ProjectMembership {
+  projectId: string;
+  identityId: string;
+  access: ProjectAccess;
+}
+
+/** What is stored for an API key: never the secret, only HMAC-SHA256(pepper, secret). */
+export interface ApiKeyRecord {
+  keyId: string;
+  environment: string;
+  secretHmac: string;
+  /** the service identity the key authenticates as */
+  identityId: string;
+  orgId: string;
+  /** null = organization-wide */
+  projectId: string | null;
+  ownerId: string;
+  purpose: string;
+  createdAt: string;
+  expiresAt: string | null;
+  rotateBy: string | null;
+  revokedAt: string | null;
+  lastUsedAt: string | null;
+  /** set on the old key when it is rotated: it keeps working until graceUntil */
+  replacedBy: string | null;
+  graceUntil: string | null;
+}
+
+export interface AuditRecord {
+  auditId: string;
+  orgId: string;
+  actorId: string;
+  action: string;
+  target: string;
+  details: Record<string, unknown>;
+  timestamp: string;
+}
