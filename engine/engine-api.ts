@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream';
-import type { ContentStore } from './ports/content-store.js';
+import type { ContentStore, ReadRange } from './ports/content-store.js';
 import type { MetadataRepository } from './ports/metadata-repository.js';
 import type { Clock, IdGenerator } from './ports/world.js';
 import type {
@@ -31,8 +31,8 @@ export interface WriteInput {
   projectId: string;
   path: string;
   actor: Actor;
-  /** the bytes; streamed into the store */
-  content: AsyncIterable<Uint8Array> | Uint8Array;
+  /** the bytes, streamed into the store; `{ file }` ingests a local file (read off the event loop) */
+  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string };
   /** optimistic concurrency: the version the writer based its change on (null = must not exist) */
   baseVersionId?: string | null;
   maxBytes?: number;
@@ -79,7 +79,8 @@ export interface Engine {
 
   writeFile(input: WriteInput): Promise<WriteResult>;
   /** Streams the current content (or a version's). PATH_NOT_FOUND if deleted/absent. */
-  readFile(input: { projectId: string; path: string; versionId?: string }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
+  /** `path`, `versionId` or both (then the version must be of that path). `range` reads part of it. */
+  readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
   listDirectory(input: { projectId: string; path: string }): Promise<DirectoryListing>;
@@ -105,7 +106,10 @@ export interface Engine {
   setRetention(input: { projectId: string; maxVersions: number; actor: Actor }): Promise<RetentionSetting>;
   updatePolicy(input: { projectId: string; policy: Partial<VersioningPolicy> }): Promise<Project>;
 
-  gc(): Promise<GcReport>;
+  /** Full garbage collection: deletes objects nothing references (older than the grace period). */
+  gc(options?: { graceMs?: number }): Promise<GcReport>;
+  /** Resolves once background work started so far (retention pruning, collection) is done. */
+  settle(): Promise<void>;
   fsck(options?: { onProgress?: (done: number) => void }): Promise<FsckReport>;
   /** Waits for in-flight batches, then closes store and repository. */
   close(): Promise<void>;

@@ -12,6 +12,7 @@ export const ERROR_CATALOGUE = {
   INVALID_UTF8: { status: 400, message: 'The input is not valid UTF-8' },
   BODY_TOO_LARGE: { status: 413, message: 'The request body is too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The content type is not supported' },
+  MALFORMED_REQUEST: { status: 400, message: 'The HTTP request is malformed' },
   // 401 / 403: one identical 401 for every kind of bad credential
   UNAUTHENTICATED: { status: 401, message: 'Authentication required' },
   FORBIDDEN: { status: 403, message: 'Not permitted' },
@@ -37,6 +38,9 @@ export const ERROR_CATALOGUE = {
   ALREADY_BOOTSTRAPPED: { status: 409, message: 'This home already has an organization' },
   KEY_REVOKED: { status: 409, message: 'The API key is already revoked' },
   MEMBERSHIP_LAST_OWNER: { status: 409, message: 'The organization must keep at least one owner' },
+  KEY_ROTATED: { status: 409, message: 'The API key was already rotated' },
+  // 416
+  RANGE_NOT_SATISFIABLE: { status: 416, message: 'The requested range is not satisfiable' },
   // 429
   RATE_LIMITED: { status: 429, message: 'Too many requests' },
   // 500: our fault or the storage's

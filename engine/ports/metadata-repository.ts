@@ -72,8 +72,12 @@ export interface VersionRepository {
    * Commit records in one transaction, in order: each record is appended to history and sets (or,
    * for a tombstone, removes) its path's current entry. Records whose precondition fails are
    * skipped and reported; the others commit. Results are in input order.
+   * With `{ atomic: true }` (rename, snapshot restore) it is all or nothing: if any precondition
+   * fails, nothing commits and every record reports the failure (ok: false) of its own path
+   * or, for records whose own precondition held, `{ ok: false, code: 'STALE_BASE_VERSION',
+   * currentVersionId }` with the path's current id as well.
    */
-  commit(commits: VersionCommit[]): Promise<VersionCommitResult[]>;
+  commit(commits: VersionCommit[], options?: { atomic?: boolean }): Promise<VersionCommitResult[]>;
   get(projectId: string, versionId: string): Promise<VersionRecord | null>;
   /** newest first */
   history(projectId: string, query: HistoryQuery): Promise<Page<VersionRecord>>;

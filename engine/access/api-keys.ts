@@ -1,0 +1,219 @@
+// API key lifecycle: create, list, rotate, revoke. Each key authenticates as its own service identity
+// (created with the key), whose organization role is what the creator asked for but never above the
+// creator's own role, and whose project memberships copy the creator's narrowing — so a key can
+// never do more than the person who made it could. The plaintext key exists only in the return value
+// of create/rotate; it is shown once and never stored, logged or audited.
+
+import { StrataError } from '../errors.js';
+import { isoTimestamp } from '../ports/world.js';
+import type { ApiKeyRecord, OrgRole } from '../types.js';
+import { formatApiKey, generateKeyMaterial, hmacSecret, isValidEnvironment } from './api-key-format.js';
+import { audit } from './audit.js';
+import { keyIsUsable } from './authenticate.js';
+import { authorizeOrg, authorizeProject, defaultOrgId } from './authorize.js';
+import type { Principal } from './context.js';
+import type { AccessDeps } from './deps.js';
+import { lowerRole, roleAllows, roleAtLeast } from './roles.js';
+
+export type ApiKeyStatus = 'active' | 'grace' | 'rotated' | 'revoked' | 'expired';
+
+/** What clients see about a key: never the secret nor its HMAC. */
+export interface ApiKeyMetadata extends Omit<ApiKeyRecord, 'secretHmac'> {
+  role: OrgRole | null;
+  status: ApiKeyStatus;
+}
+
+export interface IssuedApiKey {
+  /** the plaintext key, `rk.<environment>.<keyId>.<secret>`: shown once */
+  apiKey: string;
+  key: ApiKeyMetadata;
+}
+
+const DAY_MS = 86_400_000;
+export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
+
+export interface IssueApiKeyInput {
+  orgId: string;
+  identityId: string;
+  projectId: string | null;
+  ownerId: string;
+  purpose: string;
+  expiresAt: string | null;
+  rotateBy: string | null;
+}
+
+/** Mints and stores a key for an existing identity. No authorization: callers decide who may. */
+export async function issueApiKey(deps: AccessDeps, input: IssueApiKeyInput): Promise<{ apiKey: string; record: ApiKeyRecord }> {
+  if (!isValidEnvironment(deps.environment)) throw new TypeError('environment must match [a-z0-9]{1,16}');
+  const { keyId, secret } = generateKeyMaterial(deps.ids);
+  const record: ApiKeyRecord = {
+    keyId,
+    environment: deps.environment,
+    secretHmac: hmacSecret(deps.pepper, secret),
+    identityId: input.identityId,
+    orgId: input.orgId,
+    projectId: input.projectId,
+    ownerId: input.ownerId,
+    purpose: input.purpose,
+    createdAt: isoTimestamp(deps.clock),
+    expiresAt: input.expiresAt,
+    rotateBy: input.rotateBy,
+    revokedAt: null,
+    lastUsedAt: null,
+    replacedBy: null,
+    graceUntil: null,
+  };
+  await deps.repository.access.createApiKey(record);
+  return { apiKey: formatApiKey({ environment: deps.environment, keyId, secret }), record };
+}
+
+export async function keyMetadata(deps: AccessDeps, record: ApiKeyRecord): Promise<ApiKeyMetadata> {
+  const { secretHmac: _omitted, ...rest } = record;
+  const role = await deps.repository.access.getOrgRole(record.orgId, record.identityId);
+  const nowMs = deps.clock.now();
+  let status: ApiKeyStatus = 'active';
+  if (record.revokedAt !== null) status = 'revoked';
+  else if (record.expiresAt !== null && Date.parse(record.expiresAt) <= nowMs) status = 'expired';
+  else if (record.replacedBy !== null) status = keyIsUsable(record, record.environment, nowMs) ? 'grace' : 'rotated';
+  return { ...rest, role, status };
+}
+
+export interface CreateApiKeyInput {
+  purpose: string;
+  orgId?: string;
+  projectId?: string | null;
+  role?: OrgRole;
+  expiresInDays?: number;
+  rotateInDays?: number;
+}
+
+export async function createApiKey(deps: AccessDeps, principal: Principal, input: CreateApiKeyInput): Promise<IssuedApiKey> {
+  const projectId = input.projectId ?? principal.projectScope;
+  let orgId: string;
+  let creatorRole: OrgRole;
+  if (projectId !== null) {
+    // A project-scoped caller gets 404 for any other project, so it can only mint keys for its own.
+    const grant = await authorizeProject(deps, principal, projectId, 'write');
+    if (input.orgId !== undefined && input.orgId !== grant.project.orgId) {
+      throw new StrataError('PROJECT_NOT_FOUND', { details: { projectId } });
+    }
+    orgId = grant.project.orgId;
+    creatorRole = grant.role;
+  } else {
+    orgId = input.orgId ?? (await defaultOrgId(deps, principal));
+    creatorRole = (await authorizeOrg(deps, principal, orgId, 'write')).role;
+  }
+  const role = input.role ?? lowerRole('member', creatorRole);
+  if (!roleAtLeast(creatorRole, role)) {
+    throw new StrataError('FORBIDDEN', { message: 'A key cannot have a higher role than its creator', details: { field: 'role' } });
+  }
+
+  const access = deps.repository.access;
+  const now = deps.clock.now();
+  const identityId = deps.ids.uuid();
+  await access.createIdentity({ identityId, kind: 'service', name: input.purpose, email: null, createdAt: new Date(now).toISOString() });
+  await access.setOrgRole({ orgId, identityId, role });
+  await copyNarrowing(deps, principal.identity.identityId, identityId, orgId, projectId);
+
+  const { apiKey, record } = await issueApiKey(deps, {
+    orgId,
+    identityId,
+    projectId,
+    ownerId: principal.identity.identityId,
+    purpose: input.purpose,
+    expiresAt: input.expiresInDays === undefined ? null : new Date(now + input.expiresInDays * DAY_MS).toISOString(),
+    rotateBy: input.rotateInDays === undefined ? null : new Date(now + input.rotateInDays * DAY_MS).toISOString(),
+  });
+  await audit(deps, {
+    orgId,
+    actorId: principal.identity.identityId,
+    action: 'key.create',
+    target: record.keyId,
+    details: { keyId: record.keyId, identityId, projectId, role, purpose: input.purpose, expiresAt: record.expiresAt },
+  });
+  return { apiKey, key: await keyMetadata(deps, record) };
+}
+
+/** The creator's project narrowing applies to the key too (for its one project, or all of the org's). */
+async function copyNarrowing(deps: AccessDeps, from: string, to: string, orgId: string, projectId: string | null): Promise<void> {
+  const access = deps.repository.access;
+  const projectIds = projectId !== null ? [projectId] : (await deps.repository.projects.list(orgId)).map((p) => p.projectId);
+  for (const id of projectIds) {
+    const narrowed = await access.getProjectAccess(id, from);
+    if (narrowed !== null) await access.setProjectAccess({ projectId: id, identityId: to, access: narrowed });
+  }
+}
+
+export async function listApiKeys(deps: AccessDeps, principal: Principal, input: { orgId?: string }): Promise<ApiKeyMetadata[]> {
+  const orgId = input.orgId ?? (await defaultOrgId(deps, principal));
+  const grant = await authorizeOrg(deps, principal, orgId, 'read', { allowProjectScoped: true });
+  const seesAll = principal.projectScope === null && roleAllows(grant.role, 'manage');
+  const me = principal.identity.identityId;
+  const records = await deps.repository.access.listApiKeys(orgId);
+  const visible = records.filter((r) => seesAll || r.ownerId === me || r.identityId === me);
+  return Promise.all(visible.map((r) => keyMetadata(deps, r)));
+}
+
+/**
+ * A key can be administered by its owner, by itself (self-rotation from CI) and by org admins; for
+ * anyone else it does not exist (404).
+ */
+async function administrableKey(deps: AccessDeps, principal: Principal, keyId: string): Promise<ApiKeyRecord> {
+  const notFound = new StrataError('KEY_NOT_FOUND', { details: { keyId } });
+  const record = await deps.repository.access.getApiKey(keyId);
+  if (record === null) throw notFound;
+  if (principal.orgId !== null && principal.orgId !== record.orgId) throw notFound;
+  const me = principal.identity.identityId;
+  const role = await deps.repository.access.getOrgRole(record.orgId, me);
+  if (role === null) throw notFound;
+  const mine = record.ownerId === me || record.identityId === me;
+  if (principal.projectScope !== null) {
+    if (record.projectId !== principal.projectScope || !mine) throw notFound;
+    return record;
+  }
+  if (!mine && !roleAllows(role, 'manage')) throw notFound;
+  return record;
+}
+
+export async function rotateApiKey(
+  deps: AccessDeps,
+  principal: Principal,
+  keyId: string,
+  options: { graceSeconds?: number } = {},
+): Promise<IssuedApiKey & { replaced: ApiKeyMetadata }> {
+  const old = await administrableKey(deps, principal, keyId);
+  if (old.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
+  if (old.replacedBy !== null) throw new StrataError('KEY_ROTATED', { details: { keyId, replacedBy: old.replacedBy } });
+  const now = deps.clock.now();
+  // The new key keeps the old one's lifetime and rotation period, counted from now.
+  const shift = (end: string | null) => (end === null ? null : new Date(now + (Date.parse(end) - Date.parse(old.createdAt))).toISOString());
+  const { apiKey, record } = await issueApiKey(deps, {
+    orgId: old.orgId,
+    identityId: old.identityId,
+    projectId: old.projectId,
+    ownerId: old.ownerId,
+    purpose: old.purpose,
+    expiresAt: shift(old.expiresAt),
+    rotateBy: shift(old.rotateBy),
+  });
+  const graceUntil = new Date(now + (options.graceSeconds ?? DEFAULT_ROTATION_GRACE_SECONDS) * 1000).toISOString();
+  await deps.repository.access.updateApiKey(old.keyId, { replacedBy: record.keyId, graceUntil });
+  await audit(deps, {
+    orgId: old.orgId,
+    actorId: principal.identity.identityId,
+    action: 'key.rotate',
+    target: old.keyId,
+    details: { keyId: old.keyId, newKeyId: record.keyId, graceUntil },
+  });
+  const replaced = await keyMetadata(deps, { ...old, replacedBy: record.keyId, graceUntil });
+  return { apiKey, key: await keyMetadata(deps, record), replaced };
+}
+
+export async function revokeApiKey(deps: AccessDeps, principal: Principal, keyId: string): Promise<ApiKeyMetadata> {
+  const record = await administrableKey(deps, principal, keyId);
+  if (record.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
+  const revokedAt = isoTimestamp(deps.clock);
+  await deps.repository.access.updateApiKey(keyId, { revokedAt });
+  await audit(deps, { orgId: record.orgId, actorId: principal.identity.identityId, action: 'key.revoke', target: keyId, details: { keyId } });
+  return keyMetadata(deps, { ...record, revokedAt });
+}

@@ -1,0 +1,50 @@
+import { StrataError } from '../errors.js';
+import type { Identity } from '../types.js';
+import { issueApiKey } from './api-keys.js';
+import { audit } from './audit.js';
+import type { AccessDeps } from './deps.js';
+
+export interface BootstrapResult {
+  /** plaintext owner key: shown once */
+  apiKey: string;
+  orgId: string;
+  keyId: string;
+  identityId: string;
+}
+
+/**
+ * First start of a deployment: the first organization, an owner service identity and its API key.
+ * Refused (ALREADY_BOOTSTRAPPED) once any organization exists, so a second run cannot mint a new
+ * owner key for an existing installation.
+ */
+export async function bootstrapOrganization(
+  deps: AccessDeps,
+  input: { orgName?: string; ownerName?: string } = {},
+): Promise<BootstrapResult> {
+  const access = deps.repository.access;
+  if ((await access.listOrganizations()).length > 0) throw new StrataError('ALREADY_BOOTSTRAPPED');
+  const createdAt = new Date(deps.clock.now()).toISOString();
+  const orgId = deps.ids.uuid();
+  await access.createOrganization({ orgId, name: input.orgName ?? 'local', createdAt });
+  const identity: Identity = { identityId: deps.ids.uuid(), kind: 'service', name: input.ownerName ?? 'local owner', email: null, createdAt };
+  await access.createIdentity(identity);
+  await access.setOrgRole({ orgId, identityId: identity.identityId, role: 'owner' });
+  const { apiKey, record } = await issueApiKey(deps, {
+    orgId,
+    identityId: identity.identityId,
+    projectId: null,
+    ownerId: identity.identityId,
+    purpose: 'bootstrap owner key',
+    expiresAt: null,
+    rotateBy: null,
+  });
+  await audit(deps, { orgId, actorId: identity.identityId, action: 'org.create', target: orgId, details: { orgId } });
+  await audit(deps, {
+    orgId,
+    actorId: identity.identityId,
+    action: 'key.create',
+    target: record.keyId,
+    details: { keyId: record.keyId, identityId: identity.identityId, projectId: null, role: 'owner', purpose: record.purpose, expiresAt: null },
+  });
+  return { apiKey, orgId, keyId: record.keyId, identityId: identity.identityId };
+}

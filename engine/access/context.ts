@@ -1,0 +1,32 @@
+// Who is calling, established once per request by a host (the control API today, the multi-user server
+// later) and passed to every authorization decision. Nothing here knows about HTTP.
+
+import type { Actor, Identity } from '../types.js';
+
+export type AuthKind = 'api-key';
+
+export interface Principal {
+  identity: Identity;
+  authKind: AuthKind;
+  /** the API key used, when authKind is 'api-key' */
+  keyId: string | null;
+  /** the organization the credential is bound to (an API key belongs to exactly one) */
+  orgId: string | null;
+  /** a project-scoped credential sees this project only; null = the whole organization */
+  projectScope: string | null;
+}
+
+export interface RequestContext {
+  /** null until authentication succeeded (public routes stay null) */
+  principal: Principal | null;
+  requestId: string;
+  /** W3C trace id (32 lowercase hex) from `traceparent`, when the caller sent a valid one */
+  traceId: string | null;
+  /** resolved through the configured trusted proxies only */
+  clientIp: string;
+}
+
+/** The actor recorded in version records and snapshots for this principal. */
+export function actorOf(principal: Principal): Actor {
+  return { id: principal.identity.identityId, kind: principal.identity.kind, name: principal.identity.name };
+}

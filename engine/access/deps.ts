@@ -1,0 +1,13 @@
+import type { MetadataRepository } from '../ports/metadata-repository.js';
+import type { Clock, IdGenerator } from '../ports/world.js';
+
+/** What the access functions use: injected like the engine's world, so tests can freeze time. */
+export interface AccessDeps {
+  repository: MetadataRepository;
+  clock: Clock;
+  ids: IdGenerator;
+  /** HMAC key for API key secrets; kept outside the database (a file or the environment) */
+  pepper: Buffer;
+  /** the deployment's environment label; a key minted for another environment never authenticates */
+  environment: string;
+}

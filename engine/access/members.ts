@@ -1,0 +1,153 @@
+// Organization roles and project memberships. Changes are audited; an organization always keeps at
+// least one owner; only an owner can make or unmake an owner.
+
+import { StrataError } from '../errors.js';
+import type { AuditRecord, Identity, IdentityKind, OrgMembership, OrgRole, Page, ProjectAccess, ProjectMembership } from '../types.js';
+import { audit } from './audit.js';
+import { authorizeOrg, authorizeProject } from './authorize.js';
+import type { Principal } from './context.js';
+import type { AccessDeps } from './deps.js';
+
+function requireOwnerFor(actorRole: OrgRole, ...roles: Array<OrgRole | null>): void {
+  if (actorRole !== 'owner' && roles.includes('owner')) {
+    throw new StrataError('FORBIDDEN', { message: 'Only an owner can grant or change the owner role', details: { field: 'role' } });
+  }
+}
+
+async function ensureAnotherOwner(deps: AccessDeps, orgId: string, identityId: string): Promise<void> {
+  const members = await deps.repository.access.listOrgMembers(orgId);
+  const others = members.filter((m) => m.role === 'owner' && m.identityId !== identityId);
+  // Not atomic with the write that follows: two owners demoting each other concurrently could both
+  // pass. The repository has no compare-and-set for roles yet; the window is one request long.
+  if (others.length === 0) throw new StrataError('MEMBERSHIP_LAST_OWNER', { details: { orgId, identityId } });
+}
+
+export async function listOrgMembers(deps: AccessDeps, principal: Principal, orgId: string): Promise<OrgMembership[]> {
+  await authorizeOrg(deps, principal, orgId, 'read');
+  return deps.repository.access.listOrgMembers(orgId);
+}
+
+export async function createOrgIdentity(
+  deps: AccessDeps,
+  principal: Principal,
+  input: { orgId: string; kind: IdentityKind; name: string; email?: string | null; role?: OrgRole },
+): Promise<{ identity: Identity; membership: OrgMembership }> {
+  const grant = await authorizeOrg(deps, principal, input.orgId, 'manage');
+  const role = input.role ?? 'member';
+  requireOwnerFor(grant.role, role);
+  const identity: Identity = {
+    identityId: deps.ids.uuid(),
+    kind: input.kind,
+    name: input.name,
+    email: input.email ?? null,
+    createdAt: new Date(deps.clock.now()).toISOString(),
+  };
+  await deps.repository.access.createIdentity(identity);
+  const membership: OrgMembership = { orgId: input.orgId, identityId: identity.identityId, role };
+  await deps.repository.access.setOrgRole(membership);
+  await audit(deps, {
+    orgId: input.orgId,
+    actorId: principal.identity.identityId,
+    action: 'identity.create',
+    target: identity.identityId,
+    details: { identityId: identity.identityId, kind: identity.kind, role },
+  });
+  return { identity, membership };
+}
+
+export async function setOrgRole(
+  deps: AccessDeps,
+  principal: Principal,
+  input: { orgId: string; identityId: string; role: OrgRole },
+): Promise<OrgMembership> {
+  const grant = await authorizeOrg(deps, principal, input.orgId, 'manage');
+  const access = deps.repository.access;
+  if ((await access.getIdentity(input.identityId)) === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
+  const current = await access.getOrgRole(input.orgId, input.identityId);
+  requireOwnerFor(grant.role, current, input.role);
+  if (current === 'owner' && input.role !== 'owner') await ensureAnotherOwner(deps, input.orgId, input.identityId);
+  const membership: OrgMembership = { orgId: input.orgId, identityId: input.identityId, role: input.role };
+  if (current !== input.role) {
+    await access.setOrgRole(membership);
+    await audit(deps, {
+      orgId: input.orgId,
+      actorId: principal.identity.identityId,
+      action: 'org.role.set',
+      target: input.identityId,
+      details: { identityId: input.identityId, from: current, to: input.role },
+    });
+  }
+  return membership;
+}
+
+export async function removeOrgMember(deps: AccessDeps, principal: Principal, input: { orgId: string; identityId: string }): Promise<void> {
+  const grant = await authorizeOrg(deps, principal, input.orgId, 'manage');
+  const access = deps.repository.access;
+  const current = await access.getOrgRole(input.orgId, input.identityId);
+  if (current === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
+  requireOwnerFor(grant.role, current);
+  if (current === 'owner') await ensureAnotherOwner(deps, input.orgId, input.identityId);
+  await access.removeOrgMember(input.orgId, input.identityId);
+  await audit(deps, {
+    orgId: input.orgId,
+    actorId: principal.identity.identityId,
+    action: 'org.member.remove',
+    target: input.identityId,
+    details: { identityId: input.identityId, from: current },
+  });
+}
+
+export async function listProjectMembers(deps: AccessDeps, principal: Principal, projectId: string): Promise<ProjectMembership[]> {
+  await authorizeProject(deps, principal, projectId, 'read');
+  return deps.repository.access.listProjectMembers(projectId);
+}
+
+/** Memberships are administered at organization level (admin+), not through the narrowed access. */
+export async function setProjectAccess(
+  deps: AccessDeps,
+  principal: Principal,
+  input: { projectId: string; identityId: string; access: ProjectAccess },
+): Promise<ProjectMembership> {
+  const { project } = await authorizeProject(deps, principal, input.projectId, 'manage', { narrow: false });
+  const access = deps.repository.access;
+  if ((await access.getOrgRole(project.orgId, input.identityId)) === null) {
+    throw new StrataError('USER_NOT_FOUND', { message: 'Not a member of the project’s organization', details: { identityId: input.identityId } });
+  }
+  const previous = await access.getProjectAccess(input.projectId, input.identityId);
+  const membership: ProjectMembership = { projectId: input.projectId, identityId: input.identityId, access: input.access };
+  await access.setProjectAccess(membership);
+  await audit(deps, {
+    orgId: project.orgId,
+    actorId: principal.identity.identityId,
+    action: 'project.access.set',
+    target: input.identityId,
+    details: { projectId: input.projectId, identityId: input.identityId, from: previous, to: input.access },
+  });
+  return membership;
+}
+
+export async function removeProjectAccess(deps: AccessDeps, principal: Principal, input: { projectId: string; identityId: string }): Promise<void> {
+  const { project } = await authorizeProject(deps, principal, input.projectId, 'manage', { narrow: false });
+  const access = deps.repository.access;
+  const previous = await access.getProjectAccess(input.projectId, input.identityId);
+  if (previous === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
+  await access.removeProjectMember(input.projectId, input.identityId);
+  await audit(deps, {
+    orgId: project.orgId,
+    actorId: principal.identity.identityId,
+    action: 'project.access.remove',
+    target: input.identityId,
+    details: { projectId: input.projectId, identityId: input.identityId, from: previous },
+  });
+}
+
+export async function listAudit(
+  deps: AccessDeps,
+  principal: Principal,
+  input: { orgId: string; cursor?: string; limit: number },
+): Promise<Page<AuditRecord>> {
+  await authorizeOrg(deps, principal, input.orgId, 'manage');
+  const options: { cursor?: string; limit: number } = { limit: input.limit };
+  if (input.cursor !== undefined) options.cursor = input.cursor;
+  return deps.repository.access.listAudit(input.orgId, options);
+}

@@ -1,0 +1,42 @@
+import type { DirectoryListing } from '../engine-api.js';
+import type { EngineContext } from '../context.js';
+import { StrataError } from '../errors.js';
+import { normalizeDirectoryPath } from '../paths.js';
+
+const PAGE = 5000;
+
+/** Immediate children of a directory: files with their current version, and subdirectories. */
+export async function listDirectory(ctx: EngineContext, input: { projectId: string; path: string }): Promise<DirectoryListing> {
+  const dir = normalizeDirectoryPath(input.path ?? '');
+  await ctx.requireProject(input.projectId);
+  const prefix = dir === '' ? '' : `${dir}/`;
+  const items: DirectoryListing['items'] = [];
+  const seenDirs = new Set<string>();
+  let cursor: string | undefined;
+  do {
+    const page = await ctx.repository.versions.listEntries(input.projectId, { prefix, limit: PAGE, ...(cursor ? { cursor } : {}) });
+    for (const entry of page.items) {
+      const rest = entry.path.slice(prefix.length);
+      const slash = rest.indexOf('/');
+      if (slash === -1) {
+        items.push({ name: rest, path: entry.path, type: 'file', size: entry.size, versionId: entry.versionId, timestamp: entry.timestamp });
+      } else {
+        const name = rest.slice(0, slash);
+        if (!seenDirs.has(name)) {
+          seenDirs.add(name);
+          items.push({ name, path: prefix + name, type: 'directory' });
+        }
+      }
+    }
+    cursor = page.nextCursor;
+  } while (cursor);
+  if (dir !== '' && items.length === 0) {
+    const file = await ctx.repository.versions.getEntry(input.projectId, dir);
+    throw new StrataError(file ? 'INVALID_ARGUMENT' : 'PATH_NOT_FOUND', {
+      ...(file ? { message: 'The path is a file, not a directory' } : {}),
+      details: { path: dir, field: 'path' },
+    });
+  }
+  items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { path: dir, items };
+}

@@ -1,0 +1,35 @@
+import type { EngineContext } from '../context.js';
+import { StrataError } from '../errors.js';
+import { mergePolicy } from '../policy.js';
+import type { Project, VersioningPolicy } from '../types.js';
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
+const NAME = /^[^\u0000-\u001f\u007f/\\]{1,200}$/;
+
+export function validateProjectName(name: unknown): string {
+  if (typeof name !== 'string' || !NAME.test(name) || name.trim() !== name) {
+    throw new StrataError('INVALID_ARGUMENT', { message: 'name must be 1–200 characters, no slashes or control characters, no surrounding spaces', details: { field: 'name' } });
+  }
+  return name;
+}
+
+export async function createProject(ctx: EngineContext, input: { orgId: string; name: string; policy?: Partial<VersioningPolicy> }): Promise<Project> {
+  const project: Project = {
+    projectId: ctx.ids.uuid(),
+    orgId: input.orgId,
+    name: validateProjectName(input.name),
+    createdAt: ctx.now(),
+    policy: mergePolicy(ctx.defaultPolicy, input.policy),
+    retention: { maxVersions: 0 },
+  };
+  if (!(await ctx.repository.access.getOrganization(input.orgId))) {
+    throw new StrataError('ORG_NOT_FOUND', { details: { orgId: input.orgId } });
+  }
+  await ctx.repository.projects.create(project);
+  return project;
+}
+
+export async function updatePolicy(ctx: EngineContext, input: { projectId: string; policy: Partial<VersioningPolicy> }): Promise<Project> {
+  const project = await ctx.requireProject(input.projectId);
+  return ctx.repository.projects.update(project.projectId, { policy: mergePolicy(project.policy, input.policy) });
+}

@@ -1,0 +1,56 @@
+import type { Readable } from 'node:stream';
+import type { EngineContext } from '../context.js';
+import { StrataError } from '../errors.js';
+import { normalizeProjectPath } from '../paths.js';
+import type { ReadRange } from '../ports/content-store.js';
+import type { ContentHash, Entry, VersionRecord } from '../types.js';
+
+export interface ReadFileInput {
+  projectId: string;
+  path?: string;
+  versionId?: string;
+  range?: ReadRange;
+}
+
+export interface ReadFileResult {
+  stream: Readable;
+  size: number;
+  version: VersionRecord | Entry;
+}
+
+/** The current content of a path, or the content of one version (which must belong to the project). */
+export async function readFile(ctx: EngineContext, input: ReadFileInput): Promise<ReadFileResult> {
+  await ctx.requireProject(input.projectId);
+  const path = input.path === undefined ? undefined : normalizeProjectPath(input.path);
+  let hash: ContentHash;
+  let size: number;
+  let version: VersionRecord | Entry;
+  if (input.versionId !== undefined) {
+    const record = await ctx.repository.versions.get(input.projectId, input.versionId);
+    if (!record || (path !== undefined && record.path !== path)) {
+      throw new StrataError('VERSION_NOT_FOUND', { details: { versionId: input.versionId } });
+    }
+    if (record.contentHash === null) {
+      throw new StrataError('PATH_NOT_FOUND', { message: 'This version is a deletion: it has no content', details: { path: record.path, versionId: record.versionId, deleted: true } });
+    }
+    hash = record.contentHash;
+    size = record.size;
+    version = record;
+  } else {
+    if (path === undefined) throw new StrataError('INVALID_ARGUMENT', { message: 'path or versionId is required', details: { field: 'path' } });
+    const entry = await ctx.repository.versions.getEntry(input.projectId, path);
+    if (!entry) throw new StrataError('PATH_NOT_FOUND', { details: { path } });
+    hash = entry.contentHash;
+    size = entry.size;
+    version = entry;
+  }
+  if (input.range) {
+    const { start, end } = input.range;
+    if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || start < 0 || end < start || start >= size) {
+      throw new StrataError('INVALID_ARGUMENT', { message: 'The range is not satisfiable', details: { field: 'range', size } });
+    }
+    const clamped = { start, end: Math.min(end, size - 1) };
+    return { stream: await ctx.store.open(hash, clamped), size: clamped.end - clamped.start + 1, version };
+  }
+  return { stream: await ctx.store.open(hash), size, version };
+}

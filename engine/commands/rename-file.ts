@@ -1,0 +1,49 @@
+import type { EngineContext } from '../context.js';
+import type { WriteResult } from '../engine-api.js';
+import { StrataError } from '../errors.js';
+import { normalizeProjectPath } from '../paths.js';
+import type { VersionCommitResult } from '../ports/metadata-repository.js';
+import type { Actor, VersionRecord } from '../types.js';
+import { assertWritablePath } from './write-file.js';
+
+/**
+ * A rename is a tombstone at `from` and a write of the same content at `to`, committed atomically:
+ * both paths' histories show it, and no content byte is copied.
+ */
+export async function renameFile(
+  ctx: EngineContext,
+  input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean },
+): Promise<{ deleted: VersionRecord; created: WriteResult }> {
+  const from = normalizeProjectPath(input.from, 'from');
+  const to = normalizeProjectPath(input.to, 'to');
+  if (from === to) throw new StrataError('INVALID_ARGUMENT', { message: "'from' and 'to' are the same path", details: { field: 'to' } });
+  await ctx.requireProject(input.projectId);
+  const source = await ctx.repository.versions.getEntry(input.projectId, from);
+  if (!source) throw new StrataError('PATH_NOT_FOUND', { details: { path: from, field: 'from' } });
+  const target = await ctx.repository.versions.getEntry(input.projectId, to);
+  if (target && !input.overwrite) throw new StrataError('PATH_EXISTS', { details: { path: to, field: 'to' } });
+  if (!target) await assertWritablePath(ctx, input.projectId, to);
+
+  const tombstone = ctx.newVersion({ projectId: input.projectId, path: from, contentHash: null, size: 0, actor: input.actor, kind: 'delete' });
+  const created = ctx.newVersion({
+    projectId: input.projectId,
+    path: to,
+    contentHash: source.contentHash,
+    size: source.size,
+    actor: input.actor,
+    kind: 'write',
+    restoredFrom: null,
+  });
+  // The content is referenced by `source` until the tombstone commits, and by `created` after it, in
+  // the same transaction; no GC lock is needed.
+  const results = await ctx.batcher.submitAtomic([
+    { record: tombstone, expectedCurrent: source.versionId },
+    { record: created, expectedCurrent: target ? target.versionId : null },
+  ]);
+  const failed = results.find((r): r is Extract<VersionCommitResult, { ok: false }> => !r.ok);
+  if (failed) throw new StrataError('STALE_BASE_VERSION', { message: 'The file changed during the rename; nothing was renamed', details: { from, to } });
+  ctx.retention.schedule(input.projectId, from);
+  ctx.retention.schedule(input.projectId, to);
+  const entry = (results[1] as Extract<VersionCommitResult, { ok: true }>).entry!;
+  return { deleted: tombstone, created: { entry, version: created } };
+}

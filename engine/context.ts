@@ -1,0 +1,71 @@
+import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
+import type { EngineDeps } from './engine-api.js';
+import { StrataError } from './errors.js';
+import { DEFAULT_POLICY, mergePolicy } from './policy.js';
+import type { ContentStore } from './ports/content-store.js';
+import type { MetadataRepository } from './ports/metadata-repository.js';
+import type { Clock, IdGenerator } from './ports/world.js';
+import { createRetentionWorker, type RetentionWorker } from './retention-worker.js';
+import { createRwLock, type RwLock } from './rw-lock.js';
+import type { Actor, ContentHash, Project, VersionKind, VersionRecord, VersioningPolicy } from './types.js';
+
+/** What every engine command receives: the injected world plus the engine's own coordination. */
+export interface EngineContext {
+  store: ContentStore;
+  repository: MetadataRepository;
+  clock: Clock;
+  ids: IdGenerator;
+  gcGraceMs: number;
+  defaultPolicy: VersioningPolicy;
+  /** content writes: shared; garbage collection: exclusive */
+  gcLock: RwLock;
+  batcher: CommitBatcher;
+  retention: RetentionWorker;
+  now(): string;
+  requireProject(projectId: string): Promise<Project>;
+  newVersion(fields: {
+    projectId: string;
+    path: string;
+    contentHash: ContentHash | null;
+    size: number;
+    actor: Actor;
+    kind: VersionKind;
+    restoredFrom?: string | null;
+  }): VersionRecord;
+}
+
+export function createEngineContext(deps: EngineDeps): EngineContext {
+  const gcLock = createRwLock();
+  const ctx: EngineContext = {
+    store: deps.store,
+    repository: deps.repository,
+    clock: deps.clock,
+    ids: deps.ids,
+    gcGraceMs: deps.gcGraceMs ?? 10 * 60 * 1000,
+    defaultPolicy: mergePolicy(DEFAULT_POLICY, deps.defaultPolicy),
+    gcLock,
+    batcher: createCommitBatcher(deps.repository, () => {}),
+    retention: undefined as unknown as RetentionWorker,
+    now: () => new Date(deps.clock.now()).toISOString(),
+    async requireProject(projectId) {
+      const project = typeof projectId === 'string' ? await deps.repository.projects.get(projectId) : null;
+      if (!project) throw new StrataError('PROJECT_NOT_FOUND', { details: { projectId } });
+      return project;
+    },
+    newVersion(fields) {
+      return {
+        versionId: deps.ids.uuid(),
+        projectId: fields.projectId,
+        path: fields.path,
+        contentHash: fields.contentHash,
+        size: fields.size,
+        actor: fields.actor,
+        timestamp: ctx.now(),
+        kind: fields.kind,
+        restoredFrom: fields.restoredFrom ?? null,
+      };
+    },
+  };
+  ctx.retention = createRetentionWorker(ctx);
+  return ctx;
+}

@@ -1,0 +1,69 @@
+import { deleteFile } from './commands/delete-file.js';
+import { fsck } from './commands/fsck.js';
+import { gc } from './commands/gc.js';
+import { getVersion, history } from './commands/history.js';
+import { listDirectory } from './commands/list-directory.js';
+import { createProject, updatePolicy } from './commands/projects.js';
+import { readFile } from './commands/read-file.js';
+import { renameFile } from './commands/rename-file.js';
+import { restoreSnapshot } from './commands/restore-snapshot.js';
+import { restoreVersion } from './commands/restore-version.js';
+import { getRetention, setRetention } from './commands/retention.js';
+import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
+import { addTag, listTags, removeTag } from './commands/tags.js';
+import { writeFile } from './commands/write-file.js';
+import { createEngineContext } from './context.js';
+import type { Engine, EngineDeps } from './engine-api.js';
+import { normalizeProjectPath } from './paths.js';
+
+/** The engine: a thin table from operations to commands, all sharing one context. */
+export function createEngine(deps: EngineDeps): Engine {
+  const ctx = createEngineContext(deps);
+  let closed = false;
+  return {
+    createProject: (input) => createProject(ctx, input),
+    getProject: (projectId) => ctx.requireProject(projectId),
+    listProjects: (orgId) => ctx.repository.projects.list(orgId),
+    writeFile: (input) => writeFile(ctx, input),
+    readFile: (input) => readFile(ctx, input),
+    deleteFile: (input) => deleteFile(ctx, input),
+    renameFile: (input) => renameFile(ctx, input),
+    listDirectory: (input) => listDirectory(ctx, input),
+    async stat(input) {
+      await ctx.requireProject(input.projectId);
+      return ctx.repository.versions.getEntry(input.projectId, normalizeProjectPath(input.path));
+    },
+    history: (input) => history(ctx, input),
+    getVersion: (projectId, versionId) => getVersion(ctx, projectId, versionId),
+    restoreVersion: (input) => restoreVersion(ctx, input),
+    createSnapshot: (input) => createSnapshot(ctx, input),
+    listSnapshots: (input) => listSnapshots(ctx, input),
+    getSnapshot: (projectId, idOrTag) => getSnapshot(ctx, projectId, idOrTag),
+    snapshotEntries: (input) => snapshotEntries(ctx, input),
+    diffSnapshots: (input) => diffSnapshots(ctx, input),
+    restoreSnapshot: (input) => restoreSnapshot(ctx, input),
+    addTag: (input) => addTag(ctx, input),
+    listTags: (projectId) => listTags(ctx, projectId),
+    removeTag: (input) => removeTag(ctx, input),
+    getRetention: (projectId) => getRetention(ctx, projectId),
+    setRetention: (input) => setRetention(ctx, input),
+    updatePolicy: (input) => updatePolicy(ctx, input),
+    gc: (options) => gc(ctx, options),
+    fsck: (options) => fsck(ctx, options),
+    async settle() {
+      await ctx.batcher.drain();
+      await ctx.retention.settle();
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await ctx.batcher.drain();
+        await ctx.retention.settle();
+      } finally {
+        await ctx.store.close();
+        await ctx.repository.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,11 @@
+export { createEngine } from './create-engine.js';
+export type * from './engine-api.js';
+export { ERROR_CATALOGUE, type ErrorCode, isStrataError, StrataError } from './errors.js';
+export { createIdGenerator, isUuid } from './ids.js';
+export { homeLayout, type LocalEngine, openLocalEngine } from './local.js';
+export { normalizeDirectoryPath, normalizeProjectPath } from './paths.js';
+export { DEFAULT_POLICY, isVersioned } from './policy.js';
+export type { ContentStore, ObjectInfo, PutResult, ReadRange } from './ports/content-store.js';
+export type { MetadataRepository } from './ports/metadata-repository.js';
+export { type Clock, type IdGenerator, systemClock } from './ports/world.js';
+export type * from './types.js';

@@ -1,0 +1,54 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createEngine } from './create-engine.js';
+import type { Engine, EngineDeps } from './engine-api.js';
+import { createIdGenerator } from './ids.js';
+import type { ContentStore } from './ports/content-store.js';
+import type { MetadataRepository } from './ports/metadata-repository.js';
+import { type Clock, type IdGenerator, systemClock } from './ports/world.js';
+import { createLocalContentStore } from './storage/local-content-store.js';
+import { openSqliteRepository } from './storage/sqlite-repository.js';
+
+export interface LocalEngine {
+  engine: Engine;
+  repository: MetadataRepository;
+  store: ContentStore;
+  clock: Clock;
+  home: string;
+  close(): Promise<void>;
+}
+
+/** Where things live under a Strata home (the embedded default: SQLite + a local object directory). */
+export function homeLayout(home: string) {
+  return {
+    metadata: join(home, 'metadata.sqlite'),
+    store: join(home, 'store'),
+    secrets: join(home, 'secrets'),
+  };
+}
+
+/** Opens (creating if needed) the embedded default engine in `home`. */
+export async function openLocalEngine(options: {
+  home: string;
+  clock?: Clock;
+  ids?: IdGenerator;
+  gcGraceMs?: number;
+  defaultPolicy?: EngineDeps['defaultPolicy'];
+}): Promise<LocalEngine> {
+  const layout = homeLayout(options.home);
+  await mkdir(options.home, { recursive: true, mode: 0o700 });
+  const clock = options.clock ?? systemClock;
+  const store = await createLocalContentStore({ root: layout.store });
+  let repository: MetadataRepository;
+  try {
+    repository = openSqliteRepository({ file: layout.metadata });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const deps: EngineDeps = { store, repository, clock, ids: options.ids ?? createIdGenerator(clock) };
+  if (options.gcGraceMs !== undefined) deps.gcGraceMs = options.gcGraceMs;
+  if (options.defaultPolicy !== undefined) deps.defaultPolicy = options.defaultPolicy;
+  const engine = createEngine(deps);
+  return { engine, repository, store, clock, home: options.home, close: () => engine.close() };
+}

@@ -1,0 +1,96 @@
+// One streaming ingest into a temp file, hashed and written by a hash worker. The main thread only
+// copies incoming chunks into 1 MiB staging buffers and transfers them (zero-copy) to the worker,
+// which sends each buffer back for reuse once written.
+import type { HashSlot, HashWorkerPool, WorkerReply } from './hash-worker-pool.js';
+
+/**
+ * Buffers handed to the worker and not yet written. Two keep the worker busy while the next one fills;
+ * more would only buffer memory when the disk is slower than the source (back-pressure comes from
+ * awaiting here, which stops pulling from the source). Memory per session: at most 3 x 1 MiB.
+ */
+const WRITE_WINDOW = 2;
+
+export class HashSession {
+  private staging: Uint8Array | null = null;
+  private fill = 0;
+  private readonly inflight: Promise<void>[] = [];
+  private readonly spare: ArrayBuffer[] = [];
+  private failure: { error: unknown } | null = null;
+  private finished = false;
+
+  constructor(
+    private readonly pool: HashWorkerPool,
+    private readonly slot: HashSlot,
+    private readonly sid: number,
+    private readonly chunkBytes: number,
+  ) {}
+
+  async write(chunk: Uint8Array): Promise<void> {
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (this.failure !== null) throw this.failure.error;
+      if (this.staging === null) {
+        this.staging = new Uint8Array(this.spare.pop() ?? new ArrayBuffer(this.chunkBytes));
+        this.fill = 0;
+      }
+      const n = Math.min(this.chunkBytes - this.fill, chunk.length - offset);
+      this.staging.set(chunk.subarray(offset, offset + n), this.fill);
+      this.fill += n;
+      offset += n;
+      if (this.fill === this.chunkBytes) await this.dispatch();
+    }
+  }
+
+  /** Flush, fsync and close the temp file; returns the hex digest and the byte count. */
+  async end(): Promise<{ hex: string; size: number }> {
+    if (this.staging !== null && this.fill > 0) await this.dispatch();
+    await this.drain();
+    if (this.failure !== null) throw this.failure.error;
+    this.finish();
+    const reply = await this.pool.request(this.slot, { op: 'end', sid: this.sid });
+    return { hex: reply.hash ?? '', size: reply.size ?? 0 };
+  }
+
+  /** Close the temp file on the worker; the caller unlinks it. Never throws: it runs on failure paths. */
+  async abort(): Promise<void> {
+    if (this.finished) return;
+    this.finish();
+    await this.drain();
+    await this.pool.request(this.slot, { op: 'abort', sid: this.sid }).catch(() => {
+      // The worker is gone (closed or crashed) and took the file descriptor with it: nothing to close.
+    });
+  }
+
+  private async dispatch(): Promise<void> {
+    const staging = this.staging;
+    if (staging === null) return;
+    const len = this.fill;
+    this.staging = null;
+    while (this.inflight.length >= WRITE_WINDOW) await this.inflight.shift();
+    if (this.failure !== null) throw this.failure.error;
+    const buffer = staging.buffer as ArrayBuffer;
+    const sent = this.pool
+      .request(this.slot, { op: 'write', sid: this.sid, buf: buffer, len }, [buffer])
+      .then(
+        (reply: WorkerReply) => {
+          if (reply.buf !== undefined && this.spare.length < WRITE_WINDOW) this.spare.push(reply.buf);
+        },
+        (error: unknown) => {
+          // Recorded, not thrown: the next write/end reports it (this promise is awaited only for pacing).
+          this.failure ??= { error };
+        },
+      );
+    this.inflight.push(sent);
+  }
+
+  private async drain(): Promise<void> {
+    while (this.inflight.length > 0) await this.inflight.shift();
+  }
+
+  private finish(): void {
+    if (!this.finished) {
+      this.finished = true;
+      this.pool.releaseSession(this.slot);
+    }
+  }
+}

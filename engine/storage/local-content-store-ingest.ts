@@ -1,0 +1,163 @@
+// Getting bytes into the store: decide small (packed) or large (loose) while streaming, hash, stage,
+// commit. At most smallObjectMaxBytes are buffered in memory before that decision; past it, the bytes
+// go through a hash worker into a temp file, so memory stays bounded whatever the input size.
+import { open, rm } from 'node:fs/promises';
+import { StrataError } from '../errors.js';
+import { hashBuffer, parseContentHash } from '../hash.js';
+import type { PutOptions, PutResult } from '../ports/content-store.js';
+import type { ContentHash } from '../types.js';
+import type { HashWorkerPool } from './hash-worker-pool.js';
+import type { HashSession } from './hash-worker-session.js';
+import { type LooseObjects, storageError } from './local-content-store-loose.js';
+import type { PackObjects } from './local-content-store-pack.js';
+
+export interface IngestContext {
+  readonly smallObjectMaxBytes: number;
+  readonly pool: HashWorkerPool;
+  readonly pack: PackObjects;
+  readonly loose: LooseObjects;
+}
+
+interface Limits {
+  maxBytes: number;
+  expectedHash: ContentHash | undefined;
+}
+
+export function readLimits(options: Omit<PutOptions, 'onProgress'>): Limits {
+  const { maxBytes, expectedHash } = options;
+  if (maxBytes !== undefined && !(Number.isSafeInteger(maxBytes) && maxBytes >= 0)) {
+    throw new TypeError(`maxBytes must be a non-negative integer, got ${maxBytes}`);
+  }
+  return {
+    maxBytes: maxBytes ?? Number.POSITIVE_INFINITY,
+    expectedHash: expectedHash === undefined ? undefined : parseContentHash(expectedHash, 'expectedHash'),
+  };
+}
+
+function tooLarge(maxBytes: number): StrataError {
+  return new StrataError('BODY_TOO_LARGE', {
+    message: `The content is larger than the limit of ${maxBytes} bytes`,
+    details: { maxBytes },
+  });
+}
+
+function checkExpected(limits: Limits, actual: ContentHash): void {
+  if (limits.expectedHash !== undefined && limits.expectedHash !== actual) {
+    throw new StrataError('CONTENT_CORRUPT', {
+      message: `The content hashes to ${actual}, not to the expected ${limits.expectedHash}`,
+      details: { expected: limits.expectedHash, actual },
+    });
+  }
+}
+
+/** Small content: hashed on the main thread (≤64 KiB by default: ~30 µs) and group-committed to the pack. */
+export async function storeSmall(ctx: IngestContext, data: Uint8Array, limits: Limits): Promise<PutResult> {
+  if (data.length > limits.maxBytes) throw tooLarge(limits.maxBytes);
+  const hash = hashBuffer(data);
+  checkExpected(limits, hash);
+  const created = await ctx.pack.put(hash, data);
+  return { hash, size: data.length, created };
+}
+
+export async function ingestStream(
+  ctx: IngestContext,
+  source: AsyncIterable<Uint8Array>,
+  options: PutOptions,
+): Promise<PutResult> {
+  const limits = readLimits(options);
+  const head: Uint8Array[] = [];
+  let total = 0;
+  let session: HashSession | null = null;
+  let tmpPath: string | null = null;
+  try {
+    for await (const chunk of source) {
+      if (!(chunk instanceof Uint8Array)) throw new TypeError('put() sources must yield Uint8Array chunks');
+      if (chunk.length === 0) continue;
+      total += chunk.length;
+      // Throwing inside for-await calls the iterator's return(): a Readable source is destroyed, so an
+      // oversized upload stops being read at once.
+      if (total > limits.maxBytes) throw tooLarge(limits.maxBytes);
+      if (session !== null) {
+        await session.write(chunk);
+      } else if (total <= ctx.smallObjectMaxBytes) {
+        head.push(new Uint8Array(chunk)); // a copy: an iterator may reuse its buffer for the next chunk
+      } else {
+        tmpPath = ctx.loose.newTempPath();
+        session = await ctx.pool.openSession(tmpPath);
+        for (const buffered of head.splice(0)) await session.write(buffered);
+        await session.write(chunk);
+      }
+      options.onProgress?.(total);
+    }
+    if (session === null) return await storeSmall(ctx, Buffer.concat(head, total), limits);
+    const { hex, size } = await session.end();
+    const hash: ContentHash = `blake3:${hex}`;
+    checkExpected(limits, hash);
+    const staged = tmpPath!;
+    tmpPath = null; // from here on, commit owns the temp file (it renames or removes it)
+    const created = await commitStaged(ctx, staged, hash, size);
+    return { hash, size, created };
+  } catch (error) {
+    // Nothing may be left behind: close the worker's descriptor, then remove the temp file. The
+    // original error (the source's own, BODY_TOO_LARGE, ...) is what the caller gets.
+    if (session !== null) await session.abort();
+    if (tmpPath !== null) await rm(tmpPath, { force: true });
+    throw error;
+  }
+}
+
+export async function ingestFile(ctx: IngestContext, absolutePath: string, options: PutOptions): Promise<PutResult> {
+  const limits = readLimits(options);
+  // Read at most one byte more than the small limit: enough to know which way the file goes without
+  // ever reading a large file on the main thread.
+  const head = Buffer.allocUnsafe(ctx.smallObjectMaxBytes + 1);
+  const handle = await open(absolutePath, 'r');
+  let length = 0;
+  try {
+    for (;;) {
+      const { bytesRead } = await handle.read(head, length, head.length - length, null);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+      if (length === head.length) break;
+    }
+  } finally {
+    await handle.close();
+  }
+  if (length <= ctx.smallObjectMaxBytes) {
+    const result = await storeSmall(ctx, head.subarray(0, length), limits);
+    options.onProgress?.(length);
+    return result;
+  }
+  // The worker reopens and reads the whole file itself; if the file changed since the peek above,
+  // what it hashes is what it copies, so the object is consistent with its hash either way.
+  const tmpPath = ctx.loose.newTempPath();
+  let staged = true;
+  try {
+    const maxBytes = Number.isFinite(limits.maxBytes) ? limits.maxBytes : null;
+    const result = await ctx.pool.hashFile(absolutePath, tmpPath, maxBytes, options.onProgress);
+    if (result.kind === 'tooLarge') throw tooLarge(limits.maxBytes);
+    checkExpected(limits, result.hash);
+    staged = false;
+    const created = await commitStaged(ctx, tmpPath, result.hash, result.size);
+    return { hash: result.hash, size: result.size, created };
+  } catch (error) {
+    if (staged) await rm(tmpPath, { force: true });
+    throw error;
+  }
+}
+
+/** Commit a staged temp file; if the commit fails, make sure the temp file does not outlive it. */
+async function commitStaged(ctx: IngestContext, tmpPath: string, hash: ContentHash, size: number): Promise<boolean> {
+  try {
+    return await ctx.loose.commit(tmpPath, hash, size, (path) => rehashFile(ctx.pool, path));
+  } catch (error) {
+    await rm(tmpPath, { force: true });
+    throw storageError(error, 'Committing an object');
+  }
+}
+
+export async function rehashFile(pool: HashWorkerPool, path: string): Promise<ContentHash> {
+  const result = await pool.hashFile(path, null, null);
+  if (result.kind !== 'hashed') throw new StrataError('INTERNAL', { message: 'A size-unlimited hash reported too large' });
+  return result.hash;
+}

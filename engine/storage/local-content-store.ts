@@ -1,0 +1,190 @@
+// The local content-addressed store (DESIGN.md §1, "local: SQLite + files on disk"):
+//
+//   <root>/objects/packed.sqlite   objects ≤ smallObjectMaxBytes, group-committed (local-content-store-pack.ts)
+//   <root>/objects/ab/cdef…        larger objects, one file each, read-only (local-content-store-loose.ts)
+//   <root>/tmp/<pid>-<uuid>.tmp    staging for loose objects; same filesystem, so rename is atomic
+//
+// Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
+// threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
+import { open as openFile, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { StrataError } from '../errors.js';
+import { hashBuffer, parseContentHash } from '../hash.js';
+import type { ContentStore, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import { type Clock, systemClock } from '../ports/world.js';
+import type { ContentHash } from '../types.js';
+import { HashWorkerPool } from './hash-worker-pool.js';
+import { fsyncDirectory } from './local-content-store-dirsync.js';
+import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
+import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
+import { PackObjects } from './local-content-store-pack.js';
+import { corruptError, resolveRange, streamLooseObject, streamPackedObject } from './local-content-store-read.js';
+
+export interface LocalContentStoreOptions {
+  /** the store's directory; created if missing */
+  root: string;
+  /** objects up to this size go to the SQLite pack (default 64 KiB, at most 16 MiB) */
+  smallObjectMaxBytes?: number;
+  /** source of touchedAtMs (default: the system clock) */
+  clock?: Clock;
+}
+
+export const DEFAULT_SMALL_OBJECT_MAX_BYTES = 64 * 1024;
+const MAX_SMALL_OBJECT_MAX_BYTES = 16 * 1024 * 1024;
+const LIST_PAGE = 1000;
+
+export async function createLocalContentStore(options: LocalContentStoreOptions): Promise<ContentStore> {
+  const smallObjectMaxBytes = options.smallObjectMaxBytes ?? DEFAULT_SMALL_OBJECT_MAX_BYTES;
+  if (!Number.isSafeInteger(smallObjectMaxBytes) || smallObjectMaxBytes < 0 || smallObjectMaxBytes > MAX_SMALL_OBJECT_MAX_BYTES) {
+    throw new TypeError(`smallObjectMaxBytes must be an integer from 0 to ${MAX_SMALL_OBJECT_MAX_BYTES}`);
+  }
+  const clock = options.clock ?? systemClock;
+  const loose = await LooseObjects.open(options.root, clock);
+  let pack: PackObjects;
+  try {
+    pack = PackObjects.open(join(loose.objectsDir, 'packed.sqlite'), clock);
+  } catch (error) {
+    throw storageError(error, 'Opening the object pack');
+  }
+  try {
+    // SQLite fsyncs the directory for the WAL it creates, not for the database file itself: make the
+    // pack's own directory entry durable before the first put can be acknowledged.
+    await fsyncDirectory(loose.objectsDir);
+  } catch (error) {
+    await pack.close();
+    throw storageError(error, 'Opening the object store');
+  }
+  return new LocalContentStore({ smallObjectMaxBytes, pool: new HashWorkerPool(), pack, loose });
+}
+
+class LocalContentStore implements ContentStore {
+  private closed = false;
+
+  constructor(private readonly ctx: IngestContext) {}
+
+  async put(source: AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<PutResult> {
+    this.assertOpen();
+    return ingestStream(this.ctx, source, options);
+  }
+
+  async putBuffer(data: Uint8Array, options: Omit<PutOptions, 'onProgress'> = {}): Promise<PutResult> {
+    this.assertOpen();
+    if (data.length <= this.ctx.smallObjectMaxBytes) return storeSmall(this.ctx, data, readLimits(options));
+    // Larger buffers still go through a worker: hashing 50 MB here would stall the loop for ~20 ms.
+    return ingestStream(this.ctx, once(data), options);
+  }
+
+  async putFile(absolutePath: string, options: PutOptions = {}): Promise<PutResult> {
+    this.assertOpen();
+    return ingestFile(this.ctx, absolutePath, options);
+  }
+
+  async has(hash: ContentHash): Promise<boolean> {
+    return (await this.stat(hash)) !== null;
+  }
+
+  async stat(hash: ContentHash): Promise<ObjectInfo | null> {
+    const valid = this.check(hash);
+    return this.ctx.pack.stat(valid) ?? (await this.ctx.loose.stat(valid));
+  }
+
+  async open(hash: ContentHash, range?: ReadRange): Promise<Readable> {
+    const valid = this.check(hash);
+    const packed = this.ctx.pack.get(valid);
+    if (packed !== null) {
+      const bounds = range === undefined ? undefined : resolveRange(range, packed.data.length);
+      return streamPackedObject(packed.data, valid, bounds);
+    }
+    let handle: Awaited<ReturnType<typeof openFile>>;
+    try {
+      handle = await openFile(this.ctx.loose.pathOf(valid), 'r');
+    } catch (error) {
+      if (isNotFound(error)) throw notFound(valid);
+      throw storageError(error, 'Opening an object');
+    }
+    try {
+      const bounds = range === undefined ? undefined : resolveRange(range, (await handle.stat()).size);
+      return streamLooseObject(handle, valid, bounds);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+  }
+
+  async readBuffer(hash: ContentHash): Promise<Buffer> {
+    const valid = this.check(hash);
+    let data = this.ctx.pack.get(valid)?.data;
+    if (data === undefined) {
+      try {
+        data = await readFile(this.ctx.loose.pathOf(valid));
+      } catch (error) {
+        if (isNotFound(error)) throw notFound(valid);
+        throw storageError(error, 'Reading an object');
+      }
+    }
+    // The caller promised the object is small, so hashing it here is as cheap as having read it.
+    const actual = hashBuffer(data);
+    if (actual !== valid) throw corruptError(valid, actual);
+    return data;
+  }
+
+  async verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'> {
+    const valid = this.check(hash);
+    const packed = this.ctx.pack.get(valid);
+    if (packed !== null) return hashBuffer(packed.data) === valid ? 'ok' : 'corrupt';
+    try {
+      return (await rehashFile(this.ctx.pool, this.ctx.loose.pathOf(valid))) === valid ? 'ok' : 'corrupt';
+    } catch (error) {
+      if (isNotFound(error)) return 'missing';
+      throw storageError(error, 'Verifying an object');
+    }
+  }
+
+  async delete(hash: ContentHash): Promise<void> {
+    const valid = this.check(hash);
+    // Both places: an object can be in either, and in both if smallObjectMaxBytes changed between runs.
+    await Promise.all([this.ctx.pack.delete(valid), this.ctx.loose.remove(valid)]);
+  }
+
+  async *list(): AsyncIterable<ObjectInfo> {
+    this.assertOpen();
+    let after = '';
+    for (;;) {
+      const page = this.ctx.pack.page(after, LIST_PAGE);
+      yield* page;
+      if (page.length < LIST_PAGE) break;
+      after = page[page.length - 1]!.hash;
+    }
+    for await (const info of this.ctx.loose.list()) {
+      // Reported once: the packed copy (already listed) wins if an object is in both places.
+      if (this.ctx.pack.stat(info.hash) === null) yield info;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    // Pending packed puts are committed first; large ingests still running fail with SHUTTING_DOWN
+    // and remove their temp files.
+    await this.ctx.pack.close();
+    await this.ctx.pool.close();
+  }
+
+  private check(hash: ContentHash): ContentHash {
+    this.assertOpen();
+    return parseContentHash(hash);
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new StrataError('SHUTTING_DOWN', { message: 'The content store is closed' });
+  }
+}
+
+async function* once(data: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield data;
+}
+
+function notFound(hash: ContentHash): StrataError {
+  return new StrataError('CONTENT_NOT_FOUND', { details: { hash } });
+}

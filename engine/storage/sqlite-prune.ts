@@ -1,0 +1,100 @@
+import type { Database } from 'better-sqlite3';
+import type { PruneResult, VersionRepository } from '../ports/metadata-repository.js';
+import type { ContentHash } from '../types.js';
+import { run } from './sqlite-rows.js';
+
+// Retention and the reference checks the garbage collector relies on.
+//
+// A snapshot pin is a foreign key to the version row it pins (see sqlite-migrations.ts), so every
+// hash a snapshot pins is also the hash of a surviving version row: checking the versions table
+// alone answers "referenced by any version record or snapshot pin".
+
+const IN_CHUNK = 500;
+const STREAM_PAGE = 1_000;
+
+// A candidate survives if a snapshot pins it or it is its path's current version.
+const UNPROTECTED = `
+  NOT EXISTS (SELECT 1 FROM snapshot_entries se WHERE se.version_seq = c.seq)
+  AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.project_id = c.project_id AND e.path = c.path AND e.version_seq = c.seq)`;
+
+interface Candidate {
+  seq: number;
+  content_hash: string | null;
+}
+
+type PruneMethods = Pick<VersionRepository, 'prune' | 'referencedHashes' | 'allReferencedHashes'>;
+
+export function createSqlitePrune(db: Database): PruneMethods {
+  // The subquery's OFFSET skips the newest `keep` versions before the protection filter applies, so
+  // pinned and current versions still count toward `keep`. It walks only this path's index range.
+  const pathCandidates = db.prepare(`
+    SELECT c.seq, c.content_hash FROM (
+      SELECT seq, project_id, path, content_hash FROM versions
+      WHERE project_id = ? AND path = ? ORDER BY seq DESC LIMIT -1 OFFSET ?
+    ) c WHERE ${UNPROTECTED}`);
+  // Whole project: the (project_id, path, seq) index already yields rows partitioned by path in seq
+  // order, so the window needs no sort.
+  const projectCandidates = db.prepare(`
+    SELECT c.seq, c.content_hash FROM (
+      SELECT seq, project_id, path, content_hash,
+             row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
+      FROM versions WHERE project_id = ?
+    ) c WHERE c.rank > ? AND ${UNPROTECTED}`);
+  const deleteVersion = db.prepare('DELETE FROM versions WHERE seq = ?');
+  const firstHashes = db.prepare(
+    'SELECT DISTINCT content_hash FROM versions WHERE content_hash > ? ORDER BY content_hash LIMIT ?',
+  ).pluck();
+
+  const prune = db.transaction((projectId: string, keep: number, paths: string[] | undefined): PruneResult => {
+    const candidates: Candidate[] = [];
+    if (paths === undefined) {
+      candidates.push(...(projectCandidates.all(projectId, keep) as Candidate[]));
+    } else {
+      for (const path of new Set(paths)) candidates.push(...(pathCandidates.all(projectId, path, keep) as Candidate[]));
+    }
+    const released = new Set<ContentHash>();
+    for (const candidate of candidates) {
+      deleteVersion.run(candidate.seq);
+      if (candidate.content_hash !== null) released.add(candidate.content_hash as ContentHash);
+    }
+    return { prunedVersions: candidates.length, releasedHashes: [...released] };
+  });
+
+  const referencedHashes = (hashes: ContentHash[]): Set<ContentHash> => {
+    const found = new Set<ContentHash>();
+    const unique = [...new Set(hashes)];
+    for (let start = 0; start < unique.length; start += IN_CHUNK) {
+      const chunk = unique.slice(start, start + IN_CHUNK);
+      const statement = db
+        .prepare(`SELECT DISTINCT content_hash FROM versions WHERE content_hash IN (${chunk.map(() => '?').join(', ')})`)
+        .pluck();
+      for (const hash of statement.all(...chunk) as ContentHash[]) found.add(hash);
+    }
+    return found;
+  };
+
+  return {
+    prune: (projectId, options) =>
+      run(() => {
+        if (!Number.isSafeInteger(options.keep) || options.keep < 0) {
+          throw new TypeError(`keep must be a non-negative integer, got ${options.keep}`);
+        }
+        // 0 = unlimited retention: nothing is ever pruned.
+        if (options.keep === 0) return { prunedVersions: 0, releasedHashes: [] };
+        return prune.immediate(projectId, options.keep, options.paths);
+      }),
+    referencedHashes: (hashes) => run(() => referencedHashes(hashes)),
+    // Paged by key rather than one open .iterate(): better-sqlite3 refuses every other statement on
+    // the connection while an iterator is open, and the consumer (gc, fsck) awaits between items,
+    // during which writes must keep working. Each page is its own consistent read.
+    allReferencedHashes: async function* () {
+      let after = '';
+      for (;;) {
+        const page = await run(() => firstHashes.all(after, STREAM_PAGE) as ContentHash[]);
+        yield* page;
+        if (page.length < STREAM_PAGE) return;
+        after = page[page.length - 1]!;
+      }
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import Database from 'better-sqlite3';
+import { StrataError } from '../errors.js';
+import type { ActorKind, ContentHash, Entry, Snapshot, SnapshotEntry, VersionKind, VersionRecord } from '../types.js';
+
+// Row shapes as SQLite returns them (snake_case) and their mapping to the camelCase resources.
+
+export interface VersionRow {
+  seq: number;
+  version_id: string;
+  project_id: string;
+  path: string;
+  content_hash: string | null;
+  size: number;
+  actor_id: string;
+  actor_kind: string;
+  actor_name: string;
+  timestamp: string;
+  kind: string;
+  restored_from: string | null;
+}
+
+export const VERSION_COLUMNS =
+  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from';
+
+export function toVersion(row: VersionRow): VersionRecord {
+  return {
+    versionId: row.version_id,
+    projectId: row.project_id,
+    path: row.path,
+    contentHash: row.content_hash as ContentHash | null,
+    size: row.size,
+    actor: { id: row.actor_id, kind: row.actor_kind as ActorKind, name: row.actor_name },
+    timestamp: row.timestamp,
+    kind: row.kind as VersionKind,
+    restoredFrom: row.restored_from,
+  };
+}
+
+export interface EntryRow {
+  path: string;
+  version_id: string;
+  content_hash: string;
+  size: number;
+  timestamp: string;
+}
+
+export function toEntry(row: EntryRow): Entry {
+  return {
+    path: row.path,
+    versionId: row.version_id,
+    contentHash: row.content_hash as ContentHash,
+    size: row.size,
+    timestamp: row.timestamp,
+  };
+}
+
+export function toSnapshotEntry(row: Omit<EntryRow, 'timestamp'>): SnapshotEntry {
+  return { path: row.path, versionId: row.version_id, contentHash: row.content_hash as ContentHash, size: row.size };
+}
+
+export interface SnapshotRow {
+  snap: number;
+  snapshot_id: string;
+  project_id: string;
+  parent_id: string | null;
+  seq: number;
+  message: string;
+  actor_id: string;
+  actor_kind: string;
+  actor_name: string;
+  timestamp: string;
+  file_count: number;
+  total_size: number;
+}
+
+export const SNAPSHOT_COLUMNS =
+  'snap, snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size';
+
+export function toSnapshot(row: SnapshotRow, tags: string[]): Snapshot {
+  return {
+    snapshotId: row.snapshot_id,
+    projectId: row.project_id,
+    parentId: row.parent_id,
+    seq: row.seq,
+    message: row.message,
+    actor: { id: row.actor_id, kind: row.actor_kind as ActorKind, name: row.actor_name },
+    timestamp: row.timestamp,
+    tags,
+    fileCount: row.file_count,
+    totalSize: row.total_size,
+  };
+}
+
+/**
+ * Runs a synchronous database operation and hands back a settled promise. SQLite failures (busy
+ * after the timeout, disk full, I/O errors, constraint violations that signal a bug) become
+ * STORAGE_ERROR with the SQLite code in details; our own coded errors and TypeErrors pass through.
+ */
+export function run<T>(operation: () => T): Promise<T> {
+  try {
+    return Promise.resolve(operation());
+  } catch (error) {
+    return Promise.reject(storageError(error));
+  }
+}
+
+export function storageError(error: unknown): unknown {
+  if (error instanceof Database.SqliteError) {
+    return new StrataError('STORAGE_ERROR', {
+      message: `The metadata database failed: ${error.code}`,
+      details: { sqliteCode: error.code },
+      cause: error,
+    });
+  }
+  return error;
+}

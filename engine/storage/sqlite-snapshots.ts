@@ -1,0 +1,123 @@
+import type { Database } from 'better-sqlite3';
+import { StrataError } from '../errors.js';
+import type { SnapshotCreate, SnapshotRepository } from '../ports/metadata-repository.js';
+import type { Page, Snapshot, SnapshotEntry } from '../types.js';
+import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
+import { createSqliteDiff } from './sqlite-diff.js';
+import { pathRange, statementCache } from './sqlite-range.js';
+import { run, SNAPSHOT_COLUMNS, type SnapshotRow, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
+
+export function createSqliteSnapshots(db: Database): SnapshotRepository {
+  const tipRow = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE project_id = ? ORDER BY seq DESC LIMIT 1`);
+  const byId = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE snapshot_id = ? AND project_id = ?`);
+  const snapOf = db.prepare('SELECT snap FROM snapshots WHERE snapshot_id = ?').pluck();
+  const page = db.prepare(
+    `SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE project_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const totals = db.prepare(
+    'SELECT count(*) AS file_count, coalesce(sum(size), 0) AS total_size FROM entries WHERE project_id = ?',
+  );
+  const insertSnapshot = db.prepare(
+    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  // The entries table is clustered on (project_id, path), so rows arrive in snapshot_entries' key
+  // order and the insert appends to its b-tree instead of splitting pages at random.
+  const pinEntries = db.prepare(
+    'INSERT INTO snapshot_entries (snap, path, version_seq) SELECT ?, path, version_seq FROM entries WHERE project_id = ? ORDER BY path',
+  );
+  const tagsOf = db.prepare('SELECT tag FROM tags WHERE snap = ? ORDER BY tag').pluck();
+  const insertTag = db.prepare('INSERT INTO tags (project_id, tag, snap) VALUES (?, ?, ?) ON CONFLICT DO NOTHING');
+  const deleteTag = db.prepare('DELETE FROM tags WHERE project_id = ? AND tag = ?');
+  const allTags = db.prepare(
+    'SELECT t.tag, s.snapshot_id AS snapshotId FROM tags t JOIN snapshots s ON s.snap = t.snap WHERE t.project_id = ? ORDER BY t.tag',
+  );
+  const byTag = db.prepare(
+    `SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE snap = (SELECT snap FROM tags WHERE project_id = ? AND tag = ?)`,
+  );
+  const prepared = statementCache(db);
+
+  const withTags = (row: SnapshotRow | undefined): Snapshot | null =>
+    row === undefined ? null : toSnapshot(row, tagsOf.all(row.snap) as string[]);
+
+  const create = db.transaction((input: SnapshotCreate): Snapshot => {
+    const tip = tipRow.get(input.projectId) as SnapshotRow | undefined;
+    const { file_count, total_size } = totals.get(input.projectId) as { file_count: number; total_size: number };
+    const parentId = tip?.snapshot_id ?? null;
+    const seq = (tip?.seq ?? 0) + 1;
+    const { lastInsertRowid } = insertSnapshot.run(
+      input.snapshotId,
+      input.projectId,
+      parentId,
+      seq,
+      input.message,
+      input.actor.id,
+      input.actor.kind,
+      input.actor.name,
+      input.timestamp,
+      file_count,
+      total_size,
+    );
+    pinEntries.run(lastInsertRowid, input.projectId);
+    return {
+      snapshotId: input.snapshotId,
+      projectId: input.projectId,
+      parentId,
+      seq,
+      message: input.message,
+      actor: { ...input.actor },
+      timestamp: input.timestamp,
+      tags: [],
+      fileCount: file_count,
+      totalSize: total_size,
+    };
+  });
+
+  const list = (projectId: string, options: { cursor?: string; limit: number }): Page<Snapshot> => {
+    const limit = checkLimit(options.limit);
+    const before = options.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeSeqCursor('snapshots', options.cursor);
+    const rows = page.all(projectId, before, limit + 1) as SnapshotRow[];
+    const result: Page<Snapshot> = { items: rows.slice(0, limit).map((row) => withTags(row)!) };
+    if (rows.length > limit) result.nextCursor = encodeCursor('snapshots', rows[limit - 1]!.seq);
+    return result;
+  };
+
+  const entries = (
+    snapshotId: string,
+    options: { prefix?: string; cursor?: string; limit: number },
+  ): Page<SnapshotEntry> => {
+    const limit = checkLimit(options.limit);
+    const after = options.cursor === undefined ? undefined : decodePathCursor('snapshot-entries', options.cursor);
+    const snap = snapOf.get(snapshotId) as number | undefined;
+    if (snap === undefined) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId } });
+    const range = pathRange('se.path', options.prefix ?? '', after);
+    const rows = prepared(
+      `SELECT se.path, v.version_id, v.content_hash, v.size FROM snapshot_entries se JOIN versions v ON v.seq = se.version_seq
+       WHERE se.snap = ? AND ${range.sql} ORDER BY se.path LIMIT ?`,
+    ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number }>;
+    const result: Page<SnapshotEntry> = { items: rows.slice(0, limit).map(toSnapshotEntry) };
+    if (rows.length > limit) result.nextCursor = encodeCursor('snapshot-entries', rows[limit - 1]!.path);
+    return result;
+  };
+
+  const addTag = db.transaction((projectId: string, snapshotId: string, tag: string): void => {
+    const row = byId.get(snapshotId, projectId) as SnapshotRow | undefined;
+    if (row === undefined) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId } });
+    if (insertTag.run(projectId, tag, row.snap).changes === 0) {
+      throw new StrataError('TAG_TAKEN', { details: { tag } });
+    }
+  });
+
+  return {
+    create: (snapshot) => run(() => create.immediate(snapshot)),
+    get: (projectId, snapshotId) => run(() => withTags(byId.get(snapshotId, projectId) as SnapshotRow | undefined)),
+    list: (projectId, options) => run(() => list(projectId, options)),
+    tip: (projectId) => run(() => withTags(tipRow.get(projectId) as SnapshotRow | undefined)),
+    entries: (snapshotId, options) => run(() => entries(snapshotId, options)),
+    ...createSqliteDiff(db),
+    addTag: (projectId, snapshotId, tag) => run(() => addTag.immediate(projectId, snapshotId, tag)),
+    removeTag: (projectId, tag) => run(() => deleteTag.run(projectId, tag).changes > 0),
+    listTags: (projectId) => run(() => allTags.all(projectId) as Array<{ tag: string; snapshotId: string }>),
+    resolveTag: (projectId, tag) => run(() => withTags(byTag.get(projectId, tag) as SnapshotRow | undefined)),
+  };
+}

@@ -1,0 +1,150 @@
+import type { Database } from 'better-sqlite3';
+import type { VersionCommit, VersionCommitResult, VersionRepository } from '../ports/metadata-repository.js';
+import type { Entry, Page, VersionRecord } from '../types.js';
+import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
+import { createSqlitePrune } from './sqlite-prune.js';
+import { pathRange, statementCache } from './sqlite-range.js';
+import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
+
+const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp';
+
+export function createSqliteVersions(db: Database): VersionRepository {
+  const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
+  const insertVersion = db.prepare(
+    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  const upsertEntry = db.prepare(
+    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
+       content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp`,
+  );
+  const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
+  const versionById = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = ? AND project_id = ?`);
+  const pathHistory = db.prepare(
+    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND path = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const projectHistory = db.prepare(
+    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const entryByPath = db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = ? AND path = ?`);
+  const anyEntry = db.prepare('SELECT 1 FROM entries WHERE project_id = ? LIMIT 1').pluck();
+  const countVersions = db.prepare('SELECT count(*) FROM versions WHERE project_id = ?').pluck();
+  const prepared = statementCache(db);
+
+  const commitOne = (commit: VersionCommit): VersionCommitResult => {
+    const { record, expectedCurrent } = commit;
+    if (expectedCurrent !== undefined) {
+      const current = (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null;
+      if (current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
+    }
+    const { lastInsertRowid } = insertVersion.run(
+      record.versionId,
+      record.projectId,
+      record.path,
+      record.contentHash,
+      record.size,
+      record.actor.id,
+      record.actor.kind,
+      record.actor.name,
+      record.timestamp,
+      record.kind,
+      record.restoredFrom,
+    );
+    if (record.contentHash === null) {
+      deleteEntry.run(record.projectId, record.path);
+      return { ok: true, entry: null };
+    }
+    const entry: Entry = {
+      path: record.path,
+      versionId: record.versionId,
+      contentHash: record.contentHash,
+      size: record.size,
+      timestamp: record.timestamp,
+    };
+    upsertEntry.run(record.projectId, entry.path, Number(lastInsertRowid), entry.versionId, entry.contentHash, entry.size, entry.timestamp);
+    return { ok: true, entry };
+  };
+
+  const commitBatch = db.transaction((commits: VersionCommit[]) => commits.map(commitOne));
+
+  // All or nothing: the attempt runs in a SAVEPOINT (a nested better-sqlite3 transaction) that the
+  // first failed precondition rolls back. Every record then reports its path's current version as
+  // it really is, never an id written earlier in the rolled-back batch, so a retry can succeed.
+  const rolledBack = new Error('a precondition failed; the atomic batch was rolled back');
+  const attempt = db.transaction((commits: VersionCommit[]): VersionCommitResult[] => {
+    const results: VersionCommitResult[] = [];
+    for (const commit of commits) {
+      const result = commitOne(commit);
+      if (!result.ok) throw rolledBack;
+      results.push(result);
+    }
+    return results;
+  });
+  const commitAtomic = db.transaction((commits: VersionCommit[]): VersionCommitResult[] => {
+    try {
+      return attempt(commits);
+    } catch (error) {
+      if (error !== rolledBack) throw error;
+    }
+    return commits.map(({ record }) => ({
+      ok: false,
+      code: 'STALE_BASE_VERSION',
+      currentVersionId: (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null,
+    }));
+  });
+
+  const history = (projectId: string, query: { path?: string; cursor?: string; limit: number }): Page<VersionRecord> => {
+    const limit = checkLimit(query.limit);
+    const before = query.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeSeqCursor('history', query.cursor);
+    const rows = (
+      query.path === undefined
+        ? projectHistory.all(projectId, before, limit + 1)
+        : pathHistory.all(projectId, query.path, before, limit + 1)
+    ) as VersionRow[];
+    const page: Page<VersionRecord> = { items: rows.slice(0, limit).map(toVersion) };
+    if (rows.length > limit) page.nextCursor = encodeCursor('history', rows[limit - 1]!.seq);
+    return page;
+  };
+
+  const listEntries = (projectId: string, options: { prefix: string; cursor?: string; limit: number }): Page<Entry> => {
+    const limit = checkLimit(options.limit);
+    const after = options.cursor === undefined ? undefined : decodePathCursor('entries', options.cursor);
+    const range = pathRange('path', options.prefix, after);
+    const rows = prepared(
+      `SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = ? AND ${range.sql} ORDER BY path LIMIT ?`,
+    ).all(projectId, ...range.params, limit + 1) as EntryRow[];
+    const page: Page<Entry> = { items: rows.slice(0, limit).map(toEntry) };
+    if (rows.length > limit) page.nextCursor = encodeCursor('entries', rows[limit - 1]!.path);
+    return page;
+  };
+
+  const isDirectory = (projectId: string, dirPath: string): boolean => {
+    if (dirPath === '') return anyEntry.get(projectId) !== undefined;
+    // 'dir/' < every path below dir < 'dir0' ('0' follows '/'): an index range, no LIKE.
+    const range = pathRange('path', `${dirPath}/`, undefined);
+    return prepared(`SELECT 1 FROM entries WHERE project_id = ? AND ${range.sql} LIMIT 1`).get(projectId, ...range.params) !== undefined;
+  };
+
+  return {
+    // IMMEDIATE: take the write lock before reading the preconditions, so another process cannot
+    // commit between our check and our write (and we never hit SQLITE_BUSY on lock upgrade).
+    commit: (commits, options) =>
+      run(() => (options?.atomic === true ? commitAtomic : commitBatch).immediate(commits)),
+    get: (projectId, versionId) =>
+      run(() => {
+        const row = versionById.get(versionId, projectId) as VersionRow | undefined;
+        return row === undefined ? null : toVersion(row);
+      }),
+    history: (projectId, query) => run(() => history(projectId, query)),
+    getEntry: (projectId, path) =>
+      run(() => {
+        const row = entryByPath.get(projectId, path) as EntryRow | undefined;
+        return row === undefined ? null : toEntry(row);
+      }),
+    listEntries: (projectId, options) => run(() => listEntries(projectId, options)),
+    isDirectory: (projectId, dirPath) => run(() => isDirectory(projectId, dirPath)),
+    countVersions: (projectId) => run(() => countVersions.get(projectId) as number),
+    ...createSqlitePrune(db),
+  };
+}

@@ -1,0 +1,160 @@
+import { describe, expect, it } from 'vitest';
+import type { ApiKeyRecord, AuditRecord, Identity, Project } from '../../engine/types.js';
+import {
+  at,
+  collectAll,
+  expectStrataError,
+  ORG,
+  OTHER_PROJECT,
+  PROJECT,
+  type RepositoryGetter,
+  uuidFor,
+} from './metadata-repository-fixtures.js';
+
+const OTHER_ORG = uuidFor(2, 0xb);
+
+function project(projectId: string, name: string, orgId = ORG): Project {
+  return {
+    projectId,
+    orgId,
+    name,
+    createdAt: at(1),
+    policy: { alwaysExtensions: ['.m', '.py'], sizeThreshold: 52_428_800, largeFileAllowlist: ['.h5'] },
+    retention: { maxVersions: 0 },
+  };
+}
+
+function apiKey(n: number, orgId = ORG): ApiKeyRecord {
+  return {
+    keyId: uuidFor(n, 0xe),
+    environment: 'live',
+    secretHmac: `hmac-${n}`,
+    identityId: uuidFor(n, 0xd),
+    orgId,
+    projectId: n % 2 === 0 ? PROJECT : null,
+    ownerId: uuidFor(1, 0xc),
+    purpose: `ci job ${n}`,
+    createdAt: at(n),
+    expiresAt: at(100_000),
+    rotateBy: null,
+    revokedAt: null,
+    lastUsedAt: null,
+    replacedBy: null,
+    graceUntil: null,
+  };
+}
+
+export function projectConformance(repo: RepositoryGetter): void {
+  describe('projects', () => {
+    it('creates, lists by name and updates projects', async () => {
+      await repo().projects.create(project(PROJECT, 'zeta'));
+      await repo().projects.create(project(OTHER_PROJECT, 'alpha'));
+      await repo().projects.create(project(uuidFor(3, 0xa), 'elsewhere', OTHER_ORG));
+      expect(await repo().projects.get(PROJECT)).toStrictEqual(project(PROJECT, 'zeta'));
+      expect(await repo().projects.get(uuidFor(404))).toBeNull();
+      expect((await repo().projects.list(ORG)).map((p) => p.name)).toStrictEqual(['alpha', 'zeta']);
+
+      const policy = { alwaysExtensions: ['.rs'], sizeThreshold: 1, largeFileAllowlist: [] };
+      const updated = await repo().projects.update(PROJECT, { retention: { maxVersions: 5 }, policy });
+      const expected = { ...project(PROJECT, 'zeta'), retention: { maxVersions: 5 }, policy };
+      expect(updated).toStrictEqual(expected);
+      expect(await repo().projects.get(PROJECT)).toStrictEqual(expected);
+      expect(await repo().projects.update(PROJECT, { name: 'eta' })).toStrictEqual({ ...expected, name: 'eta' });
+      await expectStrataError(repo().projects.update(uuidFor(404), { name: 'x' }), 'PROJECT_NOT_FOUND');
+    });
+  });
+}
+
+export function accessConformance(repo: RepositoryGetter): void {
+  describe('access', () => {
+    it('stores organizations and identities exactly', async () => {
+      await repo().access.createOrganization({ orgId: ORG, name: 'Lab', createdAt: at(0) });
+      await repo().access.createOrganization({ orgId: OTHER_ORG, name: 'Another lab', createdAt: at(1) });
+      expect(await repo().access.getOrganization(ORG)).toStrictEqual({ orgId: ORG, name: 'Lab', createdAt: at(0) });
+      expect(await repo().access.getOrganization(uuidFor(404))).toBeNull();
+      expect((await repo().access.listOrganizations()).map((o) => o.orgId).sort()).toStrictEqual([ORG, OTHER_ORG].sort());
+
+      const user: Identity = { identityId: uuidFor(1, 0xd), kind: 'user', name: 'Ada', email: 'ada@example.org', createdAt: at(2) };
+      const service: Identity = { identityId: uuidFor(2, 0xd), kind: 'service', name: 'ci', email: null, createdAt: at(3) };
+      await repo().access.createIdentity(user);
+      await repo().access.createIdentity(service);
+      expect(await repo().access.getIdentity(user.identityId)).toStrictEqual(user);
+      expect(await repo().access.getIdentity(service.identityId)).toStrictEqual(service);
+      expect(await repo().access.getIdentity(uuidFor(404))).toBeNull();
+    });
+
+    it('upserts and removes org roles and project access', async () => {
+      const [a, b] = [uuidFor(1, 0xd), uuidFor(2, 0xd)];
+      await repo().access.setOrgRole({ orgId: ORG, identityId: b, role: 'viewer' });
+      await repo().access.setOrgRole({ orgId: ORG, identityId: a, role: 'member' });
+      await repo().access.setOrgRole({ orgId: ORG, identityId: a, role: 'owner' });
+      await repo().access.setOrgRole({ orgId: OTHER_ORG, identityId: a, role: 'admin' });
+      expect(await repo().access.getOrgRole(ORG, a)).toBe('owner');
+      expect(await repo().access.getOrgRole(ORG, uuidFor(404))).toBeNull();
+      expect(await repo().access.listOrgMembers(ORG)).toStrictEqual([
+        { orgId: ORG, identityId: a, role: 'owner' },
+        { orgId: ORG, identityId: b, role: 'viewer' },
+      ]);
+      expect((await repo().access.listOrgsOf(a)).sort((x, y) => (x.orgId < y.orgId ? -1 : 1))).toStrictEqual(
+        [
+          { orgId: ORG, identityId: a, role: 'owner' },
+          { orgId: OTHER_ORG, identityId: a, role: 'admin' },
+        ].sort((x, y) => (x.orgId < y.orgId ? -1 : 1)),
+      );
+      await repo().access.removeOrgMember(ORG, a);
+      expect(await repo().access.getOrgRole(ORG, a)).toBeNull();
+      expect(await repo().access.listOrgMembers(ORG)).toStrictEqual([{ orgId: ORG, identityId: b, role: 'viewer' }]);
+
+      await repo().access.setProjectAccess({ projectId: PROJECT, identityId: a, access: 'read' });
+      await repo().access.setProjectAccess({ projectId: PROJECT, identityId: a, access: 'write' });
+      await repo().access.setProjectAccess({ projectId: PROJECT, identityId: b, access: 'read' });
+      expect(await repo().access.getProjectAccess(PROJECT, a)).toBe('write');
+      expect(await repo().access.getProjectAccess(OTHER_PROJECT, a)).toBeNull();
+      expect(await repo().access.listProjectMembers(PROJECT)).toStrictEqual([
+        { projectId: PROJECT, identityId: a, access: 'write' },
+        { projectId: PROJECT, identityId: b, access: 'read' },
+      ]);
+      await repo().access.removeProjectMember(PROJECT, b);
+      expect(await repo().access.getProjectAccess(PROJECT, b)).toBeNull();
+      expect(await repo().access.listProjectMembers(OTHER_PROJECT)).toStrictEqual([]);
+    });
+
+    it('stores, patches and touches API keys', async () => {
+      await repo().access.createApiKey(apiKey(1));
+      await repo().access.createApiKey(apiKey(2));
+      await repo().access.createApiKey(apiKey(3, OTHER_ORG));
+      expect(await repo().access.getApiKey(apiKey(2).keyId)).toStrictEqual(apiKey(2));
+      expect(await repo().access.getApiKey(uuidFor(404))).toBeNull();
+      expect(await repo().access.listApiKeys(ORG)).toStrictEqual([apiKey(1), apiKey(2)]);
+
+      await repo().access.updateApiKey(apiKey(1).keyId, { revokedAt: at(50), replacedBy: apiKey(2).keyId, graceUntil: at(60) });
+      const revoked = { ...apiKey(1), revokedAt: at(50), replacedBy: apiKey(2).keyId, graceUntil: at(60) };
+      expect(await repo().access.getApiKey(apiKey(1).keyId)).toStrictEqual(revoked);
+      await repo().access.updateApiKey(apiKey(1).keyId, { expiresAt: null });
+      expect(await repo().access.getApiKey(apiKey(1).keyId)).toStrictEqual({ ...revoked, expiresAt: null });
+      await expectStrataError(repo().access.updateApiKey(uuidFor(404), { purpose: 'x' }), 'KEY_NOT_FOUND');
+
+      await repo().access.touchApiKey(apiKey(2).keyId, at(70));
+      expect((await repo().access.getApiKey(apiKey(2).keyId))?.lastUsedAt).toBe(at(70));
+      await repo().access.touchApiKey(apiKey(2).keyId, at(7_000));
+      expect((await repo().access.getApiKey(apiKey(2).keyId))?.lastUsedAt).toBe(at(7_000));
+      await repo().access.touchApiKey(uuidFor(404), at(70));
+    });
+
+    it('appends audit records and lists them newest first, per organization', async () => {
+      const records: AuditRecord[] = Array.from({ length: 7 }, (_, i) => ({
+        auditId: uuidFor(i + 1, 0xa0d),
+        orgId: i === 3 ? OTHER_ORG : ORG,
+        actorId: uuidFor(1, 0xd),
+        action: 'apikey.create',
+        target: `key/${i}`,
+        details: { n: i, nested: { list: [1, 'two', null], flag: true } },
+        timestamp: at(i),
+      }));
+      for (const record of records) await repo().access.appendAudit(record);
+      const listed = await collectAll((cursor) => repo().access.listAudit(ORG, { cursor, limit: 2 }), 2);
+      expect(listed).toStrictEqual(records.filter((r) => r.orgId === ORG).reverse());
+      expect((await repo().access.listAudit(OTHER_ORG, { limit: 10 })).items).toStrictEqual([records[3]]);
+    });
+  });
+}

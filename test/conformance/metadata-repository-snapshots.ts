@@ -1,0 +1,148 @@
+import { describe, expect, it } from 'vitest';
+import type { SnapshotCreate } from '../../engine/ports/metadata-repository.js';
+import type { Snapshot, SnapshotEntry, VersionRecord } from '../../engine/types.js';
+import {
+  at,
+  collectAll,
+  commitAll,
+  expectStrataError,
+  OTHER_PROJECT,
+  PROJECT,
+  type RepositoryGetter,
+  recordMaker,
+  SERVICE,
+  uuidFor,
+} from './metadata-repository-fixtures.js';
+
+export function snapshotInput(n: number, projectId = PROJECT): SnapshotCreate {
+  return {
+    snapshotId: uuidFor(n, projectId === PROJECT ? 0x51 : 0x52),
+    projectId,
+    message: `snapshot ${n}`,
+    actor: SERVICE,
+    timestamp: at(1_000 + n),
+  };
+}
+
+export function pinOf(record: VersionRecord): SnapshotEntry {
+  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size };
+}
+
+export function snapshotConformance(repo: RepositoryGetter): void {
+  describe('snapshots', () => {
+    it('creates a chain: seq from 1, parent = previous tip, per project', async () => {
+      const make = recordMaker();
+      await commitAll(repo(), [make.write('a.txt', 'aaa'), make.write('b/c.txt', 'cc')]);
+      expect(await repo().snapshots.tip(PROJECT)).toBeNull();
+      const first = await repo().snapshots.create(snapshotInput(1));
+      const expected: Snapshot = {
+        snapshotId: snapshotInput(1).snapshotId,
+        projectId: PROJECT,
+        parentId: null,
+        seq: 1,
+        message: 'snapshot 1',
+        actor: SERVICE,
+        timestamp: at(1_001),
+        tags: [],
+        fileCount: 2,
+        totalSize: 5,
+      };
+      expect(first).toStrictEqual(expected);
+      expect(await repo().snapshots.get(PROJECT, first.snapshotId)).toStrictEqual(expected);
+      expect(await repo().snapshots.tip(PROJECT)).toStrictEqual(expected);
+
+      const second = await repo().snapshots.create(snapshotInput(2));
+      expect(second).toMatchObject({ parentId: first.snapshotId, seq: 2, fileCount: 2, totalSize: 5 });
+      expect((await repo().snapshots.tip(PROJECT))?.snapshotId).toBe(second.snapshotId);
+
+      const other = await repo().snapshots.create(snapshotInput(1, OTHER_PROJECT));
+      expect(other).toMatchObject({ parentId: null, seq: 1, fileCount: 0, totalSize: 0 });
+      expect(await repo().snapshots.get(OTHER_PROJECT, first.snapshotId)).toBeNull();
+      expect(await repo().snapshots.get(PROJECT, uuidFor(404))).toBeNull();
+    });
+
+    it('pins the tree as it was, unaffected by later writes, deletes and pruning', async () => {
+      const make = recordMaker();
+      const [a, , c] = await commitAll(repo(), [make.write('a', '1'), make.write('gone', '2'), make.write('dir/c', '3')]);
+      await commitAll(repo(), [make.remove('gone')]);
+      const snapshot = await repo().snapshots.create(snapshotInput(1));
+      await commitAll(repo(), [make.write('a', 'changed'), make.remove('dir/c'), make.write('new', 'n')]);
+      await repo().versions.prune(PROJECT, { keep: 1 });
+      const pinned = await repo().snapshots.entries(snapshot.snapshotId, { limit: 10 });
+      expect(pinned).toStrictEqual({ items: [pinOf(a!), pinOf(c!)].sort((x, y) => (x.path < y.path ? -1 : 1)) });
+      expect(snapshot).toMatchObject({ fileCount: 2, totalSize: 2 });
+    });
+
+    it('a batch committed concurrently with a snapshot is wholly in it or wholly after it', async () => {
+      const make = recordMaker();
+      const batch = Array.from({ length: 200 }, (_, i) => make.write(`f${String(i).padStart(3, '0')}`, `x${i}`));
+      const [, snapshot] = await Promise.all([
+        repo().versions.commit(batch.map((record) => ({ record }))),
+        repo().snapshots.create(snapshotInput(1)),
+      ]);
+      expect([0, 200]).toContain(snapshot.fileCount);
+      const pinned = await repo().snapshots.entries(snapshot.snapshotId, { limit: 1_000 });
+      expect(pinned.items).toHaveLength(snapshot.fileCount);
+    });
+
+    it('pages entries by prefix and lists snapshots newest first', async () => {
+      const make = recordMaker();
+      const records = await commitAll(
+        repo(),
+        ['x/1', 'x/2', 'x/3', 'x_/4', 'y', 'x/5'].map((p) => make.write(p, p)),
+      );
+      const ids: string[] = [];
+      for (let n = 1; n <= 5; n += 1) ids.push((await repo().snapshots.create(snapshotInput(n))).snapshotId);
+      const pins = await collectAll((cursor) => repo().snapshots.entries(ids[0]!, { prefix: 'x/', cursor, limit: 2 }), 2);
+      expect(pins).toStrictEqual(['x/1', 'x/2', 'x/3', 'x/5'].map((p) => pinOf(records.find((r) => r.path === p)!)));
+      expect((await repo().snapshots.entries(ids[0]!, { limit: 100 })).items).toHaveLength(6);
+
+      const listed = await collectAll((cursor) => repo().snapshots.list(PROJECT, { cursor, limit: 2 }), 2);
+      expect(listed.map((s) => s.seq)).toStrictEqual([5, 4, 3, 2, 1]);
+      expect(listed.map((s) => s.snapshotId)).toStrictEqual([...ids].reverse());
+      expect(await repo().snapshots.list(OTHER_PROJECT, { limit: 2 })).toStrictEqual({ items: [] });
+      await expectStrataError(repo().snapshots.entries(uuidFor(404), { limit: 2 }), 'SNAPSHOT_NOT_FOUND');
+    });
+
+    it('tags are unique per project and listed on their snapshot', async () => {
+      const s1 = await repo().snapshots.create(snapshotInput(1));
+      const s2 = await repo().snapshots.create(snapshotInput(2));
+      await repo().snapshots.addTag(PROJECT, s1.snapshotId, 'v1.0');
+      await repo().snapshots.addTag(PROJECT, s1.snapshotId, 'accepted');
+      await repo().snapshots.addTag(PROJECT, s2.snapshotId, 'v2.0');
+      const taken = await expectStrataError(repo().snapshots.addTag(PROJECT, s2.snapshotId, 'v1.0'), 'TAG_TAKEN', {
+        tag: 'v1.0',
+      });
+      expect(taken.message).toBe('The tag is already used in this project');
+      await expectStrataError(repo().snapshots.addTag(PROJECT, s1.snapshotId, 'v1.0'), 'TAG_TAKEN');
+      await expectStrataError(repo().snapshots.addTag(PROJECT, uuidFor(404), 'nope'), 'SNAPSHOT_NOT_FOUND');
+
+      expect(await repo().snapshots.listTags(PROJECT)).toStrictEqual([
+        { tag: 'accepted', snapshotId: s1.snapshotId },
+        { tag: 'v1.0', snapshotId: s1.snapshotId },
+        { tag: 'v2.0', snapshotId: s2.snapshotId },
+      ]);
+      expect((await repo().snapshots.get(PROJECT, s1.snapshotId))?.tags).toStrictEqual(['accepted', 'v1.0']);
+      expect((await repo().snapshots.list(PROJECT, { limit: 10 })).items.map((s) => s.tags)).toStrictEqual([
+        ['v2.0'],
+        ['accepted', 'v1.0'],
+      ]);
+      expect((await repo().snapshots.tip(PROJECT))?.tags).toStrictEqual(['v2.0']);
+      expect(await repo().snapshots.resolveTag(PROJECT, 'v1.0')).toStrictEqual({ ...s1, tags: ['accepted', 'v1.0'] });
+      expect(await repo().snapshots.resolveTag(PROJECT, 'missing')).toBeNull();
+      expect(await repo().snapshots.resolveTag(OTHER_PROJECT, 'v1.0')).toBeNull();
+
+      // the same tag in another project is fine
+      const other = await repo().snapshots.create(snapshotInput(1, OTHER_PROJECT));
+      await repo().snapshots.addTag(OTHER_PROJECT, other.snapshotId, 'v1.0');
+
+      expect(await repo().snapshots.removeTag(PROJECT, 'v1.0')).toBe(true);
+      expect(await repo().snapshots.removeTag(PROJECT, 'v1.0')).toBe(false);
+      expect(await repo().snapshots.resolveTag(PROJECT, 'v1.0')).toBeNull();
+      expect((await repo().snapshots.resolveTag(OTHER_PROJECT, 'v1.0'))?.snapshotId).toBe(other.snapshotId);
+      // a removed tag can be used again
+      await repo().snapshots.addTag(PROJECT, s2.snapshotId, 'v1.0');
+      expect((await repo().snapshots.get(PROJECT, s2.snapshotId))?.tags).toStrictEqual(['v1.0', 'v2.0']);
+    });
+  });
+}
