@@ -38,7 +38,7 @@ export async function openLocalEngine(options: {
   const layout = homeLayout(options.home);
   await mkdir(options.home, { recursive: true, mode: 0o700 });
   const clock = options.clock ?? systemClock;
-  const store = await createLocalContentStore({ root: layout.store });
+  const store = await createLocalContentStore({ root: layout.store, clock });
   let repository: MetadataRepository;
   try {
     repository = openSqliteRepository({ file: layout.metadata });

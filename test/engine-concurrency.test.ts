@@ -58,12 +58,13 @@ describe('engine: concurrency', () => {
   });
 
   it('gc racing writes of the same content never loses an acknowledged version', async () => {
-    t.clock.set(Date.now() + 3_600_000); // every object counts as old for gc
     for (let round = 0; round < 15; round++) {
       const text = `round ${round}`;
       await t.engine.writeFile({ projectId: t.projectId, path: 'r.txt', actor: alice, content: Buffer.from(text) });
       await t.engine.deleteFile({ projectId: t.projectId, path: 'r.txt', actor: alice });
       await t.engine.setRetention({ projectId: t.projectId, maxVersions: 1, actor: alice }); // content now unreferenced
+      await t.engine.settle();
+      t.clock.advance(1000); // ... and older than gc's cutoff
       const [, written] = await Promise.all([
         t.engine.gc({ graceMs: 0 }),
         t.engine.writeFile({ projectId: t.projectId, path: 'r.txt', actor: alice, content: Buffer.from(text) }),

@@ -1,0 +1,198 @@
+// Benchmark 1: ingest of 4 × 256 MB random files. Peers in the same run: cp (with and without fsync of
+// the copies) and `git add`; Strata in this process (writeFile { file }) and over HTTP (PUT fs/write
+// streaming the file) against a `strata serve` child process. Rounds are interleaved so the machine's
+// noise lands on every variant alike.
+import { randomFillSync } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { BENCH_TMP, freshDir, machineInfo, removeDir, writeResult } from './lib/env.js';
+import { writePath } from './lib/http.js';
+import { git } from './lib/git.js';
+import { MB, MiB, peakRss, RssSampler, resetPeakRss, run, settleDisk, timed } from './lib/proc.js';
+import { mapSummary, round3, type Summary, summarize, target } from './lib/stats.js';
+import { BENCH_ACTOR, httpUnavailable, openBenchEngine, startHttpTarget } from './lib/strata.js';
+import { printTable, printTargets, spread } from './lib/table.js';
+
+const FILES = 4;
+const FILE_BYTES = Number(process.env['BENCH_INGEST_MIB'] ?? 256) * MiB;
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+const TOTAL = FILES * FILE_BYTES;
+const SRC = join(BENCH_TMP, 'ingest-src');
+const sources = Array.from({ length: FILES }, (_, i) => join(SRC, `file-${i}.bin`));
+
+type Variant = 'cp' | 'cp+fsync' | 'git add' | 'strata in-process' | 'strata HTTP';
+
+interface Trial {
+  seconds: number;
+  /** peak RSS of the process that ingested (bytes), where measured */
+  peakRss?: number;
+  sampledRss?: number;
+}
+
+/** Random bytes, created once and reused by later runs (same size = same file). */
+function ensureSources(): void {
+  mkdirSync(SRC, { recursive: true });
+  const chunk = Buffer.allocUnsafe(MiB);
+  for (const file of sources) {
+    if (existsSync(file) && statSync(file).size === FILE_BYTES) continue;
+    const fd = openSync(file, 'w');
+    for (let written = 0; written < FILE_BYTES; written += chunk.length) writeSync(fd, randomFillSync(chunk));
+    fsyncSync(fd);
+    closeSync(fd);
+  }
+}
+
+async function cpTrial(durable: boolean): Promise<Trial> {
+  const dest = freshDir('ingest-cp');
+  await settleDisk();
+  const copies = sources.map((s) => join(dest, s.split('/').at(-1)!));
+  // `sync FILE...` fsyncs each copy: the durable equivalent of an acknowledged Strata write.
+  const seconds = await timed(async () => {
+    await run('cp', [...sources, dest]);
+    if (durable) await run('sync', copies);
+  });
+  removeDir(dest);
+  return { seconds };
+}
+
+async function gitTrial(): Promise<Trial> {
+  const repo = freshDir('ingest-git');
+  await git(repo, ['init', '-q']);
+  // Hard links put the files in the work tree without copying them (same disk, untimed).
+  for (const s of sources) linkSync(s, join(repo, s.split('/').at(-1)!));
+  await settleDisk();
+  const seconds = await timed(() => git(repo, ['add', '.']));
+  removeDir(repo);
+  return { seconds };
+}
+
+async function strataInProcessTrial(): Promise<Trial> {
+  const home = freshDir('ingest-strata-home');
+  const { local, projectId } = await openBenchEngine(home);
+  await settleDisk();
+  // VmHWM is reset so it reports this ingest, not the benchmark process's earlier life.
+  const reset = resetPeakRss();
+  const sampler = new RssSampler(20).start();
+  const results = await Promise.all(
+    sources.map((file, i) => timedValue(() => local.engine.writeFile({ projectId, path: `data/file-${i}.bin`, actor: BENCH_ACTOR, content: { file } }))),
+  );
+  const seconds = Math.max(...results.map((r) => r.seconds));
+  const sampledRss = sampler.stop();
+  const hwm = reset ? peakRss() : null;
+  for (const { value } of results) if (value.version.size !== FILE_BYTES) throw new Error(`stored ${value.version.size} bytes, expected ${FILE_BYTES}`);
+  await local.close();
+  removeDir(home);
+  return { seconds, sampledRss, ...(hwm === null ? {} : { peakRss: hwm }) };
+}
+
+async function strataHttpTrial(): Promise<Trial> {
+  const home = freshDir('ingest-strata-http-home');
+  const target = await startHttpTarget(home, FILES);
+  try {
+    await settleDisk();
+    const start = process.hrtime.bigint();
+    const written = await Promise.all(
+      sources.map((file, i) => target.client.json<{ version: { size: number } }>('PUT', writePath(target.projectId, `data/file-${i}.bin`), { file })),
+    );
+    const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+    for (const w of written) if (w.version.size !== FILE_BYTES) throw new Error(`stored ${w.version.size} bytes over HTTP`);
+    const hwm = target.server.peakRss();
+    return { seconds, ...(hwm === null ? {} : { peakRss: hwm }) };
+  } finally {
+    await target.close();
+    removeDir(home);
+  }
+}
+
+async function timedValue<T>(task: () => Promise<T>): Promise<{ value: T; seconds: number }> {
+  const start = process.hrtime.bigint();
+  const value = await task();
+  return { value, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
+}
+
+async function main(): Promise<void> {
+  const machine = machineInfo();
+  console.log(`ingest-large: ${FILES} × ${FILE_BYTES / MiB} MiB random files, ${ROUNDS} rounds, scratch ${BENCH_TMP}`);
+  ensureSources();
+  const httpReason = httpUnavailable();
+  const trials: Record<Variant, (() => Promise<Trial>) | null> = {
+    cp: () => cpTrial(false),
+    'cp+fsync': () => cpTrial(true),
+    'git add': gitTrial,
+    'strata in-process': strataInProcessTrial,
+    'strata HTTP': httpReason === null ? strataHttpTrial : null,
+  };
+  const variants = Object.keys(trials) as Variant[];
+  const samples = new Map<Variant, Trial[]>(variants.map((v) => [v, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    // Rotate the order each round so no variant always runs right after the slow git add.
+    const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
+    for (const variant of order) {
+      const trial = trials[variant];
+      if (trial === null) continue;
+      const result = await trial();
+      samples.get(variant)!.push(result);
+      console.log(`  round ${round + 1} ${variant}: ${result.seconds.toFixed(2)} s, ${(TOTAL / MB / result.seconds).toFixed(0)} MB/s`);
+    }
+  }
+
+  const report = analyse(samples);
+  printTable(
+    `Ingest ${FILES} × ${FILE_BYTES / MiB} MiB (${(TOTAL / MB).toFixed(0)} MB), median (min–max) of ${ROUNDS}`,
+    ['variant', 'seconds', 'MB/s', 'peak RSS MB', 'vs cp+fsync', 'vs cp', 'speed-up vs git add'],
+    report.rows.map((r) => [r.variant, spread(r.seconds), spread(r.mbps), r.peakRssMB === null ? '' : spread(r.peakRssMB), r.vsCpFsync, r.vsCp, r.vsGit]),
+  );
+  if (httpReason !== null) console.log(`\nstrata HTTP: not measured: ${httpReason}`);
+  printTargets(report.targets);
+  const file = writeResult('ingest-large', {
+    benchmark: 'ingest-large',
+    machine,
+    params: { files: FILES, fileBytes: FILE_BYTES, totalBytes: TOTAL, rounds: ROUNDS, mbIs: '1e6 bytes' },
+    variants: report.rows,
+    targets: report.targets,
+    ...(httpReason === null ? {} : { httpNotMeasured: httpReason }),
+  });
+  console.log(`\nresult: ${file}`);
+}
+
+interface Row {
+  variant: Variant;
+  seconds: Summary;
+  mbps: Summary;
+  peakRssMB: Summary | null;
+  sampledRssMB: Summary | null;
+  vsCpFsync: number;
+  vsCp: number;
+  vsGit: number;
+}
+
+function analyse(samples: Map<Variant, Trial[]>) {
+  const rows: Row[] = [];
+  const mbpsOf = (v: Variant) => mapSummary(summarize(samples.get(v)!.map((t) => t.seconds)), (s) => TOTAL / MB / s).median;
+  for (const [variant, trials] of samples) {
+    if (trials.length === 0) continue;
+    const seconds = summarize(trials.map((t) => t.seconds));
+    const mbps = mapSummary(seconds, (s) => TOTAL / MB / s);
+    const peaks = trials.flatMap((t) => (t.peakRss === undefined ? [] : [t.peakRss / MB]));
+    const sampled = trials.flatMap((t) => (t.sampledRss === undefined ? [] : [t.sampledRss / MB]));
+    rows.push({
+      variant,
+      seconds,
+      mbps,
+      peakRssMB: peaks.length ? summarize(peaks) : null,
+      sampledRssMB: sampled.length ? summarize(sampled) : null,
+      vsCpFsync: round3(mbps.median / mbpsOf('cp+fsync')),
+      vsCp: round3(mbps.median / mbpsOf('cp')),
+      vsGit: round3(mbps.median / mbpsOf('git add')),
+    });
+  }
+  const targets = [];
+  for (const row of rows.filter((r) => r.variant.startsWith('strata'))) {
+    targets.push(target(`${row.variant}: MB/s ÷ cp+fsync MB/s`, row.vsCpFsync, '>=', 0.8));
+    targets.push(target(`${row.variant}: speed-up vs git add`, row.vsGit, '>=', 3, '×'));
+    if (row.peakRssMB) targets.push(target(`${row.variant}: peak RSS (VmHWM, max of rounds)`, row.peakRssMB.max, '<=', 200, ' MB'));
+  }
+  return { rows, targets };
+}
+
+await main();

@@ -1,0 +1,71 @@
+// Where benchmarks put their data, and what machine they ran on (recorded with every result).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root: this file is bench/lib/env.ts, compiled to dist/bench/lib/env.js. */
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
+/** The CLI entry point the HTTP variants start as a server child process. */
+export const CLI_MAIN = join(REPO_ROOT, 'dist', 'cli', 'main.js');
+/**
+ * Scratch data and every Strata home live here, so Strata and its peers (cp, git) write to the same
+ * disk. Override with BENCH_TMP.
+ */
+export const BENCH_TMP = process.env['BENCH_TMP'] ?? '/work/bench-tmp';
+
+/** A fresh, empty directory under BENCH_TMP. */
+export function freshDir(name: string): string {
+  const dir = join(BENCH_TMP, name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+export interface MachineInfo {
+  date: string;
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  kernel: string;
+  node: string;
+  git: string;
+  filesystem: string;
+  /** 1-minute load average when the benchmark started: the machine is shared, so this says how noisy it was */
+  loadAverage1m: number;
+}
+
+export function machineInfo(): MachineInfo {
+  let filesystem = 'unknown';
+  try {
+    mkdirSync(BENCH_TMP, { recursive: true });
+    filesystem = execFileSync('df', ['-T', BENCH_TMP], { encoding: 'utf8' }).trim().split('\n').at(-1)?.split(/\s+/).slice(0, 2).join(' ') ?? filesystem;
+  } catch {
+    // df missing: the field stays 'unknown'; nothing else depends on it
+  }
+  return {
+    date: new Date().toISOString(),
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGiB: Math.round(totalmem() / 1024 ** 3),
+    kernel: release(),
+    node: process.version,
+    git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(),
+    filesystem,
+    loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+  };
+}
+
+/** bench/results/<name>.json: small, commit-worthy. */
+export function writeResult(name: string, result: object): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `${name}.json`);
+  writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+  return file;
+}

@@ -1,0 +1,126 @@
+import type { Command } from 'commander';
+import type { DirectoryListing, WriteResult } from '../../engine/engine-api.js';
+import type { VersionRecord } from '../../engine/types.js';
+import { contextFor } from '../context.js';
+import { formatBytes, formatTime, sanitizeLine } from '../output.js';
+import { openUploadSource, pipeToStdout, readAll } from '../transfer.js';
+
+export function registerFileCommands(program: Command): void {
+  program
+    .command('put')
+    .description('upload a file (or stdin with -) to PATH in the project, creating a new version')
+    .argument('<localFile>', "local file, or '-' for stdin")
+    .argument('<path>', 'project path, e.g. analysis/fit.m')
+    .option('--base-version <versionId>', "only write if PATH's current version is this one ('' = PATH must not exist)")
+    .action(async (localFile: string, path: string, options: { baseVersion?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const client = ctx.client();
+      const projectPath = ctx.projectPath('/fs/write');
+      const source = await openUploadSource(localFile, `put ${path}`);
+      let result: WriteResult;
+      try {
+        result = await client.json<WriteResult>('PUT', projectPath, {
+          query: { path, baseVersionId: options.baseVersion },
+          stream: source.body,
+        });
+      } finally {
+        source.finish();
+      }
+      ctx.output.result(result, () => {
+        ctx.output.line(
+          `${sanitizeLine(result.version.path)}  ${formatBytes(result.version.size)}  version ${result.version.versionId}`,
+        );
+      });
+    });
+
+  program
+    .command('cat')
+    .description('write the content of PATH (or one of its versions) to stdout')
+    .argument('<path>', 'project path')
+    .option('--version <versionId>', 'a version of PATH from `strata history`')
+    .action(async (path: string, options: { version?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const response = await ctx.client().raw('GET', ctx.projectPath('/fs/read'), {
+        query: { path, versionId: options.version },
+        headers: { accept: '*/*' },
+      });
+      if (!ctx.output.json) {
+        await pipeToStdout(response.body);
+        return;
+      }
+      // --json must be one document: the bytes inline, as text when they are UTF-8, else base64.
+      const bytes = await readAll(response.body);
+      const text = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
+      const isText = Buffer.from(text, 'utf8').equals(bytes);
+      ctx.output.result(
+        {
+          path,
+          versionId: response.headers.get('x-strata-version-id'),
+          contentHash: response.headers.get('x-strata-content-hash'),
+          size: bytes.byteLength,
+          encoding: isText ? 'utf8' : 'base64',
+          content: isText ? text : bytes.toString('base64'),
+        },
+        () => {},
+      );
+    });
+
+  program
+    .command('ls')
+    .description('list a directory of the project (default: the root)')
+    .argument('[dir]', 'directory path', '')
+    .action(async (dir: string, _options: unknown, command: Command) => {
+      const ctx = contextFor(command);
+      const listing = await ctx.client().json<DirectoryListing>('GET', ctx.projectPath('/fs/dir'), { query: { path: dir } });
+      ctx.output.result(listing, () => {
+        if (listing.items.length === 0) {
+          ctx.output.hint(`${listing.path || '/'} is empty`);
+          return;
+        }
+        ctx.output.table(
+          ['SIZE', 'MODIFIED', 'NAME'],
+          listing.items.map((item) => [
+            item.type === 'directory' ? '-' : formatBytes(item.size ?? 0),
+            formatTime(item.timestamp),
+            item.type === 'directory' ? `${item.name}/` : item.name,
+          ]),
+          { rightAlign: [0] },
+        );
+      });
+    });
+
+  program
+    .command('rm')
+    .description('delete PATH (history keeps it: `strata history PATH`, then `strata restore`)')
+    .argument('<path>', 'project path')
+    .option('--base-version <versionId>', "only delete if PATH's current version is this one")
+    .action(async (path: string, options: { baseVersion?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const body: Record<string, string> = { path };
+      if (options.baseVersion !== undefined) body['baseVersionId'] = options.baseVersion;
+      const result = await ctx.client().json<{ version: VersionRecord }>('POST', ctx.projectPath('/fs/delete'), { json: body });
+      ctx.output.result(result, () => {
+        ctx.output.line(`deleted ${sanitizeLine(result.version.path)} (tombstone ${result.version.versionId})`);
+      });
+    });
+
+  program
+    .command('mv')
+    .description('rename a file; both paths keep their history')
+    .argument('<from>', 'current project path')
+    .argument('<to>', 'new project path')
+    .option('--overwrite', 'replace a file that already exists at TO')
+    .action(async (from: string, to: string, options: { overwrite?: boolean }, command: Command) => {
+      const ctx = contextFor(command);
+      const result = await ctx
+        .client()
+        .json<{ deleted: VersionRecord; created: WriteResult }>('POST', ctx.projectPath('/fs/rename'), {
+          json: { from, to, overwrite: options.overwrite === true },
+        });
+      ctx.output.result(result, () => {
+        ctx.output.line(
+          `${sanitizeLine(result.deleted.path)} -> ${sanitizeLine(result.created.version.path)}  version ${result.created.version.versionId}`,
+        );
+      });
+    });
+}

@@ -1,0 +1,57 @@
+import type { Command } from 'commander';
+import type { WriteResult } from '../../engine/engine-api.js';
+import type { VersionRecord } from '../../engine/types.js';
+import { contextFor, parseCount } from '../context.js';
+import { formatBytes, formatTime, sanitizeLine } from '../output.js';
+import { collectPages } from '../pages.js';
+
+const DEFAULT_LIMIT = 50;
+
+export function registerHistoryCommands(program: Command): void {
+  program
+    .command('history')
+    .description('list versions, newest first: of PATH, or of the whole project')
+    .argument('[path]', 'project path (omit for every path)')
+    .option('--limit <n>', `show at most N versions (default ${DEFAULT_LIMIT})`)
+    .option('--all', 'show every version (follows all pages)')
+    .action(async (path: string | undefined, options: { limit?: string; all?: boolean }, command: Command) => {
+      const ctx = contextFor(command);
+      const limit = options.all ? 'all' : (parseCount(options.limit, '--limit', { min: 1 }) ?? DEFAULT_LIMIT);
+      const page = await collectPages<VersionRecord>(ctx.client(), ctx.projectPath('/history'), { path }, limit);
+      ctx.output.result(page, () => {
+        if (page.items.length === 0) {
+          ctx.output.hint(path ? `no history for ${path}` : 'no history yet');
+          return;
+        }
+        ctx.output.table(
+          ['TIME', 'KIND', 'SIZE', 'ACTOR', 'VERSION', 'PATH'],
+          page.items.map((v) => [
+            formatTime(v.timestamp),
+            v.kind,
+            v.contentHash === null ? '-' : formatBytes(v.size),
+            v.actor?.name ?? '',
+            v.versionId,
+            v.path,
+          ]),
+          { rightAlign: [2] },
+        );
+        if (page.nextCursor) ctx.output.hint(`(more versions: --limit N or --all)`);
+      });
+    });
+
+  program
+    .command('restore')
+    .description("make an old version the path's current content again (recorded as a new version)")
+    .argument('<versionId>', 'a version id from `strata history`')
+    .action(async (versionId: string, _options: unknown, command: Command) => {
+      const ctx = contextFor(command);
+      const result = await ctx.client().json<WriteResult>('POST', ctx.projectPath('/history/restore'), {
+        json: { versionId },
+      });
+      ctx.output.result(result, () => {
+        ctx.output.line(
+          `restored ${sanitizeLine(result.version.path)} from ${versionId}: new version ${result.version.versionId}`,
+        );
+      });
+    });
+}

@@ -1,0 +1,66 @@
+import type { Command } from 'commander';
+import type { Engine, FsckReport, GcReport } from '../../engine/engine-api.js';
+import { type CommandContext, contextFor } from '../context.js';
+import { EXIT } from '../errors.js';
+import { formatBytes, plural } from '../output.js';
+
+// fsck and gc run in-process against a home directory when asked to (--home) or when no server is
+// configured at all (the single-workstation case); otherwise they ask the server (admin routes).
+// Running in-process next to a live server on the same home is safe: SQLite WAL serializes writers
+// and gc keeps objects younger than its grace period (writes in flight).
+
+function runsLocally(ctx: CommandContext, home: string | undefined): boolean {
+  return home !== undefined || ctx.target().serverUrlSource === 'default';
+}
+
+async function withLocalEngine<T>(home: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
+  const { resolveHome } = await import('../../server/home.js');
+  const { openLocalEngine } = await import('../../engine/local.js');
+  const local = await openLocalEngine({ home: resolveHome(home) });
+  try {
+    return await fn(local.engine);
+  } finally {
+    await local.close();
+  }
+}
+
+export function registerMaintenanceCommands(program: Command): void {
+  program
+    .command('fsck')
+    .description('verify every stored object against its hash and every reference (exit 8 on problems)')
+    .option('--home <dir>', 'check this Strata home in-process (default: $STRATA_HOME when no server is configured)')
+    .action(async (options: { home?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const report = runsLocally(ctx, options.home)
+        ? await withLocalEngine(options.home, (engine) => engine.fsck())
+        : await ctx.client().json<FsckReport>('POST', '/v1/admin/fsck');
+      ctx.output.result(report, () => {
+        ctx.output.line(
+          `fsck: ${plural(report.objectsChecked, 'object')} and ${plural(report.referencesChecked, 'reference')} checked: ` +
+            (report.ok ? 'ok' : `${report.missing.length} missing, ${report.corrupt.length} corrupt`),
+        );
+        for (const m of report.missing) ctx.output.line(`  missing ${m.hash}${m.referencedBy ? ` (referenced by ${m.referencedBy})` : ''}`);
+        for (const c of report.corrupt) ctx.output.line(`  corrupt ${c}`);
+      });
+      if (!report.ok) {
+        // The report itself is the output (already printed); only the exit code says "problems".
+        process.exitCode = EXIT.fsckProblems;
+      }
+    });
+
+  program
+    .command('gc')
+    .description('delete stored content that no version references any more')
+    .option('--home <dir>', 'collect this Strata home in-process (default: $STRATA_HOME when no server is configured)')
+    .action(async (options: { home?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const report = runsLocally(ctx, options.home)
+        ? await withLocalEngine(options.home, (engine) => engine.gc())
+        : await ctx.client().json<GcReport>('POST', '/v1/admin/gc');
+      ctx.output.result(report, () => {
+        ctx.output.line(
+          `gc: ${plural(report.objectsScanned, 'object')} scanned, ${report.objectsDeleted} deleted, ${formatBytes(report.bytesFreed)} freed`,
+        );
+      });
+    });
+}

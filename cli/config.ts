@@ -1,0 +1,114 @@
+// Where the CLI talks to and as whom. Precedence: flag > environment > config file > default. The
+// environment names are the ones every headless Strata client reads (DESIGN.md §4).
+
+import { readFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { CliError, EXIT } from './errors.js';
+
+export const DEFAULT_SERVER_URL = 'http://127.0.0.1:7420';
+
+export interface GlobalFlags {
+  server?: string;
+  apiKey?: string;
+  project?: string;
+  json?: boolean;
+}
+
+export interface ConfigFile {
+  serverUrl?: string;
+  apiKey?: string;
+  projectId?: string;
+}
+
+export type Source = 'flag' | 'env' | 'config' | 'default';
+
+export interface ResolvedTarget {
+  serverUrl: string;
+  /** where serverUrl came from: fsck/gc run in-process when nobody configured a server */
+  serverUrlSource: Source;
+  apiKey: string | undefined;
+  projectId: string | undefined;
+  configPath: string;
+}
+
+export function configPath(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env['XDG_CONFIG_HOME'] || join(env['HOME'] || homedir(), '.config');
+  return join(base, 'strata', 'config.json');
+}
+
+function readConfigFile(path: string): ConfigFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new CliError('CONFIG_INVALID', `cannot read ${path}: ${(error as Error).message}`, {
+      exitCode: EXIT.usage,
+      cause: error,
+    });
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new CliError('CONFIG_INVALID', `${path} is not valid JSON`, { exitCode: EXIT.usage, cause: error });
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new CliError('CONFIG_INVALID', `${path} must hold a JSON object`, { exitCode: EXIT.usage });
+  }
+  const result: ConfigFile = {};
+  for (const field of ['serverUrl', 'apiKey', 'projectId'] as const) {
+    const value = (parsed as Record<string, unknown>)[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') {
+      throw new CliError('CONFIG_INVALID', `${path}: ${field} must be a string`, {
+        exitCode: EXIT.usage,
+        details: { field },
+      });
+    }
+    result[field] = value;
+  }
+  return result;
+}
+
+function pick(flag: string | undefined, env: string | undefined, file: string | undefined): [string, Source] | undefined {
+  if (flag) return [flag, 'flag'];
+  if (env) return [env, 'env'];
+  if (file) return [file, 'config'];
+  return undefined;
+}
+
+export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): ResolvedTarget {
+  const path = configPath(env);
+  const file = readConfigFile(path);
+  const server = pick(flags.server, env['STRATA_SERVER_URL'], file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
+  const serverUrl = validateServerUrl(server[0]);
+  return {
+    serverUrl,
+    serverUrlSource: server[1],
+    apiKey: pick(flags.apiKey, env['STRATA_API_KEY'], file.apiKey)?.[0],
+    projectId: pick(flags.project, env['STRATA_PROJECT_ID'], file.projectId)?.[0],
+    configPath: path,
+  };
+}
+
+function validateServerUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new CliError('USAGE', `server URL is not a URL: ${raw}`, { exitCode: EXIT.usage, details: { field: 'serverUrl' } });
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CliError('USAGE', `server URL must be http or https: ${raw}`, { exitCode: EXIT.usage, details: { field: 'serverUrl' } });
+  }
+  if (url.username || url.password) {
+    // Credentials in a URL end up in logs and process listings; the API key has its own channel.
+    throw new CliError('USAGE', 'server URL must not contain credentials; use STRATA_API_KEY', {
+      exitCode: EXIT.usage,
+      details: { field: 'serverUrl' },
+    });
+  }
+  return url.href.replace(/\/+$/, '');
+}

@@ -1,0 +1,84 @@
+// What every command action needs, built from the global flags once per invocation: output mode,
+// the resolved server/credentials/project, and an API client. Resolution is lazy so that commands
+// that never talk to a server (serve, admin bootstrap, local fsck) do not fail on a bad config.
+
+import type { Command } from 'commander';
+import { type ApiClient, createClient } from './client.js';
+import { type GlobalFlags, type ResolvedTarget, resolveTarget } from './config.js';
+import { CliError, EXIT } from './errors.js';
+import { createOutput, type Output } from './output.js';
+import { CLI_VERSION } from './version.js';
+
+export interface CommandContext {
+  readonly flags: GlobalFlags;
+  readonly output: Output;
+  target(): ResolvedTarget;
+  /** A client with credentials; NO_CREDENTIALS (exit 5) when no API key is configured. */
+  client(): ApiClient;
+  /** The target project id; NO_PROJECT (exit 2) when none is configured. */
+  projectId(): string;
+  /** `/v1/projects/{id}` + suffix, id URL-encoded */
+  projectPath(suffix: string): string;
+}
+
+export function contextFor(command: Command): CommandContext {
+  const flags = command.optsWithGlobals<GlobalFlags>();
+  const output = createOutput(flags.json === true);
+  let target: ResolvedTarget | undefined;
+  let client: ApiClient | undefined;
+
+  const ctx: CommandContext = {
+    flags,
+    output,
+    target() {
+      target ??= resolveTarget(flags);
+      return target;
+    },
+    client() {
+      if (client) return client;
+      const resolved = ctx.target();
+      if (!resolved.apiKey) {
+        throw new CliError(
+          'NO_CREDENTIALS',
+          'no API key: set STRATA_API_KEY (or "apiKey" in ' + resolved.configPath + '); `strata admin bootstrap` creates the first one',
+          { exitCode: EXIT.auth },
+        );
+      }
+      if (flags.apiKey) {
+        output.warn('--api-key puts the key in your shell history and process list; prefer STRATA_API_KEY');
+      }
+      client = createClient({ serverUrl: resolved.serverUrl, apiKey: resolved.apiKey, version: CLI_VERSION });
+      return client;
+    },
+    projectId() {
+      const resolved = ctx.target();
+      if (!resolved.projectId) {
+        throw new CliError(
+          'NO_PROJECT',
+          'no project: pass --project ID, set STRATA_PROJECT_ID, or add "projectId" to ' + resolved.configPath,
+          { exitCode: EXIT.usage },
+        );
+      }
+      return resolved.projectId;
+    },
+    projectPath(suffix) {
+      return `/v1/projects/${encodeURIComponent(ctx.projectId())}${suffix}`;
+    },
+  };
+  return ctx;
+}
+
+/** Parses a non-negative integer option/argument; a usage error (exit 2) names the field. */
+export function parseCount(raw: string | undefined, field: string, options: { min?: number; max?: number } = {}): number | undefined {
+  if (raw === undefined) return undefined;
+  const min = options.min ?? 0;
+  if (!/^\d+$/.test(raw)) {
+    throw new CliError('USAGE', `${field} must be a whole number, got '${raw}'`, { exitCode: EXIT.usage, details: { field } });
+  }
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || (options.max !== undefined && value > options.max)) {
+    const range = options.max === undefined ? `>= ${min}` : `between ${min} and ${options.max}`;
+    throw new CliError('USAGE', `${field} must be ${range}, got '${raw}'`, { exitCode: EXIT.usage, details: { field } });
+  }
+  return value;
+}

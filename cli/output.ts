@@ -1,0 +1,88 @@
+// Two audiences: people read tables; scripts read exactly one JSON document on stdout (--json).
+// Hints and progress go to stderr and are silenced under --json, so stdout stays machine-clean.
+
+export interface Output {
+  readonly json: boolean;
+  /** Prints `doc` as JSON with --json, else runs the human renderer. */
+  result(doc: unknown, human: () => void): void;
+  /** A line of human output on stdout (not under --json; callers use result()). */
+  line(text: string): void;
+  /** A hint for people on stderr, silenced under --json. */
+  hint(text: string): void;
+  /** A warning on stderr, always shown. */
+  warn(text: string): void;
+  table(headers: string[], rows: Array<Array<string | number>>, options?: { rightAlign?: number[] }): void;
+}
+
+export function createOutput(json: boolean): Output {
+  const out = (text: string) => process.stdout.write(text + '\n');
+  return {
+    json,
+    result(doc, human) {
+      if (json) out(JSON.stringify(doc, null, 2));
+      else human();
+    },
+    line: out,
+    hint(text) {
+      if (!json) process.stderr.write(text + '\n');
+    },
+    warn(text) {
+      process.stderr.write(`strata: warning: ${text}\n`);
+    },
+    table(headers, rows, options = {}) {
+      out(renderTable(headers, rows, options.rightAlign ?? []));
+    },
+  };
+}
+
+export function renderTable(headers: string[], rows: Array<Array<string | number>>, rightAlign: number[] = []): string {
+  const cells = rows.map((row) => row.map((cell) => sanitize(String(cell))));
+  const widths = headers.map((header, column) =>
+    Math.max(header.length, ...cells.map((row) => displayWidth(row[column] ?? ''))),
+  );
+  const render = (row: string[]) =>
+    row
+      .map((cell, column) => {
+        const pad = ' '.repeat(Math.max(0, (widths[column] ?? 0) - displayWidth(cell)));
+        if (column === row.length - 1 && !rightAlign.includes(column)) return cell; // no trailing spaces
+        return rightAlign.includes(column) ? pad + cell : cell + pad;
+      })
+      .join('  ');
+  return [render(headers), ...cells.map(render)].join('\n');
+}
+
+// Paths and messages come from other users; a control character in one must not drive the terminal.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+function sanitize(text: string): string {
+  return text.replace(CONTROL, '?');
+}
+
+function displayWidth(text: string): number {
+  return [...text].length;
+}
+
+const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+export function formatBytes(bytes: number): string {
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${value} B` : `${value.toFixed(value < 10 ? 1 : 0)} ${UNITS[unit]}`;
+}
+
+/** '2026-11-22T02:11:05.123Z' → '2026-11-22 02:11:05Z' (UTC, like the API; no local-time guessing). */
+export function formatTime(iso: string | undefined | null): string {
+  if (!iso) return '';
+  return iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+}
+
+export function plural(count: number, word: string): string {
+  return `${count} ${word}${count === 1 ? '' : 's'}`;
+}
+
+export function sanitizeLine(text: string): string {
+  return sanitize(text);
+}

@@ -1,0 +1,104 @@
+// Streaming both ways: `put` sends a file or stdin as the request body without reading it into memory
+// (multi-GB datasets are the normal case), and `cat` pipes the response body to stdout.
+
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { CliError, EXIT } from './errors.js';
+import { createProgress } from './progress.js';
+
+/** Files above this get a progress bar (when stderr is a terminal). */
+export const PROGRESS_THRESHOLD = 8 * 1024 * 1024;
+
+export interface UploadSource {
+  body: ReadableStream<Uint8Array>;
+  /** known for files, unknown for stdin */
+  size: number | undefined;
+  /** closes the progress line */
+  finish(): void;
+}
+
+/** Opens LOCALFILE ('-' = stdin) as a web stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). */
+export async function openUploadSource(localFile: string, label: string): Promise<UploadSource> {
+  if (localFile === '-') {
+    const progress = createProgress(label, undefined, false);
+    return { body: toWebStream(process.stdin, 'stdin', progress.add), size: undefined, finish: progress.done };
+  }
+  let size: number;
+  try {
+    const info = await stat(localFile);
+    if (!info.isFile()) {
+      throw new CliError('USAGE', `${localFile} is not a regular file`, { exitCode: EXIT.usage, details: { field: 'localFile' } });
+    }
+    size = info.size;
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw localError(error, localFile);
+  }
+  const progress = createProgress(label, size, size > PROGRESS_THRESHOLD);
+  // 1 MiB reads: fewer round trips through the event loop than the 64 KiB default.
+  const stream = createReadStream(localFile, { highWaterMark: 1024 * 1024 });
+  return { body: toWebStream(stream, localFile, progress.add), size, finish: progress.done };
+}
+
+/**
+ * A pull-based web stream over a Node stream. Pull-based means backpressure from the socket reaches
+ * the disk read; a read error becomes a CliError so the failed upload reports the local cause
+ * (fetch would otherwise say only "fetch failed").
+ */
+function toWebStream(source: Readable, name: string, onBytes: (n: number) => void): ReadableStream<Uint8Array> {
+  const iterator = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let next: IteratorResult<Buffer>;
+      try {
+        next = await iterator.next();
+      } catch (error) {
+        controller.error(localError(error, name));
+        return;
+      }
+      if (next.done) {
+        controller.close();
+        return;
+      }
+      onBytes(next.value.byteLength);
+      controller.enqueue(new Uint8Array(next.value.buffer, next.value.byteOffset, next.value.byteLength));
+    },
+    async cancel() {
+      await iterator.return?.();
+    },
+  });
+}
+
+function localError(error: unknown, name: string): CliError {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') {
+    return new CliError('LOCAL_FILE_NOT_FOUND', `no such file: ${name}`, { exitCode: EXIT.notFound, cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new CliError('LOCAL_IO_ERROR', `cannot read ${name}: ${message}`, { exitCode: EXIT.unexpected, cause: error });
+}
+
+/** Pipes a response body to stdout. A reader that goes away (`| head`) ends the command quietly. */
+export async function pipeToStdout(body: ReadableStream<Uint8Array> | null): Promise<void> {
+  if (body === null) return;
+  try {
+    await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), process.stdout, {
+      end: false,
+    });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EPIPE') return;
+    throw error;
+  }
+}
+
+/** Reads a whole response body (for `cat --json`, which must print one JSON document). */
+export async function readAll(body: ReadableStream<Uint8Array> | null): Promise<Buffer> {
+  if (body === null) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  for await (const chunk of Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>)) {
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,132 @@
+// The one control API factory. The daemon serves it on loopback for its local projects and
+// `strata server` serves it to the network: same paths, same bodies, same errors.
+
+import { randomUUID } from 'node:crypto';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { AccessDeps } from '../engine/access/deps.js';
+import type { Engine } from '../engine/engine-api.js';
+import { StrataError } from '../engine/errors.js';
+import { createIdGenerator } from '../engine/ids.js';
+import type { MetadataRepository } from '../engine/ports/metadata-repository.js';
+import { type Clock, type IdGenerator, systemClock } from '../engine/ports/world.js';
+import { authHook, queryEncodingHook } from './auth.js';
+import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors.js';
+import { type AppLoggerOptions, childLoggerFactory, loggerOptions } from './logging.js';
+import { loopbackGuard } from './loopback.js';
+import { createOpenApiCollector } from './openapi.js';
+import { parseQueryString } from './query-string.js';
+import { createRequestContext, genRequestId } from './request-context.js';
+import type { App, RouteDeps } from './route-deps.js';
+import { registerAdminRoutes } from './routes/admin.js';
+import { registerFileRoutes } from './routes/files.js';
+import { registerHistoryRoutes } from './routes/history.js';
+import { registerKeyRoutes } from './routes/keys.js';
+import { registerOrgRoutes } from './routes/orgs.js';
+import { registerProjectRoutes } from './routes/projects.js';
+import { registerRetentionRoutes } from './routes/retention.js';
+import { registerSnapshotRoutes } from './routes/snapshots.js';
+import { validatorCompiler } from './validation.js';
+
+/** JSON bodies are small: 1 MiB. File bytes go through the streaming upload route instead. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+/** Largest single file upload: 20 GiB (datasets of several GB are normal). */
+export const DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 ** 3;
+
+export interface BuildAppOptions {
+  engine: Engine;
+  repository: MetadataRepository;
+  /** HMAC key of API key secrets (from `<home>/secrets/pepper` or STRATA_PEPPER) */
+  pepper: Buffer;
+  /** deployment environment; only keys `rk.<environment>.…` authenticate */
+  environment: string;
+  /** the engine's clock, so key expiry and rotation grace follow the same (possibly frozen) time */
+  clock?: Clock;
+  ids?: IdGenerator;
+  /** pino options (a `stream` may be given), or false for no logging (the default) */
+  logger?: AppLoggerOptions | false;
+  bodyLimit?: number;
+  maxUploadBytes?: number;
+  /** the daemon's loopback API: loopback Host only, no browser Origin */
+  loopbackOnly?: boolean;
+  /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
+  trustProxy?: boolean | string | string[] | ((address: string, hop: number) => boolean);
+}
+
+export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
+  const clock = options.clock ?? systemClock;
+  const access: AccessDeps = {
+    repository: options.repository,
+    clock,
+    ids: options.ids ?? createIdGenerator(clock),
+    pepper: options.pepper,
+    environment: options.environment,
+  };
+  const deps: RouteDeps = { engine: options.engine, access, maxUploadBytes: options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
+
+  const app: App = Fastify({
+    logger: loggerOptions(options.logger),
+    bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    trustProxy: options.trustProxy ?? false,
+    requestIdHeader: false,
+    genReqId: genRequestId,
+    childLoggerFactory,
+    routerOptions: { querystringParser: parseQueryString, maxParamLength: 256 },
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler: clientErrorHandler(randomUUID),
+    // Fastify's own 503 while closing has a different body; ours is below.
+    return503OnClosing: false,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  installErrorHandling(app);
+
+  // JSON only for bodies (text/plain is a 415, not a string that fails validation later); an empty
+  // body on a JSON route counts as no body, so body-less POSTs work whatever the client sends.
+  const jsonParser = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text === '') done(null, undefined);
+    else jsonParser(request, text, done);
+  });
+
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (request, reply) => {
+    request.strata = createRequestContext(request);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new StrataError('SHUTTING_DOWN');
+    }
+  });
+  if (options.loopbackOnly === true) app.addHook('onRequest', loopbackGuard);
+  app.addHook('onRequest', authHook(access));
+  app.addHook('onRequest', queryEncodingHook);
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  const openapi = createOpenApiCollector();
+  app.addHook('onRoute', (route) => openapi.onRoute(route));
+
+  app.get('/healthz', { config: { public: true, doc: { summary: 'Liveness', tags: ['maintenance'] } } }, async () => ({ ok: true }));
+  let document: Record<string, unknown> | null = null;
+  app.get('/openapi.json', { config: { public: true, doc: { summary: 'This document', tags: ['maintenance'] } } }, async () => {
+    document ??= openapi.document({ title: 'Strata control API', version: '1' });
+    return document;
+  });
+
+  registerProjectRoutes(app, deps);
+  registerFileRoutes(app, deps);
+  registerHistoryRoutes(app, deps);
+  registerSnapshotRoutes(app, deps);
+  registerRetentionRoutes(app, deps);
+  registerKeyRoutes(app, deps);
+  registerOrgRoutes(app, deps);
+  registerAdminRoutes(app, deps);
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,31 @@
+// Authentication hook: runs before the body is read (onRequest), so an unauthenticated upload is
+// refused without consuming it. Every kind of bad credential ends in the same 401.
+
+import type { FastifyRequest } from 'fastify';
+import { authenticateApiKey, bearerCredential, unauthenticated } from '../engine/access/authenticate.js';
+import type { AccessDeps } from '../engine/access/deps.js';
+import { StrataError } from '../engine/errors.js';
+import { invalidQueryKeys } from './query-string.js';
+
+/** Query parameters holding project paths: their decoding failures are INVALID_PATH (422). */
+const PATH_PARAMETERS = new Set(['path', 'prefix']);
+
+export function authHook(deps: AccessDeps) {
+  return async (request: FastifyRequest): Promise<void> => {
+    if (request.routeOptions.config.public === true || request.is404) return;
+    const credential = bearerCredential(request.headers.authorization);
+    if (credential === null) throw unauthenticated();
+    request.strata.principal = await authenticateApiKey(deps, credential);
+  };
+}
+
+/** Rejects query values that were not valid percent-encoded UTF-8 (see query-string.ts). */
+export async function queryEncodingHook(request: FastifyRequest): Promise<void> {
+  const [key] = invalidQueryKeys(request.query);
+  if (key === undefined) return;
+  if (PATH_PARAMETERS.has(key)) {
+    throw new StrataError('INVALID_PATH', { message: 'Invalid path: not valid percent-encoded UTF-8', details: { field: key, reason: 'not valid UTF-8' } });
+  }
+  throw new StrataError('INVALID_QUERY', { message: `Query parameter '${key}' is not valid percent-encoded UTF-8`, details: { field: key, reason: 'not valid UTF-8' } });
+}
+

@@ -1,0 +1,78 @@
+// `strata serve`: the control API over a local home. On a loopback address it is the daemon's API
+// (loopback Host only, no browser Origin); on any other address it is a network server.
+
+import { isIP } from 'node:net';
+import pino from 'pino';
+import { buildApp } from '../control-api/app.js';
+import type { AppLoggerOptions } from '../control-api/logging.js';
+import { StrataError } from '../engine/errors.js';
+import { openLocalEngine } from '../engine/local.js';
+import type { Clock } from '../engine/ports/world.js';
+import { loadPepper, resolveEnvironment } from './secrets.js';
+
+const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
+
+export function parseListen(listen: string): { host: string; port: number } {
+  const match = LISTEN.exec(listen);
+  const port = match === null ? Number.NaN : Number(match[2]);
+  if (match === null || port > 65535) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `listen must be HOST:PORT, got '${listen}'`, details: { field: 'listen' } });
+  }
+  const host = match[1]!.startsWith('[') ? match[1]!.slice(1, -1) : match[1]!;
+  return { host, port };
+}
+
+export function isLoopbackAddress(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1';
+}
+
+export async function startServer(options: {
+  home: string;
+  listen: string;
+  logger?: boolean | AppLoggerOptions;
+  environment?: string;
+  clock?: Clock;
+}): Promise<{ url: string; close(): Promise<void> }> {
+  const { host, port } = parseListen(options.listen);
+  const environment = resolveEnvironment(options.environment);
+  const pepper = await loadPepper(options.home, { create: true });
+  // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
+  const logger: AppLoggerOptions | false =
+    options.logger === false ? false : options.logger === true || options.logger === undefined ? { level: 'info', stream: pino.destination(2) } : options.logger;
+  const local = await openLocalEngine(options.clock === undefined ? { home: options.home } : { home: options.home, clock: options.clock });
+  try {
+    const app = await buildApp({
+      engine: local.engine,
+      repository: local.repository,
+      pepper,
+      environment,
+      clock: local.clock,
+      logger,
+      loopbackOnly: isLoopbackAddress(host),
+    });
+    try {
+      await app.listen({ host, port });
+    } catch (error) {
+      await app.close();
+      throw error;
+    }
+    const address = app.server.address();
+    const boundPort = typeof address === 'object' && address !== null ? address.port : port;
+    const urlHost = isIP(host) === 6 ? `[${host}]` : host;
+    return {
+      url: `http://${urlHost}:${boundPort}`,
+      async close() {
+        try {
+          await app.close();
+        } finally {
+          await local.close();
+        }
+      },
+    };
+  } catch (error) {
+    await local.close();
+    throw error;
+  }
+}
