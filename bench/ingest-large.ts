@@ -5,7 +5,7 @@
 import { randomFillSync } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_TMP, freshDir, machineInfo, removeDir, writeResult } from './lib/env.js';
+import { BENCH_TMP, freshDir, selected, machineInfo, removeDir, writeResult } from './lib/env.js';
 import { writePath } from './lib/http.js';
 import { git } from './lib/git.js';
 import { MB, MiB, peakRss, RssSampler, resetPeakRss, run, settleDisk, timed } from './lib/proc.js';
@@ -27,6 +27,8 @@ interface Trial {
   /** peak RSS of the process that ingested (bytes), where measured */
   peakRss?: number;
   sampledRss?: number;
+  /** RSS of that process just before the ingest started (bytes): the part of the peak not due to it */
+  baselineRss?: number;
 }
 
 /** Random bytes, created once and reused by later runs (same size = same file). */
@@ -72,6 +74,7 @@ async function strataInProcessTrial(): Promise<Trial> {
   await settleDisk();
   // VmHWM is reset so it reports this ingest, not the benchmark process's earlier life.
   const reset = resetPeakRss();
+  const baselineRss = process.memoryUsage.rss();
   const sampler = new RssSampler(20).start();
   const results = await Promise.all(
     sources.map((file, i) => timedValue(() => local.engine.writeFile({ projectId, path: `data/file-${i}.bin`, actor: BENCH_ACTOR, content: { file } }))),
@@ -82,7 +85,7 @@ async function strataInProcessTrial(): Promise<Trial> {
   for (const { value } of results) if (value.version.size !== FILE_BYTES) throw new Error(`stored ${value.version.size} bytes, expected ${FILE_BYTES}`);
   await local.close();
   removeDir(home);
-  return { seconds, sampledRss, ...(hwm === null ? {} : { peakRss: hwm }) };
+  return { seconds, sampledRss, baselineRss, ...(hwm === null ? {} : { peakRss: hwm }) };
 }
 
 async function strataHttpTrial(): Promise<Trial> {
@@ -90,6 +93,7 @@ async function strataHttpTrial(): Promise<Trial> {
   const target = await startHttpTarget(home, FILES);
   try {
     await settleDisk();
+    const baselineRss = target.server.rss() ?? undefined;
     const start = process.hrtime.bigint();
     const written = await Promise.all(
       sources.map((file, i) => target.client.json<{ version: { size: number } }>('PUT', writePath(target.projectId, `data/file-${i}.bin`), { file })),
@@ -97,7 +101,7 @@ async function strataHttpTrial(): Promise<Trial> {
     const seconds = Number(process.hrtime.bigint() - start) / 1e9;
     for (const w of written) if (w.version.size !== FILE_BYTES) throw new Error(`stored ${w.version.size} bytes over HTTP`);
     const hwm = target.server.peakRss();
-    return { seconds, ...(hwm === null ? {} : { peakRss: hwm }) };
+    return { seconds, ...(hwm === null ? {} : { peakRss: hwm }), ...(baselineRss === undefined ? {} : { baselineRss }) };
   } finally {
     await target.close();
     removeDir(home);
@@ -129,7 +133,7 @@ async function main(): Promise<void> {
     const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
     for (const variant of order) {
       const trial = trials[variant];
-      if (trial === null) continue;
+      if (trial === null || !selected(variant)) continue;
       const result = await trial();
       samples.get(variant)!.push(result);
       console.log(`  round ${round + 1} ${variant}: ${result.seconds.toFixed(2)} s, ${(TOTAL / MB / result.seconds).toFixed(0)} MB/s`);
@@ -139,8 +143,17 @@ async function main(): Promise<void> {
   const report = analyse(samples);
   printTable(
     `Ingest ${FILES} × ${FILE_BYTES / MiB} MiB (${(TOTAL / MB).toFixed(0)} MB), median (min–max) of ${ROUNDS}`,
-    ['variant', 'seconds', 'MB/s', 'peak RSS MB', 'vs cp+fsync', 'vs cp', 'speed-up vs git add'],
-    report.rows.map((r) => [r.variant, spread(r.seconds), spread(r.mbps), r.peakRssMB === null ? '' : spread(r.peakRssMB), r.vsCpFsync, r.vsCp, r.vsGit]),
+    ['variant', 'seconds', 'MB/s', 'peak RSS MB', 'RSS before MB', 'vs cp+fsync', 'vs cp', 'speed-up vs git add'],
+    report.rows.map((r) => [
+      r.variant,
+      spread(r.seconds),
+      spread(r.mbps),
+      r.peakRssMB === null ? '' : spread(r.peakRssMB),
+      r.baselineRssMB === null ? '' : spread(r.baselineRssMB),
+      r.vsCpFsync,
+      r.vsCp,
+      r.vsGit,
+    ]),
   );
   if (httpReason !== null) console.log(`\nstrata HTTP: not measured: ${httpReason}`);
   printTargets(report.targets);
@@ -161,6 +174,7 @@ interface Row {
   mbps: Summary;
   peakRssMB: Summary | null;
   sampledRssMB: Summary | null;
+  baselineRssMB: Summary | null;
   vsCpFsync: number;
   vsCp: number;
   vsGit: number;
@@ -168,19 +182,24 @@ interface Row {
 
 function analyse(samples: Map<Variant, Trial[]>) {
   const rows: Row[] = [];
-  const mbpsOf = (v: Variant) => mapSummary(summarize(samples.get(v)!.map((t) => t.seconds)), (s) => TOTAL / MB / s).median;
+  const mbpsOf = (v: Variant) => {
+    const trials = samples.get(v)!;
+    return trials.length === 0 ? Number.NaN : mapSummary(summarize(trials.map((t) => t.seconds)), (s) => TOTAL / MB / s).median;
+  };
   for (const [variant, trials] of samples) {
     if (trials.length === 0) continue;
     const seconds = summarize(trials.map((t) => t.seconds));
     const mbps = mapSummary(seconds, (s) => TOTAL / MB / s);
     const peaks = trials.flatMap((t) => (t.peakRss === undefined ? [] : [t.peakRss / MB]));
     const sampled = trials.flatMap((t) => (t.sampledRss === undefined ? [] : [t.sampledRss / MB]));
+    const baseline = trials.flatMap((t) => (t.baselineRss === undefined ? [] : [t.baselineRss / MB]));
     rows.push({
       variant,
       seconds,
       mbps,
       peakRssMB: peaks.length ? summarize(peaks) : null,
       sampledRssMB: sampled.length ? summarize(sampled) : null,
+      baselineRssMB: baseline.length ? summarize(baseline) : null,
       vsCpFsync: round3(mbps.median / mbpsOf('cp+fsync')),
       vsCp: round3(mbps.median / mbpsOf('cp')),
       vsGit: round3(mbps.median / mbpsOf('git add')),

@@ -4,7 +4,7 @@
 // process with ~256 writes in flight, and over HTTP with 64 concurrent keep-alive requests.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { BENCH_TMP, freshDir, machineInfo, removeDir, writeResult } from './lib/env.js';
+import { BENCH_TMP, freshDir, selected, machineInfo, removeDir, writeResult } from './lib/env.js';
 import { git } from './lib/git.js';
 import { writePath } from './lib/http.js';
 import { pseudoRandomBytes, runPool } from './lib/pool.js';
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
     const order = variants.map((_, i) => variants[(i + round) % variants.length]!);
     for (const variant of order) {
       const trial = trials[variant];
-      if (trial === null) continue;
+      if (trial === null || !selected(variant)) continue;
       const result = await trial();
       samples.get(variant)!.push(result);
       const tree = result.treeSeconds === undefined ? '' : ` (+ ${result.treeSeconds.toFixed(2)} s writing the work tree)`;
@@ -111,7 +111,10 @@ async function main(): Promise<void> {
     }
   }
 
-  const rate = (v: Variant) => mapSummary(summarize(samples.get(v)!.map((t) => t.seconds)), (s) => COUNT / s).median;
+  const rate = (v: Variant) => {
+    const trials = samples.get(v)!;
+    return trials.length === 0 ? Number.NaN : mapSummary(summarize(trials.map((t) => t.seconds)), (s) => COUNT / s).median;
+  };
   const rows = [...samples].filter(([, t]) => t.length > 0).map(([variant, trials]) => {
     const seconds = summarize(trials.map((t) => t.seconds));
     const perSecond = mapSummary(seconds, (s) => COUNT / s);

@@ -41,7 +41,11 @@ export async function main(args: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version') return EXIT.ok;
-      if (error.code === 'commander.help') return EXIT.usage; // a command group without its subcommand
+      if (error.code === 'commander.help') {
+        // A command group without its subcommand: commander printed the group's help on stderr.
+        if (json) report(new CliError('USAGE', 'missing subcommand (see the help above)', { exitCode: EXIT.usage }), json);
+        return EXIT.usage;
+      }
       const message = error.message.replace(/^error: /, '');
       report(new CliError('USAGE', message, { exitCode: EXIT.usage, details: { commander: error.code } }), json);
       return EXIT.usage;

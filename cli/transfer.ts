@@ -15,23 +15,27 @@ export interface UploadSource {
   body: ReadableStream<Uint8Array>;
   /** known for files, unknown for stdin */
   size: number | undefined;
+  /** the local file's exec bit (or --executable) */
+  executable: boolean;
   /** closes the progress line */
   finish(): void;
 }
 
 /** Opens LOCALFILE ('-' = stdin) as a web stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). */
-export async function openUploadSource(localFile: string, label: string): Promise<UploadSource> {
+export async function openUploadSource(localFile: string, label: string, executable: boolean): Promise<UploadSource> {
   if (localFile === '-') {
     const progress = createProgress(label, undefined, false);
-    return { body: toWebStream(process.stdin, 'stdin', progress.add), size: undefined, finish: progress.done };
+    return { body: toWebStream(process.stdin, 'stdin', progress.add), size: undefined, executable, finish: progress.done };
   }
   let size: number;
+  let mode: number;
   try {
     const info = await stat(localFile);
     if (!info.isFile()) {
       throw new CliError('USAGE', `${localFile} is not a regular file`, { exitCode: EXIT.usage, details: { field: 'localFile' } });
     }
     size = info.size;
+    mode = info.mode;
   } catch (error) {
     if (error instanceof CliError) throw error;
     throw localError(error, localFile);
@@ -39,7 +43,13 @@ export async function openUploadSource(localFile: string, label: string): Promis
   const progress = createProgress(label, size, size > PROGRESS_THRESHOLD);
   // 1 MiB reads: fewer round trips through the event loop than the 64 KiB default.
   const stream = createReadStream(localFile, { highWaterMark: 1024 * 1024 });
-  return { body: toWebStream(stream, localFile, progress.add), size, finish: progress.done };
+  return {
+    body: toWebStream(stream, localFile, progress.add),
+    size,
+    // Like git: a script that is executable locally stays executable when restored.
+    executable: executable || (mode & 0o111) !== 0,
+    finish: progress.done,
+  };
 }
 
 /**

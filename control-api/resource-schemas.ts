@@ -23,8 +23,16 @@ export const VersionSchema = Type.Object({
   timestamp: Timestamp,
   kind: Type.Union(['write', 'delete', 'restore', 'snapshot-restore', 'import'].map((k) => Type.Literal(k))),
   restoredFrom: Nullable(Type.String()),
+  executable: Type.Boolean(),
 });
-export const EntrySchema = Type.Object({ path: Type.String(), versionId: Type.String(), contentHash: Hash, size: Type.Integer(), timestamp: Timestamp });
+export const EntrySchema = Type.Object({
+  path: Type.String(),
+  versionId: Type.String(),
+  contentHash: Hash,
+  size: Type.Integer(),
+  timestamp: Timestamp,
+  executable: Type.Boolean(),
+});
 export const WriteResultSchema = Type.Object({ entry: EntrySchema, version: VersionSchema });
 export const SnapshotSchema = Type.Object({
   snapshotId: Type.String(),
@@ -38,7 +46,13 @@ export const SnapshotSchema = Type.Object({
   fileCount: Type.Integer(),
   totalSize: Type.Integer(),
 });
-export const SnapshotEntrySchema = Type.Object({ path: Type.String(), versionId: Type.String(), contentHash: Hash, size: Type.Integer() });
+export const SnapshotEntrySchema = Type.Object({
+  path: Type.String(),
+  versionId: Type.String(),
+  contentHash: Hash,
+  size: Type.Integer(),
+  executable: Type.Boolean(),
+});
 export const DiffSchema = Type.Object({
   from: Type.String(),
   to: Nullable(Type.String()),

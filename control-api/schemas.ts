@@ -41,6 +41,7 @@ export const WriteQuery = Type.Object(
   {
     path: PathText,
     baseVersionId: Type.Optional(Type.String({ maxLength: 128, description: 'empty = the path must not exist' })),
+    executable: Type.Optional(Type.Boolean({ description: 'the exec bit of the new version (default false)' })),
   },
   closed,
 );

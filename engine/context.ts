@@ -31,6 +31,7 @@ export interface EngineContext {
     actor: Actor;
     kind: VersionKind;
     restoredFrom?: string | null;
+    executable?: boolean;
   }): VersionRecord;
 }
 
@@ -63,6 +64,8 @@ export function createEngineContext(deps: EngineDeps): EngineContext {
         timestamp: ctx.now(),
         kind: fields.kind,
         restoredFrom: fields.restoredFrom ?? null,
+        // A tombstone has no content, so no mode either.
+        executable: fields.contentHash !== null && fields.executable === true,
       };
     },
   };

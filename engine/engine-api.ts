@@ -31,18 +31,32 @@ export interface WriteInput {
   projectId: string;
   path: string;
   actor: Actor;
-  /** the bytes, streamed into the store; `{ file }` ingests a local file (read off the event loop) */
-  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string };
+  /**
+   * the bytes, streamed into the store; `{ file }` ingests a local file (read off the event loop).
+   * `adopt: true` lets a store that can (ContentStore.adoptFile) move the file in instead of copying it;
+   * a store without adoptFile copies it, so afterwards the caller removes the file if it still exists.
+   * `knownHash` (with adopt) is the caller's hash of exactly those bytes, trusted by the store.
+   */
+  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string; adopt?: boolean; knownHash?: ContentHash };
   /** optimistic concurrency: the version the writer based its change on (null = must not exist) */
   baseVersionId?: string | null;
   maxBytes?: number;
   onProgress?: (bytes: number) => void;
   kind?: 'write' | 'import';
+  /** the exec bit (default false); the same content with a different bit is a new version */
+  executable?: boolean;
+  /**
+   * Record nothing when the content hash and exec bit equal the path's current entry (the daemon's
+   * "touch is not a version"): the result is then the current entry and version, `unchanged: true`.
+   */
+  ifChanged?: boolean;
 }
 
 export interface WriteResult {
   entry: Entry;
   version: VersionRecord;
+  /** set (true) only when `ifChanged` skipped the write */
+  unchanged?: boolean;
 }
 
 export interface DirectoryListing {

@@ -49,6 +49,11 @@ export const ERROR_CATALOGUE = {
   INTERNAL: { status: 500, message: 'Internal error' },
   // 503
   SHUTTING_DOWN: { status: 503, message: 'The service is shutting down' },
+  // daemon (issue 3)
+  FUSE_UNAVAILABLE: { status: 503, message: 'FUSE is not available here; use `strata watch DIR` instead' },
+  WATCH_LIMIT_REACHED: { status: 503, message: 'The inotify watch limit is exhausted' },
+  PROJECT_DIR_TAKEN: { status: 409, message: 'The directory already belongs to a project' },
+  DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** Codes that were used by an earlier release and must never be given a new meaning. */

@@ -28,6 +28,8 @@ export interface VersionRecord {
   timestamp: string;
   kind: VersionKind;
   restoredFrom: string | null;
+  /** the file's exec bit (POSIX `x`); false for tombstones */
+  executable: boolean;
 }
 
 /** The current state of one path in a project's tree. */
@@ -38,6 +40,7 @@ export interface Entry {
   size: number;
   /** when the current version was written */
   timestamp: string;
+  executable: boolean;
 }
 
 export interface Snapshot {
@@ -58,6 +61,7 @@ export interface SnapshotEntry {
   versionId: string;
   contentHash: ContentHash;
   size: number;
+  executable: boolean;
 }
 
 export type DiffChange = 'added' | 'removed' | 'modified';

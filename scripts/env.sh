@@ -92,7 +92,7 @@ strata_env_setup() {
   local stale=''
   if [ ! -f "$stamp" ] || [ ! -f "$repo/dist/cli/main.js" ]; then
     stale=yes
-  elif [ -n "$(cd "$repo" && find engine control-api cli server bench package.json tsconfig.json \
+  elif [ -n "$(cd "$repo" && find engine control-api cli server daemon bench package.json tsconfig.json \
     -newer "$stamp" -print -quit 2>/dev/null)" ]; then
     stale=yes
   fi

@@ -84,6 +84,17 @@ describe('exit codes', () => {
   it('6: bad input named by the server', async () => {
     const doc = expectError(await runCli(['put', '-', '../escape.txt', '--json'], env, { input: 'x' }), 6, 'INVALID_PATH');
     expect(doc.error.message).toMatch(/path/i);
+    // A large upload the server rejects up front: it answers and closes while the CLI is still sending,
+    // which must still surface the server's error, not a network failure.
+    const big = join(dir.path, 'big.bin');
+    await writeFile(big, Buffer.alloc(48 * 1024 * 1024));
+    expectError(await runCli(['put', big, '../escape.bin', '--json'], env), 6, 'INVALID_PATH');
+    expectError(await runCli(['put', big, 'x.bin', '--json'], env, { env: { STRATA_API_KEY: 'rk.local.nosuchkey.secret' } }), 5, 'UNAUTHENTICATED');
+    expectError(
+      await runCli(['put', big, 'x.bin', '--json'], env, { env: { STRATA_PROJECT_ID: '01890000-0000-7000-8000-000000000000' } }),
+      3,
+      'PROJECT_NOT_FOUND',
+    );
     expect((await runCli(['retention', 'set', '99999999999999999999'], env)).code).toBe(2);
   });
 

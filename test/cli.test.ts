@@ -14,6 +14,7 @@ interface Version {
   kind: string;
   contentHash: string | null;
   size: number;
+  executable: boolean;
 }
 
 let dir: { path: string; remove(): Promise<void> };
@@ -73,6 +74,7 @@ describe('strata CLI against a live server', () => {
     await writeFile(local, 'x = 1;\n');
     const first = await ok<{ version: Version }>(['put', local, 'analysis/fit.m']);
     expect(first.version).toMatchObject({ path: 'analysis/fit.m', kind: 'write', size: 7 });
+    expect(first.version.executable).toBe(false);
     const second = await ok<{ version: Version }>(['put', '-', 'analysis/fit.m'], 'x = 2;\n');
     expect(second.version.size).toBe(7);
     expect(second.version.versionId).not.toBe(first.version.versionId);
@@ -82,6 +84,11 @@ describe('strata CLI against a live server', () => {
     expect(old.stdout).toBe('x = 1;\n');
     const asJson = await ok<{ encoding: string; content: string; versionId: string }>(['cat', 'analysis/fit.m']);
     expect(asJson).toMatchObject({ encoding: 'utf8', content: 'x = 2;\n', versionId: second.version.versionId });
+
+    const script = join(dir.path, 'run.sh');
+    await writeFile(script, '#!/bin/sh\necho hi\n', { mode: 0o755 });
+    expect((await ok<{ version: Version }>(['put', script, 'tools/run.sh'])).version.executable).toBe(true);
+    expect((await ok<{ version: Version }>(['put', '-', 'tools/gen.sh', '--executable'], 'echo\n')).version.executable).toBe(true);
 
     const root = await ok<{ items: Array<{ name: string; type: string }> }>(['ls']);
     expect(root.items).toContainEqual(expect.objectContaining({ name: 'analysis', type: 'directory' }));

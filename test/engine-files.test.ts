@@ -45,8 +45,9 @@ describe('engine: files and history', () => {
       timestamp: '2026-11-22T09:00:00.000Z',
       kind: 'write',
       restoredFrom: null,
+      executable: false,
     });
-    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp });
+    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp, executable: false });
     expect(await read('src/main.m')).toBe('abc');
   });
 

@@ -69,3 +69,10 @@ export function writeResult(name: string, result: object): string {
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
   return file;
 }
+
+/** BENCH_ONLY=a,b runs only the variants whose name contains one of these (for profiling one side). */
+export function selected(variant: string): boolean {
+  const only = process.env['BENCH_ONLY'];
+  if (only === undefined || only === '') return true;
+  return only.split(',').some((part) => variant.includes(part.trim()));
+}

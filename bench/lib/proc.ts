@@ -12,17 +12,24 @@ export interface RunOptions {
 /** Runs a command to completion; rejects with its stderr on a non-zero exit. Resolves stdout. */
 export function run(command: string, args: string[], options: RunOptions = {}): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const stdin = options.input === undefined ? 'ignore' : 'pipe';
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: [stdin, 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
     child.on('error', reject);
     child.on('close', (code, signal) => {
       if (code === 0) resolve(Buffer.concat(out).toString('utf8'));
       else reject(new Error(`${command} ${args.join(' ')} failed (${signal ?? code}): ${Buffer.concat(err).toString('utf8').slice(0, 2000)}`));
     });
-    child.stdin.end(options.input ?? '');
+    if (child.stdin) {
+      // A child that exits without reading all its input reports its own failure through its exit code.
+      child.stdin.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'EPIPE') reject(error);
+      });
+      child.stdin.end(options.input);
+    }
   });
 }
 
@@ -49,8 +56,17 @@ export async function settleDisk(): Promise<void> {
 
 /** Peak resident set (VmHWM) of a process, in bytes; null if it is gone. */
 export function peakRss(pid: number | 'self' = 'self'): number | null {
+  return statusField(pid, 'VmHWM');
+}
+
+/** Current resident set (VmRSS) of a process, in bytes; null if it is gone. */
+export function currentRss(pid: number | 'self' = 'self'): number | null {
+  return statusField(pid, 'VmRSS');
+}
+
+function statusField(pid: number | 'self', field: 'VmHWM' | 'VmRSS'): number | null {
   try {
-    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) * 1024 : null;
   } catch {
     return null;

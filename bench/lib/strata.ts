@@ -7,7 +7,7 @@ import { systemClock } from '../../engine/ports/world.js';
 import type { Actor } from '../../engine/types.js';
 import { CLI_MAIN } from './env.js';
 import { HttpClient } from './http.js';
-import { peakRss } from './proc.js';
+import { currentRss, peakRss } from './proc.js';
 
 export const BENCH_ACTOR: Actor = { id: 'bench', kind: 'local', name: 'bench' };
 
@@ -42,6 +42,8 @@ export interface ServerChild {
   pid: number;
   /** VmHWM of the server process so far (bytes) */
   peakRss(): number | null;
+  /** VmRSS of the server process now (bytes) */
+  rss(): number | null;
   close(): Promise<void>;
 }
 
@@ -71,7 +73,7 @@ export async function startServerChild(home: string): Promise<ServerChild> {
     child.on('exit', (code, signal) => fail(new Error(`server exited (${signal ?? code}) before listening: ${stderr}`)));
   });
   const pid = child.pid!;
-  return { url, pid, peakRss: () => peakRss(pid), close: () => stopChild(child) };
+  return { url, pid, peakRss: () => peakRss(pid), rss: () => currentRss(pid), close: () => stopChild(child) };
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

@@ -14,6 +14,7 @@ export function printTable(title: string, headers: string[], rows: Array<Array<s
 export function formatNumber(value: number): string {
   if (!Number.isFinite(value)) return String(value);
   const abs = Math.abs(value);
+  if (Number.isInteger(value) && abs < 1000) return String(value);
   if (abs >= 1000) return Math.round(value).toLocaleString('en-US');
   if (abs >= 100) return value.toFixed(0);
   if (abs >= 10) return value.toFixed(1);

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import type { DirectoryListing, WriteResult } from '../../engine/engine-api.js';
 import type { VersionRecord } from '../../engine/types.js';
-import { contextFor } from '../context.js';
+import { type CommandContext, contextFor } from '../context.js';
+import { CliError } from '../errors.js';
 import { formatBytes, formatTime, sanitizeLine } from '../output.js';
 import { openUploadSource, pipeToStdout, readAll } from '../transfer.js';
 
@@ -12,17 +13,23 @@ export function registerFileCommands(program: Command): void {
     .argument('<localFile>', "local file, or '-' for stdin")
     .argument('<path>', 'project path, e.g. analysis/fit.m')
     .option('--base-version <versionId>', "only write if PATH's current version is this one ('' = PATH must not exist)")
-    .action(async (localFile: string, path: string, options: { baseVersion?: string }, command: Command) => {
+    .option('--executable', 'record the new version as executable (default: the local file\'s exec bit)')
+    .action(async (localFile: string, path: string, options: { baseVersion?: string; executable?: boolean }, command: Command) => {
       const ctx = contextFor(command);
       const client = ctx.client();
       const projectPath = ctx.projectPath('/fs/write');
-      const source = await openUploadSource(localFile, `put ${path}`);
+      const source = await openUploadSource(localFile, `put ${path}`, options.executable === true);
       let result: WriteResult;
       try {
         result = await client.json<WriteResult>('PUT', projectPath, {
-          query: { path, baseVersionId: options.baseVersion },
+          query: { path, baseVersionId: options.baseVersion, executable: source.executable || undefined },
           stream: source.body,
+          // A known length lets the server refuse an oversized file before we send it.
+          ...(source.size === undefined ? {} : { headers: { 'content-length': String(source.size) } }),
         });
+      } catch (error) {
+        if (error instanceof CliError && error.code === 'UPLOAD_INTERRUPTED') throw await explainInterruptedUpload(ctx, path, error);
+        throw error;
       } finally {
         source.finish();
       }
@@ -123,4 +130,23 @@ export function registerFileCommands(program: Command): void {
         );
       });
     });
+}
+
+/**
+ * The server rejected an upload before reading it and closed the connection, taking its answer
+ * with it (see client.ts). Ask again without a body: a read of the same path fails the same way
+ * for a bad credential, project or path. If it does not fail, the write itself was refused
+ * (no write permission, or the file exceeds the server's upload limit).
+ */
+async function explainInterruptedUpload(ctx: CommandContext, path: string, interrupted: CliError): Promise<CliError> {
+  try {
+    await ctx.client().json('GET', ctx.projectPath('/fs/stat'), { query: { path } });
+  } catch (probe) {
+    if (probe instanceof CliError && probe.status !== undefined && probe.code !== 'PATH_NOT_FOUND') return probe;
+  }
+  return new CliError(
+    interrupted.code,
+    `${interrupted.message}: the server refused the upload (no write access, or larger than its upload limit?)`,
+    { exitCode: interrupted.exitCode, ...(interrupted.details ? { details: interrupted.details } : {}), cause: interrupted },
+  );
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { contextFor } from '../context.js';
-import { usageError } from '../errors.js';
+import { CliError, EXIT, usageError } from '../errors.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7420';
 /** A close that hangs (a client holding a stream open) must not keep a stopped service alive. */
@@ -56,12 +56,16 @@ export function registerServeCommand(program: Command): void {
       process.on('SIGTERM', stop);
       process.on('SIGINT', stop);
 
-      server = await startServer({
-        home,
-        listen: options.listen,
-        ...(options.quiet ? { logger: false } : {}),
-        ...(options.environment === undefined ? {} : { environment: options.environment }),
-      });
+      try {
+        server = await startServer({
+          home,
+          listen: options.listen,
+          ...(options.quiet ? { logger: false } : {}),
+          ...(options.environment === undefined ? {} : { environment: options.environment }),
+        });
+      } catch (error) {
+        throw listenError(error, options.listen);
+      }
       if (stopping) {
         close();
         return;
@@ -70,4 +74,14 @@ export function registerServeCommand(program: Command): void {
       process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n`);
       if (ctx.output.json) ctx.output.result({ url: server.url, home }, () => {});
     });
+}
+
+/** "address in use" is the common first-run problem (a second `strata serve`); say so plainly. */
+function listenError(error: unknown, listen: string): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
+    const why = code === 'EADDRINUSE' ? 'the address is in use (another strata serve?)' : code === 'EACCES' ? 'permission denied' : 'no such local address';
+    return new CliError('LISTEN_FAILED', `cannot listen on ${listen}: ${why}`, { exitCode: EXIT.unexpected, details: { listen, cause: code }, cause: error });
+  }
+  return error;
 }

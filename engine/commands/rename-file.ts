@@ -33,6 +33,7 @@ export async function renameFile(
     actor: input.actor,
     kind: 'write',
     restoredFrom: null,
+    executable: source.executable,
   });
   // The content is referenced by `source` until the tombstone commits, and by `created` after it, in
   // the same transaction; no GC lock is needed.

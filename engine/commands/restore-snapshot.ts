@@ -28,6 +28,7 @@ export async function restoreSnapshot(ctx: EngineContext, input: { projectId: st
         actor: input.actor,
         kind: 'snapshot-restore',
         restoredFrom: item.pinned ? item.pinned.versionId : null,
+        executable: item.pinned ? item.pinned.executable : false,
       }),
       expectedCurrent: item.current ? item.current.versionId : null,
     }));

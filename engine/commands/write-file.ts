@@ -14,7 +14,7 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   await assertWritablePath(ctx, project.projectId, path);
 
   // Shared GC lock from "bytes in the store" to "record committed": see rw-lock.ts.
-  const { version, entry } = await ctx.gcLock.shared(async () => {
+  const result = await ctx.gcLock.shared(async (): Promise<WriteResult> => {
     const options = { maxBytes: input.maxBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
     const progress = input.onProgress ? { onProgress: input.onProgress } : {};
     const { content } = input;
@@ -22,8 +22,15 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
       content instanceof Uint8Array
         ? await ctx.store.putBuffer(content, options)
         : 'file' in content
-          ? await ctx.store.putFile(content.file, { ...options, ...progress })
+          ? content.adopt === true && ctx.store.adoptFile !== undefined
+            ? await ctx.store.adoptFile(content.file, { ...options, ...(content.knownHash === undefined ? {} : { knownHash: content.knownHash }) })
+            : await ctx.store.putFile(content.file, { ...options, ...progress })
           : await ctx.store.put(content, { ...options, ...progress });
+    const executable = input.executable === true;
+    if (input.ifChanged === true) {
+      const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, executable);
+      if (current) return current;
+    }
     const record = ctx.newVersion({
       projectId: project.projectId,
       path,
@@ -31,15 +38,31 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
       size: stored.size,
       actor: input.actor,
       kind: input.kind ?? 'write',
+      executable,
     });
     const commit: VersionCommit = { record };
     if (input.baseVersionId !== undefined) commit.expectedCurrent = input.baseVersionId;
     return commitOne(ctx, commit);
   });
+  if (result.unchanged === true) return result;
 
-  const versioned = isVersioned(project.policy, path, version.size);
+  const versioned = isVersioned(project.policy, path, result.version.size);
   ctx.retention.schedule(project.projectId, path, versioned ? 0 : 1);
-  return { entry, version };
+  return result;
+}
+
+/** The current entry and version when they already hold this content and exec bit; else null. */
+async function unchangedEntry(
+  ctx: EngineContext,
+  projectId: string,
+  path: string,
+  hash: Entry['contentHash'],
+  executable: boolean,
+): Promise<WriteResult | null> {
+  const entry = await ctx.repository.versions.getEntry(projectId, path);
+  if (!entry || entry.contentHash !== hash || entry.executable !== executable) return null;
+  const version = await ctx.repository.versions.get(projectId, entry.versionId);
+  return version ? { entry, version, unchanged: true } : null;
 }
 
 /** Commits one record; STALE_BASE_VERSION if its precondition failed. */

@@ -17,6 +17,13 @@ export interface PutOptions {
   onProgress?: (bytes: number) => void;
 }
 
+export interface AdoptOptions {
+  /** the content's hash, computed by the caller from exactly these bytes (trusted, not re-checked) */
+  knownHash?: ContentHash;
+  /** Reject with BODY_TOO_LARGE (leaving the file in place) if the file is larger. */
+  maxBytes?: number;
+}
+
 export interface ObjectInfo {
   hash: ContentHash;
   size: number;
@@ -49,6 +56,21 @@ export interface ContentStore {
   putBuffer(data: Uint8Array, options?: Omit<PutOptions, 'onProgress'>): Promise<PutResult>;
   /** Ingest a file of the local filesystem by path (read, hashed and copied off the event loop). */
   putFile(absolutePath: string, options?: PutOptions): Promise<PutResult>;
+  /**
+   * Optional: take ownership of a finished local file instead of copying it (the mount's staging
+   * files). On success the file is gone from `absolutePath` (moved into the store, or removed because
+   * the object already existed); on failure it is left where it was. A `knownHash` is trusted: the
+   * caller hashed exactly these bytes (e.g. while they were written); without it the store hashes the
+   * file off the event loop. Stores that cannot move files (another filesystem, remote) omit this and
+   * callers fall back to `putFile`.
+   */
+  adoptFile?(absolutePath: string, options?: AdoptOptions): Promise<PutResult>;
+  /**
+   * Optional: the absolute path of the object when it is kept as a plain local file (read-only; never
+   * modify it), so a reader can use positional reads; null when it is stored otherwise (packed).
+   * Throws CONTENT_NOT_FOUND if absent.
+   */
+  objectFile?(hash: ContentHash): Promise<string | null>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */

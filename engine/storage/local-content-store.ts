@@ -11,10 +11,11 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
-import type { ContentStore, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { AdoptOptions, ContentStore, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
+import { adoptFile, objectFile } from './local-content-store-adopt.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
@@ -78,6 +79,15 @@ class LocalContentStore implements ContentStore {
   async putFile(absolutePath: string, options: PutOptions = {}): Promise<PutResult> {
     this.assertOpen();
     return ingestFile(this.ctx, absolutePath, options);
+  }
+
+  async adoptFile(absolutePath: string, options: AdoptOptions = {}): Promise<PutResult> {
+    this.assertOpen();
+    return adoptFile(this.ctx, absolutePath, options);
+  }
+
+  async objectFile(hash: ContentHash): Promise<string | null> {
+    return objectFile(this.ctx, this.check(hash));
   }
 
   async has(hash: ContentHash): Promise<boolean> {

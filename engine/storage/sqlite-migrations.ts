@@ -5,13 +5,13 @@ import { StrataError } from '../errors.js';
 // All pending migrations run in one IMMEDIATE transaction, so two processes opening the same file at
 // once cannot both apply them, and a crash mid-migration leaves the previous schema intact.
 
-interface Migration {
+export interface Migration {
   version: number;
   name: string;
   sql: string;
 }
 
-const MIGRATIONS: readonly Migration[] = [
+export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
     name: 'initial schema',
@@ -149,6 +149,16 @@ CREATE TABLE tags (
   PRIMARY KEY (project_id, tag)
 ) WITHOUT ROWID;
 CREATE INDEX tags_by_snapshot ON tags (snap, tag);
+`,
+  },
+  {
+    version: 2,
+    name: 'exec bit',
+    // The exec bit is part of a version (a chmod +x is a new version with the same content). Rows
+    // written before it existed were never executable as far as Strata knew: DEFAULT 0.
+    sql: `
+ALTER TABLE versions ADD COLUMN executable INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN executable INTEGER NOT NULL DEFAULT 0;
 `,
   },
 ];

@@ -17,10 +17,11 @@ export interface VersionRow {
   timestamp: string;
   kind: string;
   restored_from: string | null;
+  executable: number;
 }
 
 export const VERSION_COLUMNS =
-  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from';
+  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable';
 
 export function toVersion(row: VersionRow): VersionRecord {
   return {
@@ -33,6 +34,7 @@ export function toVersion(row: VersionRow): VersionRecord {
     timestamp: row.timestamp,
     kind: row.kind as VersionKind,
     restoredFrom: row.restored_from,
+    executable: row.executable === 1,
   };
 }
 
@@ -42,6 +44,7 @@ export interface EntryRow {
   content_hash: string;
   size: number;
   timestamp: string;
+  executable: number;
 }
 
 export function toEntry(row: EntryRow): Entry {
@@ -51,11 +54,18 @@ export function toEntry(row: EntryRow): Entry {
     contentHash: row.content_hash as ContentHash,
     size: row.size,
     timestamp: row.timestamp,
+    executable: row.executable === 1,
   };
 }
 
 export function toSnapshotEntry(row: Omit<EntryRow, 'timestamp'>): SnapshotEntry {
-  return { path: row.path, versionId: row.version_id, contentHash: row.content_hash as ContentHash, size: row.size };
+  return {
+    path: row.path,
+    versionId: row.version_id,
+    contentHash: row.content_hash as ContentHash,
+    size: row.size,
+    executable: row.executable === 1,
+  };
 }
 
 export interface SnapshotRow {

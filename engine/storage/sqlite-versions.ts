@@ -6,18 +6,18 @@ import { createSqlitePrune } from './sqlite-prune.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp';
+const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable';
 
 export function createSqliteVersions(db: Database): VersionRepository {
   const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
   const insertVersion = db.prepare(
-    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const upsertEntry = db.prepare(
-    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
-       content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp`,
+       content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable`,
   );
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
   const versionById = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = ? AND project_id = ?`);
@@ -50,6 +50,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
       record.timestamp,
       record.kind,
       record.restoredFrom,
+      record.executable ? 1 : 0,
     );
     if (record.contentHash === null) {
       deleteEntry.run(record.projectId, record.path);
@@ -61,8 +62,18 @@ export function createSqliteVersions(db: Database): VersionRepository {
       contentHash: record.contentHash,
       size: record.size,
       timestamp: record.timestamp,
+      executable: record.executable,
     };
-    upsertEntry.run(record.projectId, entry.path, Number(lastInsertRowid), entry.versionId, entry.contentHash, entry.size, entry.timestamp);
+    upsertEntry.run(
+      record.projectId,
+      entry.path,
+      Number(lastInsertRowid),
+      entry.versionId,
+      entry.contentHash,
+      entry.size,
+      entry.timestamp,
+      entry.executable ? 1 : 0,
+    );
     return { ok: true, entry };
   };
 

@@ -25,7 +25,7 @@ export function snapshotInput(n: number, projectId = PROJECT): SnapshotCreate {
 }
 
 export function pinOf(record: VersionRecord): SnapshotEntry {
-  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size };
+  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size, executable: record.executable };
 }
 
 export function snapshotConformance(repo: RepositoryGetter): void {

@@ -20,6 +20,7 @@ function entryOf(record: VersionRecord): Entry {
     contentHash: record.contentHash!,
     size: record.size,
     timestamp: record.timestamp,
+    executable: record.executable,
   };
 }
 

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MetadataRepository } from '../../engine/ports/metadata-repository.js';
 import { accessConformance, projectConformance } from './metadata-repository-access.js';
 import { diffConformance } from './metadata-repository-diff.js';
+import { execBitConformance } from './metadata-repository-exec.js';
 import {
   BAD_CURSORS,
   commitAll,
@@ -45,6 +46,7 @@ export function metadataRepositoryConformance(name: string, open: () => Promise<
     pruneConformance(repo);
     snapshotConformance(repo);
     diffConformance(repo);
+    execBitConformance(repo);
     projectConformance(repo);
     accessConformance(repo);
     cursorConformance(repo);
