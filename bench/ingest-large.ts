@@ -3,13 +3,13 @@
 // streaming the file) against a `strata serve` child process. Rounds are interleaved so the machine's
 // noise lands on every variant alike.
 import { randomFillSync } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_TMP, freshDir, selected, machineInfo, removeDir, writeResult } from './lib/env.js';
 import { writePath } from './lib/http.js';
 import { git } from './lib/git.js';
 import { MB, MiB, peakRss, RssSampler, resetPeakRss, run, settleDisk, timed } from './lib/proc.js';
-import { mapSummary, round3, type Summary, summarize, target } from './lib/stats.js';
+import { mapSummary, pairedSpeedup, round3, type Summary, summarize, target } from './lib/stats.js';
 import { BENCH_ACTOR, httpUnavailable, openBenchEngine, startHttpTarget } from './lib/strata.js';
 import { printTable, printTargets, spread } from './lib/table.js';
 
@@ -40,6 +40,20 @@ function ensureSources(): void {
     const fd = openSync(file, 'w');
     for (let written = 0; written < FILE_BYTES; written += chunk.length) writeSync(fd, randomFillSync(chunk));
     fsyncSync(fd);
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads the sources (untimed) right before each trial, so every variant reads them from the page
+ * cache. Without this, whichever variant ran after an idle spell re-read them from disk: this VM
+ * reclaims idle page cache (kdamond runs), and Strata alone measured 2–3 s instead of ~1 s.
+ */
+function warmSources(): void {
+  const buffer = Buffer.allocUnsafe(MiB);
+  for (const file of sources) {
+    const fd = openSync(file, 'r');
+    while (readSync(fd, buffer, 0, buffer.length, null) > 0);
     closeSync(fd);
   }
 }
@@ -134,6 +148,7 @@ async function main(): Promise<void> {
     for (const variant of order) {
       const trial = trials[variant];
       if (trial === null || !selected(variant)) continue;
+      warmSources();
       const result = await trial();
       samples.get(variant)!.push(result);
       console.log(`  round ${round + 1} ${variant}: ${result.seconds.toFixed(2)} s, ${(TOTAL / MB / result.seconds).toFixed(0)} MB/s`);
@@ -143,7 +158,7 @@ async function main(): Promise<void> {
   const report = analyse(samples);
   printTable(
     `Ingest ${FILES} × ${FILE_BYTES / MiB} MiB (${(TOTAL / MB).toFixed(0)} MB), median (min–max) of ${ROUNDS}`,
-    ['variant', 'seconds', 'MB/s', 'peak RSS MB', 'RSS before MB', 'vs cp+fsync', 'vs cp', 'speed-up vs git add'],
+    ['variant', 'seconds', 'MB/s', 'peak RSS MB', 'RSS before MB', 'vs cp+fsync', 'vs cp', 'vs git add', 'per round vs cp+fsync'],
     report.rows.map((r) => [
       r.variant,
       spread(r.seconds),
@@ -153,6 +168,7 @@ async function main(): Promise<void> {
       r.vsCpFsync,
       r.vsCp,
       r.vsGit,
+      r.pairedVsCpFsync === null ? '' : spread(r.pairedVsCpFsync),
     ]),
   );
   if (httpReason !== null) console.log(`\nstrata HTTP: not measured: ${httpReason}`);
@@ -175,13 +191,18 @@ interface Row {
   peakRssMB: Summary | null;
   sampledRssMB: Summary | null;
   baselineRssMB: Summary | null;
+  /** ratios of the medians */
   vsCpFsync: number;
   vsCp: number;
   vsGit: number;
+  /** round-by-round ratios (see pairedSpeedup) */
+  pairedVsCpFsync: Summary | null;
+  pairedVsGit: Summary | null;
 }
 
 function analyse(samples: Map<Variant, Trial[]>) {
   const rows: Row[] = [];
+  const secondsOf = (v: Variant) => samples.get(v)!.map((t) => t.seconds);
   const mbpsOf = (v: Variant) => {
     const trials = samples.get(v)!;
     return trials.length === 0 ? Number.NaN : mapSummary(summarize(trials.map((t) => t.seconds)), (s) => TOTAL / MB / s).median;
@@ -203,12 +224,15 @@ function analyse(samples: Map<Variant, Trial[]>) {
       vsCpFsync: round3(mbps.median / mbpsOf('cp+fsync')),
       vsCp: round3(mbps.median / mbpsOf('cp')),
       vsGit: round3(mbps.median / mbpsOf('git add')),
+      pairedVsCpFsync: pairedSpeedup(seconds.samples, secondsOf('cp+fsync')),
+      pairedVsGit: pairedSpeedup(seconds.samples, secondsOf('git add')),
     });
   }
   const targets = [];
   for (const row of rows.filter((r) => r.variant.startsWith('strata'))) {
-    targets.push(target(`${row.variant}: MB/s ÷ cp+fsync MB/s`, row.vsCpFsync, '>=', 0.8));
-    targets.push(target(`${row.variant}: speed-up vs git add`, row.vsGit, '>=', 3, '×'));
+    // Targets use the round-by-round ratios when every round has both sides.
+    targets.push(target(`${row.variant}: MB/s ÷ cp+fsync MB/s`, row.pairedVsCpFsync?.median ?? row.vsCpFsync, '>=', 0.8));
+    targets.push(target(`${row.variant}: speed-up vs git add`, row.pairedVsGit?.median ?? row.vsGit, '>=', 3, '×'));
     if (row.peakRssMB) targets.push(target(`${row.variant}: peak RSS (VmHWM, max of rounds)`, row.peakRssMB.max, '<=', 200, ' MB'));
   }
   return { rows, targets };

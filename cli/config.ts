@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { discoverProject } from './discover.js';
 import { CliError, EXIT } from './errors.js';
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:7420';
@@ -82,13 +83,17 @@ function pick(flag: string | undefined, env: string | undefined, file: string | 
 export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = process.env): ResolvedTarget {
   const path = configPath(env);
   const file = readConfigFile(path);
-  const server = pick(flags.server, env['STRATA_SERVER_URL'], file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
+  // Inside a project directory (`strata init`) the project and its daemon are found the way git finds
+  // its repository (discover.ts). The daemon's key goes only to the daemon, never to another server.
+  const discovered = flags.project || env['STRATA_PROJECT_ID'] ? null : discoverProject(process.cwd(), env);
+  const local = flags.server || env['STRATA_SERVER_URL'] ? undefined : (discovered?.daemon ?? undefined);
+  const server = pick(flags.server, env['STRATA_SERVER_URL'], local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
   const serverUrl = validateServerUrl(server[0]);
   return {
     serverUrl,
     serverUrlSource: server[1],
-    apiKey: pick(flags.apiKey, env['STRATA_API_KEY'], file.apiKey)?.[0],
-    projectId: pick(flags.project, env['STRATA_PROJECT_ID'], file.projectId)?.[0],
+    apiKey: pick(flags.apiKey, env['STRATA_API_KEY'], local?.apiKey ?? file.apiKey)?.[0],
+    projectId: pick(flags.project, env['STRATA_PROJECT_ID'], discovered?.projectId ?? file.projectId)?.[0],
     configPath: path,
   };
 }

@@ -4,15 +4,20 @@
 
 import { Command } from 'commander';
 import { registerAdminCommands } from './commands/admin.js';
+import { registerDaemonCommand } from './commands/daemon.js';
 import { registerFileCommands } from './commands/files.js';
 import { registerHistoryCommands } from './commands/history.js';
+import { registerInitCommand } from './commands/init.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerMaintenanceCommands } from './commands/maintenance.js';
+import { registerMountCommand } from './commands/mount.js';
 import { registerProjectCommands } from './commands/projects.js';
 import { registerRetentionCommands } from './commands/retention.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerSnapshotCommands } from './commands/snapshots.js';
+import { registerStatusCommands } from './commands/status.js';
 import { registerTagCommands } from './commands/tags.js';
+import { registerWatchCommand } from './commands/watch.js';
 import { DEFAULT_SERVER_URL } from './config.js';
 import { contextFor } from './context.js';
 import { CLI_VERSION } from './version.js';
@@ -53,6 +58,12 @@ export function buildProgram(): Command {
   registerMaintenanceCommands(program);
   registerAdminCommands(program);
   registerServeCommand(program);
+  // the daemon (issue 3)
+  registerInitCommand(program);
+  registerWatchCommand(program);
+  registerMountCommand(program);
+  registerDaemonCommand(program);
+  registerStatusCommands(program);
 
   program
     .command('version')

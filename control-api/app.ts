@@ -51,6 +51,11 @@ export interface BuildAppOptions {
   loopbackOnly?: boolean;
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
   trustProxy?: boolean | string | string[] | ((address: string, hop: number) => boolean);
+  /**
+   * Routes only one host serves (the daemon's `/v1/daemon/*`), registered after the shared ones with
+   * the same hooks: authentication, loopback guard, error bodies.
+   */
+  extraRoutes?: (app: App, deps: RouteDeps) => void;
 }
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
@@ -126,6 +131,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerKeyRoutes(app, deps);
   registerOrgRoutes(app, deps);
   registerAdminRoutes(app, deps);
+  options.extraRoutes?.(app, deps);
 
   await app.ready();
   return app;

@@ -54,6 +54,7 @@ export const ERROR_CATALOGUE = {
   WATCH_LIMIT_REACHED: { status: 503, message: 'The inotify watch limit is exhausted' },
   PROJECT_DIR_TAKEN: { status: 409, message: 'The directory already belongs to a project' },
   DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
+  DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** Codes that were used by an earlier release and must never be given a new meaning. */

@@ -52,3 +52,13 @@ export interface TargetCheck {
 export function target(name: string, value: number, op: '>=' | '<=', bound: number, unit = ''): TargetCheck {
   return { name, target: `${op} ${bound}${unit}`, value: round3(value), met: op === '>=' ? value >= bound : value <= bound };
 }
+
+/**
+ * Speed of A relative to B round by round (B's seconds ÷ A's seconds in the same round), summarised.
+ * Rounds run a few seconds apart, so on a machine whose background load drifts this is steadier than
+ * the ratio of the two medians. Null when the rounds do not pair up (a variant was skipped).
+ */
+export function pairedSpeedup(aSeconds: number[], bSeconds: number[]): Summary | null {
+  if (aSeconds.length === 0 || aSeconds.length !== bSeconds.length) return null;
+  return summarize(aSeconds.map((a, i) => bSeconds[i]! / a));
+}

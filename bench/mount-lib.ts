@@ -1,0 +1,94 @@
+// Shared by the mount benchmarks: a `strata mount` child process (the compiled CLI, as users run it)
+// and a bindfs mount of a plain directory on the same disk — the C passthrough we compare against.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CLI_MAIN } from './lib/env.js';
+import { run } from './lib/proc.js';
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export interface MountProc {
+  child: ChildProcess;
+  dir: string;
+  url: string;
+  apiKey: string;
+  /** resolves once nothing is pending (every capture durable) */
+  idle(timeoutMs: number): Promise<void>;
+  /** per-operation counts and times, logged by the mount at stop (STRATA_MOUNT_OPSTATS=1) */
+  stop(): Promise<Record<string, { n: number; ms: number; avgUs: number }> | null>;
+}
+
+export async function startMount(home: string, dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<MountProc> {
+  const child = spawn(process.execPath, [CLI_MAIN, 'mount', dir, '--home', home, '--listen', '127.0.0.1:0'], {
+    env: { ...process.env, STRATA_LOG_LEVEL: 'info', STRATA_MOUNT_OPSTATS: '1', ...extraEnv },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`mount did not start:\n${stderr}`)), 60_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match[1]!);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`mount exited ${code}:\n${stderr}`)));
+  });
+  const apiKey = readFileSync(join(home, 'secrets', 'local-owner.key'), 'utf8').trim();
+  const status = async () => {
+    const response = await fetch(`${url}/v1/daemon/status`, { headers: { authorization: `Bearer ${apiKey}` } });
+    return (await response.json()) as { projects: Array<{ pending: number; state: string }> };
+  };
+  return {
+    child,
+    dir,
+    url,
+    apiKey,
+    async idle(timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const s = await status();
+        if (s.projects.every((p) => p.pending === 0)) return;
+        if (Date.now() > deadline) throw new Error('mount did not become idle');
+        await sleep(20);
+      }
+    },
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            child.kill('SIGKILL');
+          }, 60_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      await run('fusermount', ['-uz', dir]).catch(() => undefined);
+      const line = stderr.split('\n').find((l) => l.includes('mount: operation stats'));
+      return line === undefined ? null : (JSON.parse(line) as { ops: Record<string, { n: number; ms: number; avgUs: number }> }).ops;
+    },
+  };
+}
+
+export interface Bindfs {
+  dir: string;
+  stop(): Promise<void>;
+}
+
+/** bindfs SRC MNT (Debian's package: libfuse2, multithreaded), optionally with extra -o options. */
+export async function startBindfs(src: string, dir: string, options: string[] = []): Promise<Bindfs> {
+  await run('bindfs', [...(options.length > 0 ? ['-o', options.join(',')] : []), src, dir]);
+  return {
+    dir,
+    async stop() {
+      await run('fusermount', ['-u', dir]).catch(() => run('fusermount', ['-uz', dir]));
+    },
+  };
+}

@@ -1,0 +1,146 @@
+// Benchmark 2 of issue 3: unpack a source tree of 20,000 small files (`tar x`) into the mount vs into
+// bindfs on the same disk (and the raw disk for scale), round by round in rotating order. Target:
+// ≥ 0.8× bindfs. For Strata the clock stops when tar exits; the time until every file is a durable
+// version is reported separately, and so are the FUSE operations the mount answered (count and
+// average time in our code), which is where a miss would be explained.
+//
+//   node dist/bench/mount-untar.js [--files 20000] [--rounds 3]
+// Result: bench/results/mount-untar.json.
+
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BENCH_TMP, emptyTrash, freshDir, machineInfo, removeDir, selected, trash, writeResult } from './lib/env.js';
+import { run, settleDisk, timeRun } from './lib/proc.js';
+import { pairedSpeedup, round3, summarize, target } from './lib/stats.js';
+import { printTable, spread } from './lib/table.js';
+import { startBindfs, startMount } from './mount-lib.js';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i === -1 ? fallback : Number(process.argv[i + 1]);
+}
+
+const FILES = arg('files', 20_000);
+const ROUNDS = arg('rounds', Number(process.env['BENCH_ROUNDS'] ?? 3));
+const VARIANTS = ['raw', 'bindfs', 'strata'] as const;
+type Variant = (typeof VARIANTS)[number];
+
+/** A deterministic tree like a source checkout: 20 packages × 50 modules × 20 files of 100 B–8 KB. */
+async function makeTarball(): Promise<string> {
+  const dir = join(BENCH_TMP, 'untar-src');
+  const tarball = join(dir, `tree-${FILES}.tar`);
+  if (existsSync(tarball)) return tarball;
+  removeDir(dir);
+  let seed = 42;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x7fffffff;
+  };
+  const perDir = 20;
+  const dirs = Math.ceil(FILES / perDir);
+  let made = 0;
+  for (let d = 0; d < dirs && made < FILES; d++) {
+    const sub = join(dir, 'src', `pkg${String(Math.floor(d / 50)).padStart(2, '0')}`, `mod${String(d % 50).padStart(2, '0')}`);
+    mkdirSync(sub, { recursive: true });
+    for (let f = 0; f < perDir && made < FILES; f++, made++) {
+      const size = 100 + Math.floor(random() * 7900);
+      const line = `# module ${d} file ${f}: ${'x'.repeat(60)}\n`;
+      writeFileSync(join(sub, `file${String(f).padStart(2, '0')}.py`), line.repeat(Math.ceil(size / line.length)).slice(0, size));
+    }
+  }
+  await run('tar', ['-C', dir, '-cf', tarball, 'src']);
+  await run('rm', ['-rf', join(dir, 'src')]);
+  return tarball;
+}
+
+type Ops = Record<string, { n: number; ms: number; avgUs: number }> | null;
+
+async function once(variant: Variant, root: string, tarball: string, round: number): Promise<{ seconds: number; durableSeconds?: number; ops?: Ops }> {
+  const untar = (into: string) => timeRun('tar', ['-C', into, '-xf', tarball]);
+  if (variant === 'raw') {
+    const dir = join(root, `raw-${round}`);
+    mkdirSync(dir, { recursive: true });
+    const seconds = await untar(dir);
+    trash(dir);
+    return { seconds };
+  }
+  if (variant === 'bindfs') {
+    const src = join(root, `bindfs-src-${round}`);
+    const mnt = join(root, 'bindfs-mnt');
+    mkdirSync(src, { recursive: true });
+    mkdirSync(mnt, { recursive: true });
+    const fs = await startBindfs(src, mnt);
+    try {
+      return { seconds: await untar(mnt) };
+    } finally {
+      await fs.stop();
+      trash(src);
+    }
+  }
+  const home = join(root, `strata-home-${round}`);
+  const mnt = join(root, 'strata-mnt');
+  const mount = await startMount(home, mnt);
+  let ops: Ops = null;
+  try {
+    const seconds = await untar(mnt);
+    const t0 = process.hrtime.bigint();
+    await mount.idle(600_000);
+    return { seconds, durableSeconds: Number(process.hrtime.bigint() - t0) / 1e9 };
+  } finally {
+    ops = await mount.stop();
+    trash(home);
+    if (ops) console.log(`  strata FUSE operations: ${Object.entries(ops).map(([op, s]) => `${op} ${s.n} (${s.avgUs} µs)`).join(', ')}`);
+    lastOps = ops;
+  }
+}
+
+let lastOps: Ops = null;
+
+async function main(): Promise<void> {
+  const machine = machineInfo();
+  const tarball = await makeTarball();
+  const root = freshDir('mount-untar');
+  const samples = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
+  const durable: number[] = [];
+  const active = VARIANTS.filter((v) => selected(v));
+  for (let round = 0; round < ROUNDS; round++) {
+    const order = active.map((_, i) => active[(i + round) % active.length]!);
+    for (const variant of order) {
+      await settleDisk();
+      const result = await once(variant, root, tarball, round);
+      samples.get(variant)!.push(result.seconds);
+      if (result.durableSeconds !== undefined) durable.push(result.durableSeconds);
+      console.log(`round ${round + 1} ${variant}: ${result.seconds.toFixed(2)} s`);
+    }
+  }
+  emptyTrash();
+  await run('rm', ['-rf', root]);
+
+  const rows = active.map((variant) => {
+    const s = summarize(samples.get(variant)!);
+    return [variant, spread(s), spread(summarize(samples.get(variant)!.map((x) => FILES / x)))];
+  });
+  printTable(`tar x of ${FILES} small files (median (min–max) of ${ROUNDS})`, ['variant', 'seconds', 'files/s'], rows);
+  const vsBindfs = pairedSpeedup(samples.get('strata')!, samples.get('bindfs')!);
+  const ofRaw = pairedSpeedup(samples.get('strata')!, samples.get('raw')!);
+  const durableSummary = durable.length > 0 ? summarize(durable) : null;
+  if (vsBindfs) console.log(`\nstrata vs bindfs: ${spread(vsBindfs)}x (target >= 0.8)`);
+  if (ofRaw) console.log(`strata as a fraction of raw: ${spread(ofRaw)}`);
+  if (durableSummary) console.log(`tar exit → every file versioned: ${spread(durableSummary)} s`);
+  const file = writeResult('mount-untar', {
+    machine,
+    benchTmp: BENCH_TMP,
+    files: FILES,
+    rounds: ROUNDS,
+    seconds: Object.fromEntries(active.map((v) => [v, summarize(samples.get(v)!)])),
+    secondsPerRound: Object.fromEntries(active.map((v) => [v, samples.get(v)!.map(round3)])),
+    strataVsBindfs: vsBindfs,
+    strataFractionOfRaw: ofRaw,
+    strataTarExitToAllVersionedSeconds: durableSummary,
+    strataFuseOperations: lastOps,
+    targets: vsBindfs ? [target('strata / bindfs (paired median)', vsBindfs.median, '>=', 0.8, 'x')] : [],
+  });
+  console.log(`\nresult: ${file}`);
+}
+
+await main();

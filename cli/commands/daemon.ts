@@ -1,0 +1,113 @@
+// `strata daemon`: runs every project of daemon.json in the foreground (systemd runs exactly this),
+// plus the helpers init/watch/status share: which home, and is its daemon running.
+
+import type { Command } from 'commander';
+import { type ApiClient, createClient } from '../client.js';
+import { contextFor } from '../context.js';
+import { daemonTarget, discoverProject } from '../discover.js';
+import { CliError, EXIT, usageError } from '../errors.js';
+import { CLI_VERSION } from '../version.js';
+
+/** A stop that hangs (a mount that will not let go) must not keep a stopped service alive. */
+const STOP_TIMEOUT_MS = 30_000;
+const PROBE_TIMEOUT_MS = 1_500;
+const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
+
+/** --home, else the home of the project around the working directory, else the default home. */
+export async function localHome(flag: string | undefined): Promise<string> {
+  const { resolveHome } = await import('../../server/home.js');
+  if (flag !== undefined) return resolveHome(flag);
+  return discoverProject()?.home ?? resolveHome();
+}
+
+/** A client for the home's running daemon, or null when none answers. */
+export async function runningDaemon(home: string): Promise<ApiClient | null> {
+  const target = daemonTarget(home);
+  if (target === null) return null;
+  try {
+    const response = await fetch(`${target.serverUrl}/healthz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+    if (!response.ok) return null;
+  } catch {
+    return null;
+  }
+  return createClient({ serverUrl: target.serverUrl, apiKey: target.apiKey, version: CLI_VERSION });
+}
+
+export function checkListen(listen: string | undefined): void {
+  if (listen === undefined) return;
+  const match = LISTEN.exec(listen);
+  if (!match || Number(match[2]) > 65535) throw usageError(`--listen must be HOST:PORT, got '${listen}'`, { field: 'listen' });
+}
+
+/**
+ * Runs a daemon until SIGTERM/SIGINT, then stops it cleanly (captures flushed, mounts unmounted) and
+ * exits 0. `only` limits it to some projects of daemon.json (`strata watch DIR`).
+ */
+export async function runForeground(options: { home: string; listen?: string; only?: string[]; json: boolean }): Promise<void> {
+  const { startDaemon } = await import('../../daemon/daemon.js');
+  // Handlers go in before anything starts: a supervisor may signal as soon as it sees the process.
+  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
+  let stopping = false;
+  const finish = () => {
+    const timer = setTimeout(() => {
+      process.stderr.write('strata: stop timed out, exiting\n');
+      process.exit(1);
+    }, STOP_TIMEOUT_MS);
+    timer.unref();
+    (daemon?.stop() ?? Promise.resolve()).then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`strata: stop failed: ${error instanceof Error ? error.message : String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`strata: ${signal} again, exiting without waiting\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    process.stderr.write(`strata: ${signal}, stopping (flushing captures)...\n`);
+    if (daemon) finish();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  try {
+    daemon = await startDaemon({
+      home: options.home,
+      ...(options.listen === undefined ? {} : { listen: options.listen }),
+      ...(options.only === undefined ? {} : { only: options.only }),
+    });
+  } catch (error) {
+    process.removeListener('SIGTERM', stop);
+    process.removeListener('SIGINT', stop);
+    throw error;
+  }
+  if (stopping) {
+    finish();
+    return;
+  }
+  // Tests and scripts read this line to learn the URL (port 0 picks a free one).
+  process.stderr.write(`strata: daemon for ${options.home}\nlistening on ${daemon.url}\n`);
+  if (options.json) process.stdout.write(`${JSON.stringify({ url: daemon.url, home: options.home, pid: process.pid })}\n`);
+  // Runs until a signal: the HTTP server keeps the event loop alive.
+}
+
+export function registerDaemonCommand(program: Command): void {
+  program
+    .command('daemon')
+    .description('run every configured project (watch and mount) and serve the API on loopback (default 127.0.0.1:7421)')
+    .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
+    .option('--listen <host:port>', 'loopback address (default: daemon.json "listen", else 127.0.0.1:7421)')
+    .action(async (options: { home?: string; listen?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      checkListen(options.listen);
+      const { resolveHome } = await import('../../server/home.js');
+      const home = resolveHome(options.home);
+      if (await runningDaemon(home)) {
+        throw new CliError('DAEMON_RUNNING', `a daemon already runs for ${home}; see \`strata status\``, { exitCode: EXIT.conflict });
+      }
+      await runForeground({ home, ...(options.listen === undefined ? {} : { listen: options.listen }), json: ctx.output.json });
+    });
+}

@@ -1,0 +1,76 @@
+// `strata init DIR`: binds DIR to a new project (idempotent). Through the running daemon when there is
+// one (it starts capturing at once), else directly in the home (the next `strata daemon` runs it).
+
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import type { RegisteredProject } from '../../daemon/projects.js';
+import { contextFor } from '../context.js';
+import { usageError } from '../errors.js';
+import { sanitizeLine } from '../output.js';
+import { localHome, runningDaemon } from './daemon.js';
+
+export type Mode = 'watch' | 'mount';
+
+export interface InitResult extends RegisteredProject {
+  home: string;
+  /** true when a running daemon took the project (it captures already) */
+  daemonRunning: boolean;
+}
+
+export function parseMode(raw: string | undefined): Mode {
+  if (raw === undefined || raw === 'watch' || raw === 'mount') return raw ?? 'watch';
+  throw usageError(`--mode must be watch or mount, got '${raw}'`, { field: 'mode' });
+}
+
+/** Registers DIR in the home: through its running daemon if any, else in-process. */
+export async function initProject(home: string, input: { dir: string; mode: Mode; name?: string }): Promise<InitResult> {
+  const dir = resolve(input.dir);
+  const client = await runningDaemon(home);
+  if (client) {
+    const { project } = await client.json<{ project: RegisteredProject }>('POST', '/v1/daemon/projects', {
+      json: { dir, mode: input.mode, ...(input.name === undefined ? {} : { name: input.name }) },
+    });
+    return { ...project, home, daemonRunning: true };
+  }
+  const { openLocalEngine } = await import('../../engine/local.js');
+  const { createIdGenerator } = await import('../../engine/ids.js');
+  const { loadPepper, resolveEnvironment } = await import('../../server/secrets.js');
+  const { ensureLocalOwner } = await import('../../daemon/owner.js');
+  const { fileRegistrar, registerProject } = await import('../../daemon/projects.js');
+  const pepper = await loadPepper(home, { create: true });
+  const local = await openLocalEngine({ home });
+  try {
+    const access = { repository: local.repository, clock: local.clock, ids: createIdGenerator(local.clock), pepper, environment: resolveEnvironment() };
+    const owner = await ensureLocalOwner(home, access);
+    const project = await registerProject(fileRegistrar(home, local.engine, owner.orgId), {
+      dir,
+      mode: input.mode,
+      ...(input.name === undefined ? {} : { name: input.name }),
+    });
+    return { ...project, home, daemonRunning: false };
+  } finally {
+    await local.close();
+  }
+}
+
+export function registerInitCommand(program: Command): void {
+  program
+    .command('init')
+    .description('bind a directory to a new project; inside it, commands find the project by themselves')
+    .argument('<dir>', 'project directory (created if missing)')
+    .option('--mode <mode>', 'watch (version what lands in the directory) or mount (FUSE)', 'watch')
+    .option('--name <name>', 'project name (default: the directory name)')
+    .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
+    .action(async (dir: string, options: { mode?: string; name?: string; home?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const mode = parseMode(options.mode);
+      const home = await localHome(options.home);
+      const result = await initProject(home, { dir, mode, ...(options.name === undefined ? {} : { name: options.name }) });
+      ctx.output.result(result, () => {
+        const verb = result.created ? 'initialized' : 'already initialized:';
+        ctx.output.line(`${verb} ${mode} project ${sanitizeLine(result.name)} (${result.projectId}) at ${sanitizeLine(result.dir)}`);
+        if (result.daemonRunning) ctx.output.hint('the running daemon captures it now; see `strata status`');
+        else ctx.output.hint(`start capturing: strata daemon (all projects) or strata ${mode} ${result.dir}`);
+      });
+    });
+}

@@ -1,0 +1,96 @@
+// `strata status`: the daemon and each project's capture state (watching, scanning, guarded, error),
+// pending work, last version and recent errors. `strata guard reset` resumes recording deletions
+// after the mass-delete guard tripped.
+
+import type { Command } from 'commander';
+import type { DaemonStatus } from '../../daemon/daemon.js';
+import type { ProjectStatus } from '../../daemon/project-runner.js';
+import { contextFor } from '../context.js';
+import { discoverProject } from '../discover.js';
+import { CliError, EXIT } from '../errors.js';
+import { formatTime, sanitizeLine } from '../output.js';
+import { localHome, runningDaemon } from './daemon.js';
+
+interface StatusDocument {
+  running: boolean;
+  home: string;
+  daemon: DaemonStatus['daemon'] | null;
+  projects: Array<ProjectStatus | { projectId: string; dir: string; mode: string; state: 'stopped' }>;
+}
+
+function scanText(project: ProjectStatus): string {
+  const scan = project.scan;
+  if (!scan || scan.finished) return '';
+  return ` ${scan.kind} scan ${scan.done}/${scan.total}`;
+}
+
+function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
+  if (!doc.running) ctx.output.line(`daemon: not running (home ${sanitizeLine(doc.home)}); start it with \`strata daemon\``);
+  else {
+    const d = doc.daemon!;
+    ctx.output.line(`daemon: pid ${d.pid}, up ${d.uptimeSeconds} s, ${d.url}, home ${sanitizeLine(d.home)}`);
+  }
+  if (doc.projects.length === 0) {
+    ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
+    return;
+  }
+  ctx.output.table(
+    ['PROJECT', 'MODE', 'STATE', 'PENDING', 'LAST VERSION', 'DIR'],
+    doc.projects.map((p) => {
+      if (!('captured' in p)) return [p.projectId, p.mode, p.state, '', '', p.dir];
+      const last = p.lastVersion ? `${p.lastVersion.path} ${formatTime(p.lastVersion.timestamp)}` : '';
+      return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, last, p.dir];
+    }),
+  );
+  for (const p of doc.projects) {
+    if (!('captured' in p)) continue;
+    const label = sanitizeLine(p.name ?? p.projectId);
+    if (p.massDeleteGuard.tripped) {
+      ctx.output.warn(
+        `${label}: MASS-DELETE GUARD TRIPPED since ${formatTime(p.massDeleteGuard.since)}: ${p.massDeleteGuard.missing} deletions not recorded (files kept). ` +
+          'If the deletions are real: strata guard reset',
+      );
+    }
+    for (const warning of p.warnings) ctx.output.warn(`${label}: ${warning}`);
+    if (p.error) ctx.output.warn(`${label}: ${p.error.code}: ${p.error.message}`);
+    for (const error of p.errors.slice(-3)) ctx.output.warn(`${label}: ${formatTime(error.time)} ${error.path ?? ''} ${error.code}: ${error.message}`);
+  }
+}
+
+export function registerStatusCommands(program: Command): void {
+  program
+    .command('status')
+    .description('daemon and per-project capture state, pending work, last version, errors')
+    .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
+    .action(async (options: { home?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const home = await localHome(options.home);
+      const client = await runningDaemon(home);
+      let doc: StatusDocument;
+      if (client) {
+        const status = await client.json<DaemonStatus>('GET', '/v1/daemon/status');
+        doc = { running: true, home, daemon: status.daemon, projects: status.projects };
+      } else {
+        const { readDaemonConfig } = await import('../../daemon/config.js');
+        const config = readDaemonConfig(home);
+        doc = { running: false, home, daemon: null, projects: config.projects.map((p) => ({ ...p, state: 'stopped' as const })) };
+      }
+      ctx.output.result(doc, () => render(ctx, doc));
+    });
+
+  const guard = program.command('guard').description('the mass-delete guard');
+  guard
+    .command('reset')
+    .description('resume recording deletions after the mass-delete guard tripped (records the held-back ones)')
+    .option('--home <dir>', 'Strata home')
+    .action(async (options: { home?: string }, command: Command) => {
+      const ctx = contextFor(command);
+      const home = await localHome(options.home);
+      const projectId = ctx.flags.project ?? process.env['STRATA_PROJECT_ID'] ?? discoverProject()?.projectId;
+      if (!projectId) throw new CliError('NO_PROJECT', 'no project: run inside a project directory or pass --project ID', { exitCode: EXIT.usage });
+      const client = await runningDaemon(home);
+      if (!client) throw new CliError('SERVER_UNREACHABLE', `the daemon for ${home} is not running`, { exitCode: EXIT.unreachable });
+      const status = await client.json<ProjectStatus>('POST', `/v1/daemon/projects/${encodeURIComponent(projectId)}/guard/reset`, { json: {} });
+      ctx.output.result(status, () => ctx.output.line(`guard reset for ${sanitizeLine(status.name ?? projectId)}: deletions are recorded again`));
+    });
+}

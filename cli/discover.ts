@@ -1,0 +1,68 @@
+// Project discovery, the way git finds its repository: without --project / STRATA_PROJECT_ID, walk up
+// from the working directory to a `.strata/project.json` (written by `strata init` in watch mode,
+// shown by the mount in mount mode), else match the directory against daemon.json's project dirs.
+// The project's home then says where its daemon listens and which key it accepts.
+
+import { readFileSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { daemonLayout, projectForDir, readDaemonConfig } from '../daemon/config.js';
+import { resolveHome } from '../server/home.js';
+
+export interface DiscoveredProject {
+  projectId: string;
+  home: string;
+  /** the project root found */
+  dir: string;
+  /** the daemon of that home, when its daemon.json and owner key are readable */
+  daemon: { serverUrl: string; apiKey: string } | null;
+}
+
+function readJson(file: string): Record<string, unknown> | null {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The daemon URL and local owner key of a home; null when it has no daemon set up. */
+export function daemonTarget(home: string): { serverUrl: string; apiKey: string } | null {
+  let apiKey: string;
+  try {
+    apiKey = readFileSync(daemonLayout(home).ownerKey, 'utf8').trim();
+  } catch {
+    return null;
+  }
+  let listen: string;
+  try {
+    listen = readDaemonConfig(home).listen;
+  } catch {
+    return null;
+  }
+  return { serverUrl: `http://${listen}`, apiKey };
+}
+
+export function discoverProject(cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): DiscoveredProject | null {
+  let start: string;
+  try {
+    start = realpathSync(cwd);
+  } catch {
+    return null;
+  }
+  for (let dir = start; ; dir = dirname(dir)) {
+    const file = readJson(join(dir, '.strata', 'project.json'));
+    if (file && typeof file['projectId'] === 'string' && typeof file['home'] === 'string') {
+      return { projectId: file['projectId'], home: file['home'], dir, daemon: daemonTarget(file['home']) };
+    }
+    if (dir === dirname(dir)) break;
+  }
+  const home = resolveHome(undefined, env);
+  try {
+    const project = projectForDir(readDaemonConfig(home), start);
+    if (project) return { projectId: project.projectId, home, dir: project.dir, daemon: daemonTarget(home) };
+  } catch {
+    // an unreadable daemon.json: no discovery, the usual "no project" error follows
+  }
+  return null;
+}

@@ -1,0 +1,268 @@
+// The capture pipeline both modes feed (contract in daemon/host.ts). It turns "this file is complete",
+// "this path is gone" and "this was renamed" into engine calls, in order per path, with bounded
+// concurrency, and owns what the modes share: skip unchanged content, ignore rules, the mass-delete
+// guard, and the bookkeeping `strata status` shows.
+
+import type { Logger } from 'pino';
+import type { Engine } from '../../engine/engine-api.js';
+import { isStrataError } from '../../engine/errors.js';
+import type { Actor } from '../../engine/types.js';
+import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
+import type { DaemonState } from '../state.js';
+import { type GuardState, MassDeleteGuard } from './guard.js';
+import type { IgnoreRules } from './ignore.js';
+
+export interface PipelineOptions {
+  engine: Engine;
+  projectId: string;
+  actor: Actor;
+  logger: Logger;
+  ignore: IgnoreRules;
+  state: DaemonState;
+  /** files the project tracks now (for the guard) */
+  tracked: () => number;
+  /** how long deletions wait so the guard sees a mass deletion whole (default 500 ms) */
+  deleteSettleMs?: number;
+  /** engine writes in flight at once (default 128) */
+  maxInFlight?: number;
+  now?: () => number;
+}
+
+const GUARD_FLAG = 'massDeleteGuard';
+const MAX_ERRORS = 20;
+const GUARD_RESET_GRACE_MS = 30_000;
+/** A steady trickle of deletions still commits at least this often. */
+const DELETE_MAX_WAIT_FACTOR = 4;
+
+export interface PipelineHandle extends CapturePipeline {
+  /** stops timers; pending deletions are committed first (unless guarded) */
+  close(): Promise<void>;
+}
+
+export function createCapturePipeline(options: PipelineOptions): PipelineHandle {
+  const { engine, projectId, actor, logger, ignore, state } = options;
+  const now = options.now ?? Date.now;
+  const deleteSettleMs = options.deleteSettleMs ?? 500;
+  // Wide enough that the engine's commit batches and the store's group commits fill up: at 16 a
+  // slow fsync (a busy disk) capped watch mode at ~400 versions/s; small files are ≤ 64 KiB each.
+  const maxInFlight = options.maxInFlight ?? 128;
+  const guard = new MassDeleteGuard(state.flags.get<GuardState>(projectId, GUARD_FLAG));
+  const chains = new Map<string, Promise<unknown>>();
+  const pendingDeletes = new Map<string, Array<(outcome: CaptureOutcome) => void>>();
+  let deleteTimer: NodeJS.Timeout | undefined;
+  let firstPendingAt = 0;
+  let inFlight = 0;
+  const waiting: Array<() => void> = [];
+  const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state };
+
+  const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
+
+  /** Runs `task` after every earlier task on the same path. */
+  function serial<T>(path: string, task: () => Promise<T>): Promise<T> {
+    const previous = chains.get(path) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    chains.set(path, settled);
+    void settled.then(() => {
+      if (chains.get(path) === settled) chains.delete(path);
+    });
+    return next;
+  }
+
+  async function limited<T>(task: () => Promise<T>): Promise<T> {
+    stats.pending += 1;
+    if (inFlight >= maxInFlight) await new Promise<void>((resolve) => waiting.push(resolve));
+    inFlight += 1;
+    try {
+      return await task();
+    } finally {
+      inFlight -= 1;
+      stats.pending -= 1;
+      waiting.shift()?.();
+    }
+  }
+
+  function failed(path: string | null, error: unknown): CaptureOutcome {
+    const code = isStrataError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? 'INTERNAL');
+    const message = error instanceof Error ? error.message : String(error);
+    stats.errors.push({ time: new Date(now()).toISOString(), path, code, message });
+    if (stats.errors.length > MAX_ERRORS) stats.errors.shift();
+    logger.warn({ path, code, err: message }, 'capture failed');
+    return { kind: 'failed', code, message };
+  }
+
+  function recorded(outcome: Extract<CaptureOutcome, { kind: 'versioned' }>): CaptureOutcome {
+    stats.captured += 1;
+    const { version } = outcome;
+    stats.lastVersion = { path: version.path, versionId: version.versionId, kind: version.kind, timestamp: version.timestamp };
+    // Logged once durable: bench/watch-latency.ts measures close-to-durable latency from these lines.
+    logger.debug({ path: version.path, versionId: version.versionId, kind: version.kind }, 'versioned');
+    return outcome;
+  }
+
+  /** A write or rename of `path` supersedes a deletion still waiting to commit. */
+  function cancelDelete(path: string): void {
+    const waiters = pendingDeletes.get(path);
+    if (waiters === undefined) return;
+    pendingDeletes.delete(path);
+    for (const resolve of waiters) resolve({ kind: 'absent' });
+  }
+
+  function holdPendingDeletes(): void {
+    const held = [...pendingDeletes.values()];
+    pendingDeletes.clear();
+    guard.hold(held.length);
+    for (const waiters of held) for (const resolve of waiters) resolve({ kind: 'guarded' });
+    persistGuard();
+  }
+
+  function scheduleDeleteFlush(): void {
+    if (deleteTimer !== undefined) clearTimeout(deleteTimer);
+    const waited = now() - firstPendingAt;
+    const delay = Math.max(0, Math.min(deleteSettleMs, deleteSettleMs * DELETE_MAX_WAIT_FACTOR - waited));
+    deleteTimer = setTimeout(() => {
+      deleteTimer = undefined;
+      void flushDeletes();
+    }, delay);
+  }
+
+  async function deleteNow(path: string): Promise<CaptureOutcome> {
+    return serial(path, () =>
+      limited(async () => {
+        try {
+          const { version } = await engine.deleteFile({ projectId, path, actor });
+          return recorded({ kind: 'versioned', version, entry: null });
+        } catch (error) {
+          if (isStrataError(error, 'PATH_NOT_FOUND') || isStrataError(error, 'PATH_IS_DIRECTORY')) return { kind: 'absent' } as const;
+          return failed(path, error);
+        }
+      }),
+    );
+  }
+
+  async function flushDeletes(): Promise<void> {
+    if (deleteTimer !== undefined) {
+      clearTimeout(deleteTimer);
+      deleteTimer = undefined;
+    }
+    // Counted here, not when each deletion arrived: by now the deletions that were really the first
+    // half of a rename (`mv dir elsewhere-in-the-project`) have been cancelled by it.
+    if (pendingDeletes.size > 0 && guard.note(pendingDeletes.size, now(), options.tracked())) {
+      logger.error(
+        { since: guard.state.since, pending: pendingDeletes.size },
+        'MASS DELETE GUARD TRIPPED: many tracked files vanished at once; deletions are no longer recorded for this project (all data is kept). Check the directory, then run `strata guard reset`.',
+      );
+      holdPendingDeletes();
+      stats.massDeleteGuard = guard.state;
+      return;
+    }
+    const batch = [...pendingDeletes];
+    pendingDeletes.clear();
+    await Promise.all(
+      batch.map(async ([path, waiters]) => {
+        const outcome = await deleteNow(path);
+        for (const resolve of waiters) resolve(outcome);
+      }),
+    );
+  }
+
+  const pipeline: PipelineHandle = {
+    isIgnored: (path, dir) => ignore.ignores(path, dir),
+
+    captureFile({ path, file, executable }) {
+      if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
+      cancelDelete(path);
+      return serial(path, () =>
+        limited(async (): Promise<CaptureOutcome> => {
+          try {
+            const result = await engine.writeFile({ projectId, path, actor, content: { file }, executable, ifChanged: true });
+            if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+            return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+          } catch (error) {
+            // Gone (or turned into a directory) before we read it: its delete event follows.
+            const code = (error as NodeJS.ErrnoException).code;
+            if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return { kind: 'absent' };
+            return failed(path, error);
+          }
+        }),
+      );
+    },
+
+    captureDelete(path) {
+      if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
+      if (guard.tripped) {
+        guard.hold();
+        persistGuard();
+        stats.massDeleteGuard = guard.state;
+        return Promise.resolve({ kind: 'guarded' });
+      }
+      return new Promise<CaptureOutcome>((resolve) => {
+        const waiters = pendingDeletes.get(path);
+        if (waiters !== undefined) {
+          waiters.push(resolve);
+          return;
+        }
+        if (pendingDeletes.size === 0) firstPendingAt = now();
+        pendingDeletes.set(path, [resolve]);
+        scheduleDeleteFlush();
+      });
+    },
+
+    captureRename(from, to) {
+      if (ignore.ignores(to)) return pipeline.captureDelete(from);
+      cancelDelete(from);
+      cancelDelete(to);
+      // Lock both paths, always in the same order, so two crossing renames cannot deadlock.
+      const [first, second] = from < to ? [from, to] : [to, from];
+      return serial(first, () =>
+        serial(second, () =>
+          limited(async (): Promise<CaptureOutcome> => {
+            try {
+              const { created } = await engine.renameFile({ projectId, from, to, actor, overwrite: true });
+              return recorded({ kind: 'versioned', version: created.version, entry: created.entry });
+            } catch (error) {
+              if (isStrataError(error, 'PATH_NOT_FOUND')) return { kind: 'absent' };
+              return failed(to, error);
+            }
+          }),
+        ),
+      );
+    },
+
+    async flush() {
+      for (;;) {
+        if (pendingDeletes.size > 0) await flushDeletes();
+        const running = [...chains.values()];
+        if (running.length === 0 && pendingDeletes.size === 0) return;
+        await Promise.all(running);
+      }
+    },
+
+    stats: () => ({
+      ...stats,
+      pending: stats.pending + pendingDeletes.size,
+      errors: [...stats.errors],
+      massDeleteGuard: guard.state,
+    }),
+
+    resetGuard() {
+      guard.reset(now(), GUARD_RESET_GRACE_MS);
+      persistGuard();
+      stats.massDeleteGuard = guard.state;
+      logger.info('mass delete guard reset');
+    },
+
+    async close() {
+      if (!guard.tripped) await pipeline.flush();
+      else {
+        holdPendingDeletes();
+        await pipeline.flush();
+      }
+      if (deleteTimer !== undefined) clearTimeout(deleteTimer);
+    },
+  };
+  return pipeline;
+}

@@ -1,0 +1,109 @@
+// `<home>/daemon.json`: which projects the daemon runs and where it listens. Written atomically
+// (temp file, fsync, rename, fsync of the directory) so a crash never leaves half a file; read by the
+// daemon at start and by the CLI for project discovery.
+
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StrataError } from '../engine/errors.js';
+import type { ProjectMode } from './host.js';
+
+export const DEFAULT_DAEMON_LISTEN = '127.0.0.1:7421';
+
+export interface DaemonProjectConfig {
+  projectId: string;
+  /** absolute real path */
+  dir: string;
+  mode: ProjectMode;
+}
+
+export interface DaemonConfig {
+  listen: string;
+  projects: DaemonProjectConfig[];
+}
+
+export function daemonLayout(home: string) {
+  return {
+    config: join(home, 'daemon.json'),
+    ownerKey: join(home, 'secrets', 'local-owner.key'),
+    dir: join(home, 'daemon'),
+    state: join(home, 'daemon', 'state.sqlite'),
+    staging: join(home, 'daemon', 'staging'),
+  };
+}
+
+function invalid(file: string, reason: string): StrataError {
+  return new StrataError('INVALID_ARGUMENT', { message: `${file}: ${reason}`, details: { field: 'daemon.json', reason } });
+}
+
+/** The parsed daemon.json; the defaults when it does not exist. */
+export function readDaemonConfig(home: string): DaemonConfig {
+  const file = daemonLayout(home).config;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { listen: DEFAULT_DAEMON_LISTEN, projects: [] };
+    throw error;
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw invalid(file, 'not valid JSON');
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid(file, 'must hold a JSON object');
+  const raw = parsed as Record<string, unknown>;
+  const listen = raw['listen'] ?? DEFAULT_DAEMON_LISTEN;
+  if (typeof listen !== 'string') throw invalid(file, 'listen must be a string');
+  const projects = raw['projects'] ?? [];
+  if (!Array.isArray(projects)) throw invalid(file, 'projects must be an array');
+  return {
+    listen,
+    projects: projects.map((p: unknown, i) => {
+      const item = (p ?? {}) as Record<string, unknown>;
+      const { projectId, dir, mode } = item;
+      if (typeof projectId !== 'string' || typeof dir !== 'string' || (mode !== 'watch' && mode !== 'mount')) {
+        throw invalid(file, `projects[${i}] needs projectId, dir and mode (watch|mount)`);
+      }
+      return { projectId, dir, mode };
+    }),
+  };
+}
+
+export async function writeDaemonConfig(home: string, config: DaemonConfig): Promise<void> {
+  const file = daemonLayout(home).config;
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(temp, 'w', 0o600);
+  try {
+    await handle.writeFile(`${JSON.stringify(config, null, 2)}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  try {
+    await rename(temp, file);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+  const dir = await open(home, 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
+}
+
+/** The project whose dir is `dir` or an ancestor of it (the innermost one). */
+export function projectForDir(config: DaemonConfig, dir: string): DaemonProjectConfig | undefined {
+  let best: DaemonProjectConfig | undefined;
+  for (const project of config.projects) {
+    if (dir === project.dir || dir.startsWith(`${project.dir}/`)) {
+      if (best === undefined || project.dir.length > best.dir.length) best = project;
+    }
+  }
+  return best;
+}

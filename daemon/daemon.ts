@@ -1,0 +1,187 @@
+// `strata daemon`: ONE process, ONE engine. It opens the local engine of a home, serves the control
+// API on loopback with the local owner key, and runs a project host for every project in daemon.json
+// (daemon/host.ts). Hosts feed the engine in-process; the API is for the CLI and other local clients.
+
+import { mkdir } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import pino, { type Logger } from 'pino';
+import { buildApp } from '../control-api/app.js';
+import type { AccessDeps } from '../engine/access/deps.js';
+import { StrataError } from '../engine/errors.js';
+import { createIdGenerator } from '../engine/ids.js';
+import { type LocalEngine, openLocalEngine } from '../engine/local.js';
+import { isLoopbackAddress, parseListen } from '../server/serve.js';
+import { loadPepper, resolveEnvironment } from '../server/secrets.js';
+import { type DaemonConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
+import { acquireDaemonLock, type DaemonLock } from './lock.js';
+import { ensureLocalOwner, type LocalOwner } from './owner.js';
+import { ProjectRunner, type ProjectStatus } from './project-runner.js';
+import { type RegisterInput, type RegisteredProject, registerProject } from './projects.js';
+import { registerDaemonRoutes } from './routes.js';
+import { openDaemonState, type DaemonState } from './state.js';
+import type { WatchOptions } from './watch/host.js';
+
+export interface DaemonOptions {
+  home: string;
+  /** HOST:PORT on loopback; default daemon.json's `listen` (127.0.0.1:7421); port 0 picks one */
+  listen?: string;
+  /** run only these projects of daemon.json (`strata watch DIR` in the foreground); projects added later always run */
+  only?: string[];
+  logger?: Logger;
+  environment?: string;
+  watch?: WatchOptions;
+}
+
+export interface DaemonStatus {
+  daemon: { pid: number; startedAt: string; uptimeSeconds: number; listen: string; url: string; home: string };
+  projects: ProjectStatus[];
+}
+
+export interface RunningDaemon {
+  url: string;
+  home: string;
+  owner: LocalOwner;
+  status(): DaemonStatus;
+  addProject(input: RegisterInput): Promise<{ project: RegisteredProject; status: ProjectStatus }>;
+  project(projectId: string): ProjectRunner | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
+  const { home } = options;
+  const layout = daemonLayout(home);
+  // Logs go to stderr (stdout is the CLI's); STRATA_LOG_LEVEL=debug adds a line per captured version.
+  const logger = options.logger ?? pino({ level: process.env['STRATA_LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+  const lock: DaemonLock = await acquireDaemonLock(layout.dir);
+  const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
+  const cleanup = async () => {
+    for (const step of cleanups.reverse()) await step();
+  };
+  try {
+    let config: DaemonConfig = readDaemonConfig(home);
+    const listen = options.listen ?? config.listen;
+    const { host, port } = parseListen(listen);
+    if (!isLoopbackAddress(host)) {
+      throw new StrataError('INVALID_ARGUMENT', {
+        message: `the daemon serves its owner key's API on loopback only; ${listen} is not a loopback address (use \`strata serve\` for a network server)`,
+        details: { field: 'listen' },
+      });
+    }
+    const environment = resolveEnvironment(options.environment);
+    const pepper = await loadPepper(home, { create: true });
+    const local: LocalEngine = await openLocalEngine({ home });
+    cleanups.push(() => local.close());
+    const access: AccessDeps = { repository: local.repository, clock: local.clock, ids: createIdGenerator(local.clock), pepper, environment };
+    const owner = await ensureLocalOwner(home, access);
+    const state: DaemonState = openDaemonState(layout.state);
+    cleanups.push(() => state.close());
+    await mkdir(layout.staging, { recursive: true, mode: 0o700 });
+
+    const runners = new Map<string, ProjectRunner>();
+    const runnerDeps = {
+      engine: local.engine,
+      actor: owner.actor,
+      state,
+      logger,
+      home,
+      stagingDir: layout.staging,
+      store: local.store,
+      ...(options.watch ? { watch: options.watch } : {}),
+    };
+    const startedAt = new Date();
+    let url = '';
+    let stopping: Promise<void> | null = null;
+
+    const daemon: RunningDaemon = {
+      get url() {
+        return url;
+      },
+      home,
+      owner,
+      status: () => ({
+        daemon: {
+          pid: process.pid,
+          startedAt: startedAt.toISOString(),
+          uptimeSeconds: Math.round((Date.now() - startedAt.getTime()) / 1000),
+          listen,
+          url,
+          home,
+        },
+        projects: [...runners.values()].map((runner) => runner.status()),
+      }),
+      async addProject(input) {
+        const project = await registerProject(
+          {
+            home,
+            engine: local.engine,
+            orgId: owner.orgId,
+            config: () => config,
+            saveConfig: async (next) => {
+              await writeDaemonConfig(home, next);
+              config = next;
+            },
+          },
+          input,
+        );
+        let runner = runners.get(project.projectId);
+        if (!runner) {
+          runner = new ProjectRunner({ projectId: project.projectId, dir: project.dir, mode: project.mode }, runnerDeps);
+          runners.set(project.projectId, runner);
+          await runner.start();
+        }
+        return { project, status: runner.status() };
+      },
+      project: (projectId) => runners.get(projectId),
+      stop() {
+        stopping ??= (async () => {
+          logger.info('stopping: flushing captures and releasing project directories');
+          await Promise.all([...runners.values()].map((runner) => runner.stop()));
+          await cleanup();
+          logger.info('stopped');
+        })();
+        return stopping;
+      },
+    };
+
+    const app = await buildApp({
+      engine: local.engine,
+      repository: local.repository,
+      pepper,
+      environment,
+      clock: local.clock,
+      logger: false,
+      loopbackOnly: true,
+      extraRoutes: (instance, deps) => registerDaemonRoutes(instance, deps, daemon),
+    });
+    cleanups.push(() => app.close());
+    try {
+      await app.listen({ host, port });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        throw new StrataError('DAEMON_RUNNING', {
+          message: `${listen} is in use (another daemon for another home?); set "listen" in ${layout.config} or pass --listen`,
+          details: { listen },
+          cause: error,
+        });
+      }
+      throw error;
+    }
+    const address = app.server.address();
+    const boundPort = typeof address === 'object' && address !== null ? address.port : port;
+    url = `http://${isIP(host) === 6 ? `[${host}]` : host}:${boundPort}`;
+    // Port 0 (tests, or a second home) must be findable by the CLI: record the port actually bound.
+    if (port === 0) {
+      config = { ...readDaemonConfig(home), listen: `${host}:${boundPort}` };
+      await writeDaemonConfig(home, config);
+    }
+    logger.info({ url, home }, `strata daemon listening on ${url}`);
+
+    const wanted = config.projects.filter((p) => options.only === undefined || options.only.includes(p.projectId));
+    for (const project of wanted) runners.set(project.projectId, new ProjectRunner(project, runnerDeps));
+    await Promise.all([...runners.values()].map((runner) => runner.start()));
+    return daemon;
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}

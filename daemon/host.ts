@@ -1,0 +1,144 @@
+// The contract between the daemon core and a *project host* (watch mode: daemon/watch/, mount mode:
+// daemon/mount/). The daemon opens ONE engine, and for every project in daemon.json builds a host with
+// the factory of its mode, calls start(), reports status() on `GET /v1/daemon/status`, and calls stop()
+// on SIGTERM / shutdown (a mount host unmounts there). Hosts never talk HTTP: they feed the engine
+// in-process through the capture pipeline, which owns the capture semantics both modes share (skip
+// unchanged content, exec bit, ignore rules, mass-delete guard, last version / errors bookkeeping).
+//
+// A mount host lives in daemon/mount/index.ts and exports `createMountHost: HostFactory`; the daemon
+// loads it with a dynamic import only when a project uses mount mode (fuse-native is not loaded for
+// watch-only daemons).
+
+import type { Logger } from 'pino';
+import type { ContentStore, Engine } from '../engine/engine-api.js';
+import type { Actor, Entry, VersionRecord } from '../engine/types.js';
+import type { DaemonState } from './state.js';
+
+export type ProjectMode = 'watch' | 'mount';
+
+export type HostState = 'starting' | 'scanning' | 'watching' | 'mounted' | 'guarded' | 'error' | 'stopped';
+
+export interface ScanProgress {
+  /** 'initial' (first scan of the dir) or 'catch-up' (after a restart) */
+  kind: 'initial' | 'catch-up';
+  /** files examined so far */
+  done: number;
+  /** files found so far (grows while the walk runs) */
+  total: number;
+  /** files versioned by the scan */
+  captured: number;
+  finished: boolean;
+}
+
+/** What a host reports; the daemon adds the capture pipeline's stats (pending, last version, errors). */
+export interface HostStatus {
+  state: HostState;
+  /** e.g. 'inotify', 'polling' (watch) or 'fuse' (mount) */
+  backend?: string;
+  scan?: ScanProgress | null;
+  /** loud, user-facing conditions: polling fallback on NFS, inotify limit reached, stale mount removed */
+  warnings: string[];
+  /** work the host holds before it reaches the pipeline (watch: paths in their settle delay) */
+  pending?: number;
+  /** set when state is 'error' */
+  error?: { code: string; message: string };
+}
+
+export interface ProjectHost {
+  /** Resolves once the host serves the project (watching or mounted); rejects if it cannot. */
+  start(): Promise<void>;
+  /** Stops capturing, flushes pending captures, releases the directory (unmounts). Idempotent. */
+  stop(): Promise<void>;
+  status(): HostStatus;
+  /**
+   * How many files the project tracks now (the mass-delete guard compares deletions against it).
+   * Watch mode counts its index; a mount host counts its tree.
+   */
+  trackedFiles(): number;
+  /** Looks at the whole tree again (after `strata guard reset`: records the deletions it held back). */
+  rescan?(): Promise<void>;
+}
+
+/** Outcome of one capture: a new version, or why none was made. */
+export type CaptureOutcome =
+  | { kind: 'versioned'; version: VersionRecord; entry: Entry | null }
+  /** content hash and exec bit equal the current entry's: nothing was recorded */
+  | { kind: 'unchanged'; entry: Entry }
+  | { kind: 'ignored' }
+  /** a deletion the mass-delete guard held back (nothing recorded, data kept) */
+  | { kind: 'guarded' }
+  /** nothing to do: a delete of a path the engine does not have, a rename whose source is unknown */
+  | { kind: 'absent' }
+  /** recorded in stats().errors and logged; the host may retry later */
+  | { kind: 'failed'; code: string; message: string };
+
+export interface CaptureStats {
+  pending: number;
+  captured: number;
+  lastVersion: { path: string; versionId: string; kind: string; timestamp: string } | null;
+  /** the last 20 errors, oldest first */
+  errors: Array<{ time: string; path: string | null; code: string; message: string }>;
+  massDeleteGuard: { tripped: boolean; since: string | null; missing: number };
+}
+
+/**
+ * Capture semantics shared by both modes. Paths are project paths ('/'-separated, relative to the
+ * project root). Every method is safe to call concurrently; calls for the same path are serialized in
+ * call order.
+ */
+export interface CapturePipeline {
+  /** True for `.strata/`, the default ignores and `.strataignore` patterns. `dir` for directories. */
+  isIgnored(path: string, dir?: boolean): boolean;
+  /**
+   * Versions the content of `file` (an absolute path: the file itself in watch mode, the staging file
+   * in mount mode) as `path`. Skipped ('unchanged') when the content hash and exec bit equal the
+   * current entry's. The file is read by the store in a worker thread; it must not change meanwhile
+   * (the mount passes a finished staging file; watch mode re-checks size/mtime afterwards).
+   */
+  captureFile(input: { path: string; file: string; executable: boolean }): Promise<CaptureOutcome>;
+  /**
+   * The path is gone: a tombstone, unless the mass-delete guard holds it back ('guarded'). Deletions
+   * wait a short settle time (so the guard sees a mass deletion whole, and a delete followed by a
+   * re-create — some editors' saves — is no deletion at all: a captureFile of the path cancels it).
+   */
+  captureDelete(path: string): Promise<CaptureOutcome>;
+  /**
+   * A rename the host saw as one operation: history stays findable under `to` (a tombstone at `from`,
+   * the same content at `to`, no bytes copied; an existing `to` is replaced). Cancels a pending
+   * deletion of either path. 'absent' when the engine has no `from`: capture `to` as a new file then.
+   */
+  captureRename(from: string, to: string): Promise<CaptureOutcome>;
+  /** Resolves when every capture submitted so far is durable. */
+  flush(): Promise<void>;
+  stats(): CaptureStats;
+  /**
+   * Clears a tripped mass-delete guard (`strata guard reset`): the user looked and the deletions are
+   * real, so for a grace period (30 s) deletions are recorded however many there are — long enough
+   * for the host's rescan to record the ones that were held back.
+   */
+  resetGuard(): void;
+}
+
+export interface HostContext {
+  engine: Engine;
+  projectId: string;
+  /** absolute, real path of the project directory (the mount point in mount mode) */
+  dir: string;
+  /** the actor versions are attributed to (kind 'local') */
+  actor: Actor;
+  /** the daemon's own state DB (daemon/state.sqlite); never the engine's metadata DB */
+  state: DaemonState;
+  logger: Logger;
+  capture: CapturePipeline;
+  /** the Strata home */
+  home: string;
+  /** `<home>/daemon/staging`: same filesystem as the content store */
+  stagingDir: string;
+  /**
+   * The home's local content store, for reads that must not go through a stream (the mount's
+   * positional reads). Writes still go through the engine (capture pipeline).
+   */
+  store?: ContentStore;
+}
+
+export type HostFactory = (ctx: HostContext) => ProjectHost;

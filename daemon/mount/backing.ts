@@ -1,0 +1,131 @@
+// Unversioned files of the mount: ignored paths (`.git/`, swap files, `__pycache__/`, `.strataignore`
+// patterns) and names the engine cannot store. They must still behave like files — git clones into the
+// mount, editors keep swap files — so they live in a plain directory under the Strata home and every
+// operation on them is a passthrough. Keeping `.git/` out of the engine is the point of ignoring it:
+// a clone's thousands of lock/rename dances would otherwise each be a version.
+import * as fsc from 'node:fs';
+import { constants } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { FuseStat } from './fuse-binding.js';
+
+export const BLOCK_SIZE = 128 * 1024;
+
+export function toFuseStat(s: import('node:fs').Stats): FuseStat {
+  return {
+    mode: s.mode,
+    uid: s.uid,
+    gid: s.gid,
+    size: s.size,
+    nlink: s.nlink,
+    blksize: BLOCK_SIZE,
+    blocks: s.blocks,
+    atime: s.atimeMs,
+    mtime: s.mtimeMs,
+    ctime: s.ctimeMs,
+  };
+}
+
+export class Backing {
+  constructor(readonly root: string) {}
+
+  real(path: string): string {
+    return path === '' ? this.root : join(this.root, path);
+  }
+
+  async stat(path: string): Promise<import('node:fs').Stats | null> {
+    try {
+      return await fs.lstat(this.real(path));
+    } catch (error) {
+      if (isMissing(error)) return null;
+      throw error;
+    }
+  }
+
+  async readdir(dir: string): Promise<string[]> {
+    try {
+      return await fs.readdir(this.real(dir));
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
+  /** Creates the parents a backing entry needs below a versioned directory. */
+  async ensureParent(path: string): Promise<void> {
+    await fs.mkdir(dirname(this.real(path)), { recursive: true });
+  }
+
+  async create(path: string, mode: number): Promise<number> {
+    await this.ensureParent(path);
+    return openFd(this.real(path), constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, mode & 0o7777);
+  }
+
+  async open(path: string, flags: number): Promise<number> {
+    // Readable even for O_WRONLY opens (the kernel may read pages for partial writes); no O_APPEND: the
+    // kernel already turns appends into writes at the end, with the offset it passes us.
+    const access = (flags & 3) === constants.O_RDONLY ? constants.O_RDONLY : constants.O_RDWR;
+    return openFd(this.real(path), access | (flags & constants.O_TRUNC), 0o666);
+  }
+
+  async mkdir(path: string, mode: number): Promise<void> {
+    await this.ensureParent(path);
+    await fs.mkdir(this.real(path), { mode: mode & 0o7777 });
+  }
+
+  rmdir(path: string): Promise<void> {
+    return fs.rmdir(this.real(path));
+  }
+
+  unlink(path: string): Promise<void> {
+    return fs.unlink(this.real(path));
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    await this.ensureParent(to);
+    await fs.rename(this.real(from), this.real(to));
+  }
+
+  chmod(path: string, mode: number): Promise<void> {
+    return fs.chmod(this.real(path), mode & 0o7777);
+  }
+
+  utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+    return fs.utimes(this.real(path), atimeMs / 1000, mtimeMs / 1000);
+  }
+
+  truncate(path: string, size: number): Promise<void> {
+    return fs.truncate(this.real(path), size);
+  }
+}
+
+export function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
+// Raw descriptors, not FileHandle objects: a FileHandle that is garbage-collected closes its descriptor
+// behind our back, and these live in the handle table for as long as the kernel keeps the file open.
+function openFd(path: string, flags: number, mode: number): Promise<number> {
+  return new Promise((resolve, reject) => fsc.open(path, flags, mode, (error, fd) => (error ? reject(error) : resolve(fd))));
+}
+
+export function readFd(fd: number, into: Buffer, len: number, pos: number): Promise<number> {
+  return new Promise((resolve, reject) => fsc.read(fd, into, 0, len, pos, (error, n) => (error ? reject(error) : resolve(n))));
+}
+
+export function writeFd(fd: number, data: Buffer, len: number, pos: number): Promise<number> {
+  return new Promise((resolve, reject) => fsc.write(fd, data, 0, len, pos, (error, n) => (error ? reject(error) : resolve(n))));
+}
+
+export function fsyncFd(fd: number): Promise<void> {
+  return new Promise((resolve, reject) => fsc.fsync(fd, (error) => (error ? reject(error) : resolve())));
+}
+
+export function ftruncateFd(fd: number, size: number): Promise<void> {
+  return new Promise((resolve, reject) => fsc.ftruncate(fd, size, (error) => (error ? reject(error) : resolve())));
+}
+
+export function closeFd(fd: number): Promise<void> {
+  return new Promise((resolve) => fsc.close(fd, () => resolve()));
+}

@@ -1,0 +1,89 @@
+// One capture: the node's current bytes become the path's new version (or nothing, when they equal
+// the current entry's — the engine checks that with `ifChanged`).
+import { access } from 'node:fs/promises';
+import type { ContentHash } from '../../engine/types.js';
+import type { FileNode } from './file-node.js';
+import type { MountState } from './mount-state.js';
+import type { SinkContent, SinkResult } from './sink.js';
+import { StagingFile } from './staging-file.js';
+
+export async function captureNode(state: MountState, node: FileNode): Promise<SinkResult | null> {
+  return node.exclusive(async () => {
+    if (node.detached) return null;
+    const generation = node.generation;
+    const path = node.path;
+    const content = node.content;
+    let payload: SinkContent;
+    let adopted: { file: StagingFile; hash: ContentHash; size: number } | null = null;
+    if (content.kind === 'memory') {
+      payload = Buffer.from(content.buf.subarray(0, node.size)); // a copy: writes may continue meanwhile
+    } else if (content.kind === 'staged') {
+      if (node.writers > 0) {
+        // Forced while still open for writing (fsync, unmount): the file stays ours, the store copies it.
+        await content.file.drain();
+        payload = { file: content.file.path, adopt: false };
+      } else {
+        // Hash already computed by the staging worker as the bytes went by; the store renames the file in.
+        const finishing = state.now();
+        const { hash, size } = await content.file.finish();
+        state.logger.debug({ path, size, ms: state.now() - finishing }, 'mount: staging file finished');
+        adopted = { file: content.file, hash, size };
+        payload = { file: content.file.path, knownHash: hash, adopt: true };
+      }
+    } else {
+      payload = await baseContent(state, node);
+    }
+
+    let result: SinkResult;
+    const started = state.now();
+    try {
+      result = await state.sink.write(path, payload, node.executable);
+      state.logger.debug({ path, size: node.size, ms: state.now() - started, adopted: adopted !== null }, 'mount: captured');
+    } catch (error) {
+      if (adopted !== null) await recoverStaging(state, node, adopted.file, adopted.hash, adopted.size);
+      throw error;
+    }
+    if (adopted !== null) {
+      node.content = { kind: 'base' };
+      await adopted.file.unjournal();
+    }
+    const { entry } = result;
+    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable };
+    node.enginePath = path;
+    if (node.generation === generation) {
+      node.dirty = false;
+      if (node.content.kind === 'memory') node.content = { kind: 'base' };
+    }
+    return result;
+  });
+}
+
+/** Unchanged bytes under a new name or exec bit: the stored object itself is the content. */
+async function baseContent(state: MountState, node: FileNode): Promise<SinkContent> {
+  const base = node.base;
+  if (base === null || base.size === 0) return new Uint8Array(0);
+  const store = state.source.store;
+  if (store !== null) {
+    const file = store.objectFile === undefined ? null : await store.objectFile(base.hash);
+    if (file !== null) return { file, adopt: false };
+    return store.readBuffer(base.hash);
+  }
+  const { stream } = await state.engine.readFile({ projectId: state.projectId, versionId: base.versionId });
+  return stream;
+}
+
+/** The capture failed after the staging file was finished: keep serving the bytes, retry later. */
+async function recoverStaging(state: MountState, node: FileNode, file: StagingFile, hash: ContentHash, size: number): Promise<void> {
+  try {
+    await access(file.path);
+  } catch {
+    // The store took the file before the failure (its commit failed after the object was stored):
+    // the bytes are an object now, not yet referenced. Serve them from there; the node stays dirty, so
+    // the retry versions them from the store (the grace period keeps GC away meanwhile).
+    node.base = { versionId: '', hash, size, executable: node.executable };
+    node.enginePath = null;
+    node.content = { kind: 'base' };
+    return;
+  }
+  node.content = { kind: 'staged', file: await StagingFile.adoptExisting(state.pool, file.path) };
+}

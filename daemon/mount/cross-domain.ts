@@ -1,0 +1,49 @@
+// Renames between the versioned tree and the backing directory (ignored names): vim's
+// `rename(file, file~)` before writing a new `file`, or `mv notes.swp notes.txt`. Both sides are on
+// the home's filesystem, so bytes move by rename where they can.
+import { chmod, copyFile, rename, writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import { createWriteStream } from 'node:fs';
+import { FileNode } from './file-node.js';
+import type { MountState } from './mount-state.js';
+import { StagingFile } from './staging-file.js';
+
+/** Writes the node's current bytes to the backing path `to` (a copy: the node may still be open). */
+export async function materializeToBacking(state: MountState, node: FileNode, to: string): Promise<void> {
+  await node.settled();
+  await state.backing.ensureParent(to);
+  const dest = state.backing.real(to);
+  const content = node.content;
+  if (content.kind === 'memory') {
+    await writeFile(dest, content.buf.subarray(0, node.size));
+  } else if (content.kind === 'staged') {
+    await content.file.drain();
+    await copyFile(content.file.path, dest);
+  } else if (node.base === null || node.base.size === 0) {
+    await writeFile(dest, Buffer.alloc(0));
+  } else {
+    const { store } = state.source;
+    const object = store?.objectFile === undefined ? null : await store.objectFile(node.base.hash);
+    if (object !== null) await copyFile(object, dest);
+    else if (store !== null) await writeFile(dest, await store.readBuffer(node.base.hash));
+    else {
+      const { stream } = await state.engine.readFile({ projectId: state.projectId, versionId: node.base.versionId });
+      await pipeline(stream, createWriteStream(dest));
+    }
+  }
+  await chmod(dest, node.executable ? 0o755 : 0o644);
+}
+
+/** Moves a backing file into the staging directory: it becomes a new versioned node's content. */
+export async function nodeFromBacking(state: MountState, from: string, to: string): Promise<FileNode> {
+  const stat = await state.backing.stat(from);
+  const stagingPath = state.pool.newPath();
+  await rename(state.backing.real(from), stagingPath);
+  const file = await StagingFile.adoptExisting(state.pool, stagingPath);
+  const node = new FileNode(to, null, state.now(), stat?.mtimeMs);
+  node.content = { kind: 'staged', file };
+  node.size = file.size;
+  node.executable = stat !== null && (stat.mode & 0o100) !== 0;
+  node.dirty = true;
+  return node;
+}

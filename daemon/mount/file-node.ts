@@ -1,0 +1,111 @@
+// The mount's view of one file that has local state: open, written, or waiting for its capture. Files
+// without local state are not represented: the engine's current entry is the truth for them.
+import type { ContentHash } from '../../engine/types.js';
+import type { ContentReader } from './content-reader.js';
+import type { StagingFile } from './staging-file.js';
+
+/** The engine version a node started from (or was last captured as). */
+export interface BaseRef {
+  versionId: string;
+  hash: ContentHash;
+  size: number;
+  executable: boolean;
+}
+
+/**
+ * Where the current bytes are. `base`: unchanged since `node.base` (empty when there is no base).
+ * `memory`: small files (≤ MEMORY_LIMIT) live in a buffer until captured — no staging file, no
+ * syscalls, which is what makes unpacking thousands of small files fast. `staged`: a staging file.
+ */
+export type NodeContent = { kind: 'base' } | { kind: 'memory'; buf: Buffer } | { kind: 'staged'; file: StagingFile };
+
+/** Small enough to stay in memory, and to go to the store's SQLite pack (its limit) when captured. */
+export const MEMORY_LIMIT = 64 * 1024;
+
+/** A removal the engine has not recorded yet (a tombstone in waiting), or the old name of a rename. */
+export interface GoneMarker {
+  kind: 'gone';
+  /** a file renamed away: its new node, which records the rename in the engine (history stays findable) */
+  movedTo: FileNode | null;
+  /** a directory that vanished (rename or rmdir) while the engine still has files under it */
+  dir: boolean;
+}
+
+export class FileNode {
+  base: BaseRef | null;
+  /** the path of `base` in the engine; differs from `path` after a rename not yet recorded */
+  enginePath: string | null;
+  /** the gone marker left at `enginePath` by a rename; valid while that path still holds it */
+  originMarker: GoneMarker | null = null;
+  content: NodeContent = { kind: 'base' };
+  size: number;
+  executable: boolean;
+  mtimeMs: number;
+  ctimeMs: number;
+  handles = 0;
+  writers = 0;
+  /** content or exec bit differs from base: needs a capture */
+  dirty = false;
+  /** bumped on every change, so a capture knows whether the node changed while it ran */
+  generation = 0;
+  /** unlinked, replaced or renamed to a `.fuse_hidden*` name: still readable by open handles, never captured */
+  detached = false;
+  /** running capture, copy-on-write or spill; every operation on the node waits for it first */
+  busy: Promise<void> | null = null;
+
+  constructor(
+    public path: string,
+    base: BaseRef | null,
+    nowMs: number,
+    mtimeMs?: number,
+  ) {
+    this.base = base;
+    this.enginePath = base === null ? null : path;
+    this.size = base?.size ?? 0;
+    this.executable = base?.executable ?? false;
+    this.mtimeMs = mtimeMs ?? nowMs;
+    this.ctimeMs = nowMs;
+  }
+
+  touch(nowMs: number): void {
+    this.mtimeMs = nowMs;
+    this.ctimeMs = nowMs;
+    this.generation += 1;
+  }
+
+  /** Runs `fn` exclusively with respect to other busy sections of this node. */
+  async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    while (this.busy !== null) await this.busy;
+    let release!: () => void;
+    this.busy = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      return await fn();
+    } finally {
+      this.busy = null;
+      release();
+    }
+  }
+
+  /** Waits until no busy section runs (reads do not need exclusivity, only a settled state). */
+  async settled(): Promise<void> {
+    while (this.busy !== null) await this.busy;
+  }
+}
+
+/** An open file handle (the number the kernel passes back with every read/write). */
+export interface Handle {
+  id: number;
+  /** a versioned file's node, or null for a backing (ignored) file */
+  node: FileNode | null;
+  /** backing files: the real descriptor */
+  fd: number | null;
+  writable: boolean;
+  wrote: boolean;
+  /** reader of the node's base content, opened on first read, for `readerHash` */
+  reader: ContentReader | null;
+  readerHash: ContentHash | null;
+  /** a virtual read-only file (.strata/project.json) */
+  virtual: Buffer | null;
+}

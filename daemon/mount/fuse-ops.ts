@@ -1,0 +1,89 @@
+// The operation table handed to the binding: each FUSE callback runs one async operation and answers
+// with 0 / a byte count / a negative errno. Unexpected failures are logged (expected refusals such as
+// ENOENT are not) and answered with EIO, never left unanswered.
+import { FsError, toErrno } from './errno.js';
+import type { FuseOps } from './fuse-binding.js';
+import type { MountState } from './mount-state.js';
+import { access, getattr, readdir, statfs } from './ops-attr.js';
+import { mkdir, rmdir } from './ops-dirs.js';
+import { ftruncate, read, truncate, write } from './ops-io.js';
+import { chmod, chown, link, readlink, symlink, utimens } from './ops-meta.js';
+import { rename, unlink } from './ops-names.js';
+import { create, flush, fsync, open, release } from './ops-open.js';
+import { fromFuse } from './paths.js';
+
+/** Per-operation counts and time spent answering (ms): `strata status` / benchmarks show where time goes. */
+export type OpStats = Map<string, { count: number; ms: number }>;
+
+export function buildFuseOps(state: MountState, stats: OpStats = new Map()): FuseOps {
+  const note = (op: string, started: number) => {
+    state.noteOp(state.now());
+    let entry = stats.get(op);
+    if (entry === undefined) {
+      entry = { count: 0, ms: 0 };
+      stats.set(op, entry);
+    }
+    entry.count += 1;
+    entry.ms += performance.now() - started;
+  };
+  const report = (op: string, path: string, error: unknown): number => {
+    const errno = toErrno(error);
+    if (!(error instanceof FsError)) state.logger.warn({ op, path, errno, err: error instanceof Error ? error.message : String(error) }, 'mount operation failed');
+    return errno;
+  };
+  /** For callbacks of the form cb(errno, value?). */
+  function run<T>(op: string, path: string, work: () => Promise<T>, cb: (errno: number, value?: T) => void): void {
+    const started = performance.now();
+    work().then(
+      (value) => {
+        note(op, started);
+        cb(0, value);
+      },
+      (error: unknown) => {
+        note(op, started);
+        cb(report(op, path, error));
+      },
+    );
+  }
+  /** For read/write: cb(bytes) or cb(-errno). */
+  function runCount(op: string, path: string, work: () => Promise<number>, cb: (n: number) => void): void {
+    const started = performance.now();
+    work().then(
+      (n) => {
+        note(op, started);
+        cb(n);
+      },
+      (error: unknown) => {
+        note(op, started);
+        cb(report(op, path, error));
+      },
+    );
+  }
+
+  return {
+    init: (cb) => cb(0),
+    statfs: (path, cb) => run('statfs', path, () => statfs(state), cb),
+    getattr: (path, cb) => run('getattr', path, () => getattr(state, fromFuse(path)), cb),
+    access: (path, mode, cb) => run('access', path, () => access(state, fromFuse(path), mode), cb),
+    readdir: (path, cb) => run('readdir', path, () => readdir(state, fromFuse(path)), cb),
+    open: (path, flags, cb) => run('open', path, () => open(state, fromFuse(path), flags), cb),
+    create: (path, mode, cb) => run('create', path, () => create(state, fromFuse(path), mode), cb),
+    read: (path, fd, buf, len, pos, cb) => runCount('read', path, () => read(state, fd, buf, len, pos), cb),
+    write: (path, fd, buf, len, pos, cb) => runCount('write', path, () => write(state, fd, buf, len, pos), cb),
+    flush: (path, fd, cb) => run('flush', path, () => flush(state, fd), cb),
+    fsync: (path, _datasync, fd, cb) => run('fsync', path, () => fsync(state, fd), cb),
+    release: (path, fd, cb) => run('release', path, () => release(state, fd), cb),
+    truncate: (path, size, cb) => run('truncate', path, () => truncate(state, fromFuse(path), size), cb),
+    ftruncate: (path, fd, size, cb) => run('ftruncate', path, () => ftruncate(state, fd, size), cb),
+    unlink: (path, cb) => run('unlink', path, () => unlink(state, fromFuse(path)), cb),
+    rename: (src, dest, cb) => run('rename', src, () => rename(state, fromFuse(src), fromFuse(dest)), cb),
+    mkdir: (path, mode, cb) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode), cb),
+    rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
+    chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fromFuse(path), mode), cb),
+    chown: (path, _uid, _gid, cb) => run('chown', path, () => chown(state, fromFuse(path)), cb),
+    utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fromFuse(path), atime, mtime), cb),
+    link: (src, _dest, cb) => run('link', src, () => link(), cb),
+    symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),
+    readlink: (path, cb) => run('readlink', path, () => readlink(), cb),
+  };
+}

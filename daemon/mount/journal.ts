@@ -1,0 +1,106 @@
+// The mount's write-ahead log for what lives only in memory between a close and its capture: small
+// files' bytes (≤ 64 KiB, kept in memory so unpacking a tree needs no staging file per file), and the
+// removals and renames recorded after the settle delay. A process killed with SIGKILL keeps what it
+// wrote to the page cache, so the next start replays the log (recovery.ts) and no closed file is lost.
+// (Large files have their journal next to their staging file: staging-file.ts.)
+//
+// Appends are synchronous, on purpose: a record is written at close(2) (FLUSH), before the kernel
+// gets our answer, so a tool that closed a file and then saw the mount process die still has its file
+// back after the restart. An append of a few KiB to a local file (never the mount itself) costs a few
+// microseconds; a trip through the thread pool cost more, and could land after the kill. When the
+// mount has nothing pending, every record so far is in the engine and the log is truncated.
+// Format: [u32 LE header length][JSON header][size bytes of data]; a torn record at the end (the crash
+// hit mid-append) is ignored on replay.
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+
+export type JournalRecord =
+  | { op: 'w'; path: string; exec: boolean; size: number }
+  | { op: 'd'; path: string }
+  | { op: 'r'; from: string; to: string };
+
+export function journalName(projectId: string, pid: number): string {
+  return `journal-${projectId}-${pid}.log`;
+}
+
+export const JOURNAL_NAME = /^journal-(.+)-(\d+)\.log$/;
+
+export class MountJournal {
+  private fd: number | null = null;
+  private size = 0;
+  private failed: Error | null = null;
+
+  constructor(readonly path: string) {}
+
+  static forProject(stagingDir: string, projectId: string): MountJournal {
+    return new MountJournal(join(stagingDir, journalName(projectId, process.pid)));
+  }
+
+  /** The problem writing the log, if any (reported in status; captures go on regardless). */
+  get problem(): string | null {
+    return this.failed === null ? null : `the mount's journal cannot be written: ${this.failed.message}`;
+  }
+
+  append(record: JournalRecord, data?: Uint8Array): void {
+    const header = Buffer.from(JSON.stringify(record));
+    const length = Buffer.allocUnsafe(4);
+    length.writeUInt32LE(header.length, 0);
+    try {
+      this.fd ??= fs.openSync(this.path, 'a', 0o600);
+      this.writeAll(length);
+      this.writeAll(header);
+      if (data !== undefined && data.length > 0) this.writeAll(data);
+    } catch (error) {
+      this.failed ??= error as Error;
+    }
+  }
+
+  /** Everything logged so far is recorded in the engine: start the log over. */
+  reset(): void {
+    if (this.fd === null || this.size === 0) return;
+    try {
+      fs.ftruncateSync(this.fd, 0);
+      this.size = 0;
+    } catch (error) {
+      this.failed ??= error as Error;
+    }
+  }
+
+  async close(remove: boolean): Promise<void> {
+    const fd = this.fd;
+    this.fd = null;
+    if (fd !== null) await new Promise<void>((resolve) => fs.close(fd, () => resolve()));
+    if (remove) await fs.promises.rm(this.path, { force: true });
+  }
+
+  private writeAll(bytes: Uint8Array): void {
+    let done = 0;
+    while (done < bytes.length) done += fs.writeSync(this.fd!, bytes, done, bytes.length - done);
+    this.size += bytes.length;
+  }
+}
+
+/** Parses a log; stops at the first torn or unreadable record. */
+export function readJournal(bytes: Buffer): Array<{ record: JournalRecord; data: Buffer | null }> {
+  const out: Array<{ record: JournalRecord; data: Buffer | null }> = [];
+  let pos = 0;
+  while (pos + 4 <= bytes.length) {
+    const headerLength = bytes.readUInt32LE(pos);
+    if (pos + 4 + headerLength > bytes.length) break;
+    let record: JournalRecord;
+    try {
+      record = JSON.parse(bytes.subarray(pos + 4, pos + 4 + headerLength).toString('utf8')) as JournalRecord;
+    } catch {
+      break;
+    }
+    pos += 4 + headerLength;
+    if (record.op === 'w') {
+      if (pos + record.size > bytes.length) break;
+      out.push({ record, data: bytes.subarray(pos, pos + record.size) });
+      pos += record.size;
+    } else {
+      out.push({ record, data: null });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,278 @@
+// Everything one mounted project's operations share, and how a path resolves: versioned (local
+// state first, then the engine), the virtual `.strata/` directory, then the backing directory for
+// ignored and unstorable names.
+import type { Stats } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Engine } from '../../engine/engine-api.js';
+import type { ContentStore } from '../../engine/ports/content-store.js';
+import type { Entry } from '../../engine/types.js';
+import { type Backing, BLOCK_SIZE } from './backing.js';
+import { EMPTY_READER, type ReadSource } from './content-reader.js';
+import { FileNode, type Handle } from './file-node.js';
+import type { MountJournal } from './journal.js';
+import type { FuseStat } from './fuse-binding.js';
+import type { Namespace } from './namespace.js';
+import { isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
+import type { Reconciler } from './reconciler.js';
+import type { MountSink } from './sink.js';
+import type { StagingPool } from './staging-pool.js';
+
+export const VIRTUAL_DIR = '.strata';
+const ACTIVITY_WINDOW_MS = 100;
+/** ~2,000 requests/s: a tree being unpacked or copied, not an editor saving. */
+const BUSY_OPS = 200;
+export const VIRTUAL_FILE = '.strata/project.json';
+
+export type Resolved =
+  | { kind: 'dir'; versioned: boolean }
+  | { kind: 'node'; node: FileNode }
+  | { kind: 'entry'; entry: Entry }
+  | { kind: 'backing-file'; stat: Stats }
+  | { kind: 'virtual-dir' }
+  | { kind: 'virtual-file'; data: Buffer };
+
+export interface MountStateDeps {
+  engine: Engine;
+  projectId: string;
+  store: ContentStore | null;
+  ns: Namespace;
+  backing: Backing;
+  pool: StagingPool;
+  sink: MountSink;
+  journal: MountJournal;
+  logger: Logger;
+  isIgnored(path: string, dir: boolean): boolean;
+  projectJson: Buffer;
+  uid: number;
+  gid: number;
+  now(): number;
+}
+
+export class MountState {
+  readonly engine: Engine;
+  readonly projectId: string;
+  readonly ns: Namespace;
+  readonly backing: Backing;
+  readonly pool: StagingPool;
+  readonly sink: MountSink;
+  readonly journal: MountJournal;
+  readonly logger: Logger;
+  readonly source: ReadSource;
+  readonly handles = new Map<number, Handle>();
+  /** directories that exist only in the backing directory (found or created there) */
+  readonly backingDirs = new Set<string>();
+  /** mtimes set with utimens on files without local state, valid while the version is current */
+  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number }>();
+  reconciler!: Reconciler;
+  /** kernel requests answered in the current and the previous activity window */
+  private opsNow = 0;
+  private opsBefore = 0;
+  private windowStart = 0;
+  /** called after the mount recorded a version of `path` */
+  onCaptured: (path: string) => void = () => {};
+  private nextHandle = 1;
+  private readonly startMs: number;
+
+  constructor(private readonly deps: MountStateDeps) {
+    this.engine = deps.engine;
+    this.projectId = deps.projectId;
+    this.ns = deps.ns;
+    this.backing = deps.backing;
+    this.pool = deps.pool;
+    this.sink = deps.sink;
+    this.journal = deps.journal;
+    this.logger = deps.logger;
+    this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
+    this.startMs = deps.now();
+  }
+
+  now(): number {
+    return this.deps.now();
+  }
+
+  /** Counts a kernel request (cheap: called for every operation). */
+  noteOp(now: number): void {
+    if (now - this.windowStart >= ACTIVITY_WINDOW_MS) {
+      this.opsBefore = now - this.windowStart >= 2 * ACTIVITY_WINDOW_MS ? 0 : this.opsNow;
+      this.opsNow = 0;
+      this.windowStart = now;
+    }
+    this.opsNow += 1;
+  }
+
+  /** A tool is hammering the mount right now (more than BUSY_OPS requests in the last window). */
+  isBusy(now: number): boolean {
+    if (now - this.windowStart >= 2 * ACTIVITY_WINDOW_MS) return false;
+    const recent = now - this.windowStart >= ACTIVITY_WINDOW_MS ? this.opsNow : Math.max(this.opsNow, this.opsBefore);
+    return recent > BUSY_OPS;
+  }
+
+  isIgnored(path: string, dir: boolean): boolean {
+    return this.deps.isIgnored(path, dir);
+  }
+
+  /** Paths that go to the backing directory when created, and are looked up there. */
+  backingCandidate(path: string, dir?: boolean): boolean {
+    if (!isVersionable(path) || isFuseHidden(path) || this.backingDirs.has(parentOf(path))) return true;
+    return dir === undefined ? this.isIgnored(path, false) || this.isIgnored(path, true) : this.isIgnored(path, dir);
+  }
+
+  async resolve(path: string): Promise<Resolved | null> {
+    if (path === '') return { kind: 'dir', versioned: true };
+    if (path === VIRTUAL_DIR) return { kind: 'virtual-dir' };
+    if (path === VIRTUAL_FILE) return { kind: 'virtual-file', data: this.deps.projectJson };
+    if (isWithin(path, VIRTUAL_DIR)) return null;
+    const node = this.ns.nodes.get(path);
+    if (node !== undefined) return { kind: 'node', node };
+    if (isVersionable(path) && !this.backingDirs.has(parentOf(path))) {
+      const kind = await this.ns.kindOf(path);
+      if (kind === 'dir') return { kind: 'dir', versioned: true };
+      if (kind === 'file') {
+        const raced = this.ns.nodes.get(path);
+        if (raced !== undefined) return { kind: 'node', node: raced };
+        const entry = await this.engine.stat({ projectId: this.projectId, path });
+        if (entry !== null) return { kind: 'entry', entry };
+        this.ns.invalidate(parentOf(path)); // the listing was stale
+      }
+    }
+    if (this.backingCandidate(path)) {
+      const stat = await this.backing.stat(path);
+      if (stat !== null) {
+        if (!stat.isDirectory()) return { kind: 'backing-file', stat };
+        this.backingDirs.add(path);
+        return { kind: 'dir', versioned: false };
+      }
+    }
+    return null;
+  }
+
+  /**
+   * Someone else changed `path` in the engine (a restore, the API). A clean node there is an old view:
+   * detach it, so the next open sees the new content (handles open now keep the old bytes, as after a
+   * rename over an open file). Local changes not yet captured win over the remote change.
+   */
+  onExternalChange(path: string): void {
+    const node = this.ns.nodes.get(path);
+    if (node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path) this.detach(node);
+    this.mtimes.delete(path);
+    this.onCaptured(path);
+  }
+
+  /**
+   * A closed node waiting for its capture is journaled, so a crash in the settle delay loses nothing:
+   * small files' bytes go to the mount's log, large ones get a record next to their staging file.
+   */
+  async logNode(node: FileNode): Promise<void> {
+    if (node.detached || !node.dirty) return;
+    const content = node.content;
+    if (content.kind === 'memory') {
+      this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size }, content.buf.subarray(0, node.size));
+    } else if (content.kind === 'staged') {
+      await this.journalStaged(node, false);
+    }
+  }
+
+  /** A staged node's journal record follows it (recovery versions the file under this path). */
+  journalStaged(node: FileNode, durable: boolean): Promise<void> {
+    if (node.content.kind !== 'staged' || node.detached) return Promise.resolve();
+    return node.content.file.journal({ projectId: this.projectId, path: node.path, executable: node.executable }, durable);
+  }
+
+  /** The node for a versioned file, created from its engine entry when it has no local state yet. */
+  nodeFor(path: string, resolved: { kind: 'node'; node: FileNode } | { kind: 'entry'; entry: Entry }): FileNode {
+    if (resolved.kind === 'node') return resolved.node;
+    const existing = this.ns.nodes.get(path);
+    if (existing !== undefined) return existing;
+    const { entry } = resolved;
+    const node = new FileNode(
+      path,
+      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable },
+      this.now(),
+      this.mtimeOf(path, entry),
+    );
+    this.ns.nodes.set(path, node);
+    return node;
+  }
+
+  mtimeOf(path: string, entry: Entry): number {
+    const override = this.mtimes.get(path);
+    if (override !== undefined && override.versionId === entry.versionId) return override.mtimeMs;
+    return Date.parse(entry.timestamp);
+  }
+
+  /** The node leaves the tree (unlinked or replaced): open handles keep reading it; never captured. */
+  detach(node: FileNode): void {
+    if (this.ns.nodes.get(node.path) === node) this.ns.nodes.delete(node.path);
+    node.detached = true;
+    const origin = node.originMarker;
+    node.originMarker = null;
+    // Its old name was waiting for the rename to be recorded: now it is a plain removal.
+    if (origin !== null && node.enginePath !== null && this.ns.gone.get(node.enginePath) === origin) this.reconciler.schedule(node.enginePath);
+    if (node.handles === 0) void this.discardContent(node);
+  }
+
+  async discardContent(node: FileNode): Promise<void> {
+    const content = node.content;
+    node.content = { kind: 'base' };
+    if (content.kind === 'staged') await content.file.discard();
+  }
+
+  /** A clean, closed node with nothing pending goes back to being just an engine entry. */
+  dropIfIdle(node: FileNode): void {
+    if (node.handles > 0 || node.dirty || node.busy !== null || node.originMarker !== null) return;
+    if (node.detached) {
+      void this.discardContent(node);
+      return;
+    }
+    if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
+    if (this.reconciler.hasTimer(node.path)) return;
+    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs });
+    this.ns.nodes.delete(node.path);
+  }
+
+  newHandle(fields: Omit<Handle, 'id' | 'reader' | 'readerHash' | 'wrote'>): Handle {
+    // fh 0 means "none" to the binding: start at 1.
+    const handle: Handle = { ...fields, id: this.nextHandle++, reader: null, readerHash: null, wrote: false };
+    if (this.nextHandle > 0x7fffffff) this.nextHandle = 1;
+    this.handles.set(handle.id, handle);
+    return handle;
+  }
+
+  async closeReader(handle: Handle): Promise<void> {
+    const reader = handle.reader;
+    handle.reader = null;
+    handle.readerHash = null;
+    if (reader !== null && reader !== EMPTY_READER) await reader.close();
+  }
+
+  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs): FuseStat {
+    return {
+      mode: 0o100000 | (executable ? 0o755 : 0o644),
+      uid: this.deps.uid,
+      gid: this.deps.gid,
+      size,
+      nlink: 1,
+      blksize: BLOCK_SIZE,
+      blocks: Math.ceil(size / 512),
+      atime: mtimeMs,
+      mtime: mtimeMs,
+      ctime: ctimeMs,
+    };
+  }
+
+  dirStat(writable = true): FuseStat {
+    return {
+      mode: 0o040000 | (writable ? 0o755 : 0o555),
+      uid: this.deps.uid,
+      gid: this.deps.gid,
+      size: 4096,
+      nlink: 2,
+      blksize: BLOCK_SIZE,
+      blocks: 8,
+      atime: this.startMs,
+      mtime: this.startMs,
+      ctime: this.startMs,
+    };
+  }
+}
+

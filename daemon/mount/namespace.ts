@@ -1,0 +1,198 @@
+// The versioned part of the mount's tree: the engine's current entries, overlaid with local state the
+// engine has not recorded yet (files being written or waiting for capture, removals and renames in
+// waiting, directories the engine cannot know because they hold no file).
+//
+// Directory listings are loaded from the engine lazily, one directory at a time, and then kept up to
+// date by the mount's own operations. Changes made by others (a snapshot or file restore through the
+// API, the CLI, another process on the same home) are picked up through the project's history, which
+// the repository orders by commit sequence: polling its newest record is one indexed query, and
+// everything newer than the last record seen invalidates the listings of the directories it touched.
+import type { Engine } from '../../engine/engine-api.js';
+import { StrataError } from '../../engine/errors.js';
+import type { FileNode, GoneMarker } from './file-node.js';
+import { ancestorsOf, baseName, parentOf } from './paths.js';
+
+export type Kind = 'file' | 'dir';
+
+export interface ExplicitDirStore {
+  list(): string[];
+  add(path: string): void;
+  remove(path: string): void;
+}
+
+const FEED_PAGE = 500;
+const FEED_MAX_PAGES = 20;
+
+export class Namespace {
+  /** merged listings of loaded directories: name → kind */
+  private readonly dirs = new Map<string, Map<string, Kind>>();
+  /** bumped whenever a directory's entries change, so a load that raced a change is redone */
+  private readonly epochs = new Map<string, number>();
+  readonly nodes = new Map<string, FileNode>();
+  readonly gone = new Map<string, GoneMarker>();
+  readonly explicitDirs: Set<string>;
+  /** versions this mount committed: the change feed skips them */
+  private readonly own = new Set<string>();
+  private lastSeen: string | null = null;
+  private lastPollMs = 0;
+  private polling: Promise<void> | null = null;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly projectId: string,
+    private readonly dirStore: ExplicitDirStore,
+    private readonly onExternalChange: (path: string) => void,
+    private readonly now: () => number,
+    // One indexed query per poll; 10 ms keeps a restore through the API visible "at once" (the next
+    // command after the API call) at a cost of at most 100 queries per second while the mount is busy.
+    private readonly pollIntervalMs = 10,
+  ) {
+    this.explicitDirs = new Set(dirStore.list());
+  }
+
+  async start(): Promise<void> {
+    const page = await this.engine.history({ projectId: this.projectId, limit: 1 });
+    this.lastSeen = page.items[0]?.versionId ?? null;
+    this.lastPollMs = this.now();
+  }
+
+  /** The kind of a versioned path, or null. '' is the root. */
+  async kindOf(path: string): Promise<Kind | null> {
+    if (path === '') return 'dir';
+    const listing = await this.listing(parentOf(path));
+    return listing.get(baseName(path)) ?? null;
+  }
+
+  /** A loaded directory's merged entries (loads it on first use). Empty for a directory that does not exist. */
+  async listing(dir: string): Promise<Map<string, Kind>> {
+    await this.maybePoll();
+    for (;;) {
+      const cached = this.dirs.get(dir);
+      if (cached !== undefined) return cached;
+      const epoch = this.epochs.get(dir) ?? 0;
+      const loaded = await this.load(dir);
+      if ((this.epochs.get(dir) ?? 0) !== epoch) continue; // changed while loading: load again
+      if (!this.dirs.has(dir)) this.dirs.set(dir, loaded);
+    }
+  }
+
+  /** A directory created here starts loaded and empty: nothing to ask the engine. */
+  markNewDir(dir: string): void {
+    this.dirs.set(dir, new Map());
+    this.bump(dir);
+  }
+
+  setEntry(path: string, kind: Kind): void {
+    const parent = parentOf(path);
+    this.dirs.get(parent)?.set(baseName(path), kind);
+    this.bump(parent);
+  }
+
+  deleteEntry(path: string): void {
+    const parent = parentOf(path);
+    this.dirs.get(parent)?.delete(baseName(path));
+    this.bump(parent);
+  }
+
+  /** Forget a directory's listing (and those of its subdirectories when `deep`). */
+  invalidate(dir: string, deep = false): void {
+    this.dirs.delete(dir);
+    this.bump(dir);
+    if (!deep) return;
+    const prefix = dir === '' ? '' : `${dir}/`;
+    for (const key of [...this.dirs.keys()]) if (key.startsWith(prefix)) this.dirs.delete(key);
+  }
+
+  addExplicitDir(path: string): void {
+    if (this.explicitDirs.has(path)) return;
+    this.explicitDirs.add(path);
+    this.dirStore.add(path);
+  }
+
+  removeExplicitDir(path: string): void {
+    if (!this.explicitDirs.delete(path)) return;
+    this.dirStore.remove(path);
+  }
+
+  noteOwnVersion(versionId: string): void {
+    this.own.add(versionId);
+  }
+
+  /** Picks up changes committed by others since the last look (at most every pollIntervalMs). */
+  maybePoll(): Promise<void> {
+    if (this.polling !== null) return this.polling;
+    if (this.now() - this.lastPollMs < this.pollIntervalMs) return Promise.resolve();
+    this.polling = this.poll().finally(() => {
+      this.lastPollMs = this.now();
+      this.polling = null;
+    });
+    return this.polling;
+  }
+
+  private async poll(): Promise<void> {
+    const fresh: Array<{ versionId: string; path: string }> = [];
+    let cursor: string | undefined;
+    let reachedLastSeen = false;
+    for (let page = 0; page < FEED_MAX_PAGES && !reachedLastSeen; page++) {
+      const result = await this.engine.history({ projectId: this.projectId, limit: page === 0 ? 1 : FEED_PAGE, ...(cursor ? { cursor } : {}) });
+      for (const record of result.items) {
+        if (record.versionId === this.lastSeen) {
+          reachedLastSeen = true;
+          break;
+        }
+        fresh.push(record);
+      }
+      // The first page is one record: the common case (nothing new) costs one row.
+      if (page === 0 && (reachedLastSeen || result.items.length === 0)) break;
+      if (result.nextCursor === undefined) {
+        reachedLastSeen = true;
+        break;
+      }
+      cursor = result.nextCursor;
+    }
+    if (fresh.length === 0) return;
+    this.lastSeen = fresh[0]!.versionId;
+    if (!reachedLastSeen) {
+      // More changed than we are willing to read: start over from the engine.
+      this.dirs.clear();
+      this.own.clear();
+      for (const path of this.nodes.keys()) this.onExternalChange(path);
+      return;
+    }
+    for (const record of fresh) {
+      if (this.own.delete(record.versionId)) continue;
+      for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
+      this.onExternalChange(record.path);
+    }
+  }
+
+  private async load(dir: string): Promise<Map<string, Kind>> {
+    const map = new Map<string, Kind>();
+    const marker = this.gone.get(dir);
+    const hidden = marker?.dir === true;
+    if (!hidden) {
+      try {
+        const listing = await this.engine.listDirectory({ projectId: this.projectId, path: dir });
+        for (const item of listing.items) {
+          if (this.gone.has(item.path)) continue;
+          map.set(item.name, item.type === 'directory' ? 'dir' : 'file');
+        }
+      } catch (error) {
+        // A directory with no file in the engine (new, emptied, or a file's path): nothing from there.
+        if (!(error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'INVALID_ARGUMENT'))) throw error;
+      }
+    }
+    const prefix = dir === '' ? '' : `${dir}/`;
+    for (const path of this.nodes.keys()) {
+      if (path.startsWith(prefix) && !path.slice(prefix.length).includes('/')) map.set(path.slice(prefix.length), 'file');
+    }
+    for (const path of this.explicitDirs) {
+      if (path.startsWith(prefix) && path !== dir && !path.slice(prefix.length).includes('/')) map.set(path.slice(prefix.length), 'dir');
+    }
+    return map;
+  }
+
+  private bump(dir: string): void {
+    this.epochs.set(dir, (this.epochs.get(dir) ?? 0) + 1);
+  }
+}

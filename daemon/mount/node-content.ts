@@ -1,0 +1,112 @@
+// Reading and changing a node's bytes: memory for small files, a staging file past MEMORY_LIMIT,
+// copy-on-write of the base content on the first change that keeps some of it.
+import { contentForSmall, copyContentInto, openContent } from './content-reader.js';
+import { type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
+import type { MountState } from './mount-state.js';
+import { StagingFile } from './staging-file.js';
+
+/** Makes the node's content changeable (memory or staged), copying the base bytes it must keep. */
+async function makeWritable(state: MountState, node: FileNode, keep: number): Promise<void> {
+  if (node.content.kind !== 'base') return;
+  const base = node.base;
+  const kept = base === null ? 0 : Math.min(base.size, keep);
+  if (kept === 0) {
+    node.content = { kind: 'memory', buf: Buffer.alloc(0) };
+    return;
+  }
+  const source = { hash: base!.hash, size: base!.size, versionId: base!.versionId };
+  if (base!.size <= MEMORY_LIMIT) {
+    const data = await contentForSmall(state.source, source);
+    node.content = { kind: 'memory', buf: Buffer.from(data) };
+    return;
+  }
+  const file = StagingFile.create(state.pool);
+  try {
+    await copyContentInto(state.source, source, file);
+  } catch (error) {
+    await file.discard();
+    throw error;
+  }
+  node.content = { kind: 'staged', file };
+}
+
+/** Memory content that outgrew MEMORY_LIMIT moves to a staging file. */
+async function spill(state: MountState, node: FileNode): Promise<void> {
+  if (node.content.kind !== 'memory') return;
+  const { buf } = node.content;
+  const file = StagingFile.create(state.pool);
+  try {
+    if (node.size > 0) await file.write(0, buf, node.size);
+  } catch (error) {
+    await file.discard();
+    throw error;
+  }
+  node.content = { kind: 'staged', file };
+}
+
+function growMemory(buf: Buffer, size: number): Buffer {
+  if (buf.length >= size) return buf;
+  const grown = Buffer.alloc(Math.min(MEMORY_LIMIT, Math.max(size, buf.length * 2, 4096)));
+  buf.copy(grown, 0, 0, buf.length);
+  return grown;
+}
+
+export async function writeNode(state: MountState, node: FileNode, data: Buffer, len: number, pos: number): Promise<void> {
+  await node.settled();
+  if (node.content.kind === 'base') await node.exclusive(() => makeWritable(state, node, Number.POSITIVE_INFINITY));
+  if (node.content.kind === 'memory' && pos + len > MEMORY_LIMIT) await node.exclusive(() => spill(state, node));
+  const content = node.content;
+  if (content.kind === 'memory') {
+    const buf = growMemory(content.buf, pos + len);
+    // A write past the end leaves a hole of zeros (Buffer.alloc above; and bytes beyond the old size
+    // are zero because truncate clears them).
+    data.copy(buf, pos, 0, len);
+    content.buf = buf;
+  } else if (content.kind === 'staged') {
+    await content.file.write(pos, data, len);
+  }
+  if (pos + len > node.size) node.size = pos + len;
+  node.dirty = true;
+  node.touch(state.now());
+}
+
+export async function truncateNode(state: MountState, node: FileNode, size: number): Promise<void> {
+  await node.exclusive(async () => {
+    if (size === 0) {
+      if (node.content.kind === 'staged') await node.content.file.discard();
+      node.content = { kind: 'memory', buf: Buffer.alloc(0) };
+    } else {
+      await makeWritable(state, node, size);
+      if (node.content.kind === 'memory' && size > MEMORY_LIMIT) await spill(state, node);
+      const content = node.content;
+      if (content.kind === 'memory') {
+        const buf = growMemory(content.buf, size);
+        buf.fill(0, size); // bytes past the new end read as zeros if the file grows again
+        content.buf = buf;
+      } else if (content.kind === 'staged') {
+        await content.file.truncate(size);
+      }
+    }
+    if (node.size !== size || size === 0) node.dirty = true;
+    node.size = size;
+    node.touch(state.now());
+  });
+}
+
+export async function readNode(state: MountState, handle: Handle, node: FileNode, into: Buffer, len: number, pos: number): Promise<number> {
+  await node.settled();
+  if (pos >= node.size) return 0;
+  const want = Math.min(len, node.size - pos);
+  const content = node.content;
+  if (content.kind === 'memory') return content.buf.copy(into, 0, pos, pos + want);
+  if (content.kind === 'staged') return content.file.read(pos, want, into);
+  const base = node.base;
+  if (base === null) return 0;
+  if (handle.reader === null || handle.readerHash !== base.hash) {
+    await state.closeReader(handle);
+    handle.reader = await openContent(state.source, { hash: base.hash, size: base.size, versionId: base.versionId });
+    handle.readerHash = base.hash;
+  }
+  return handle.reader.read(into, want, pos);
+}
+

@@ -1,0 +1,69 @@
+// getattr, readdir, statfs, access: answered from local state and the engine's current entries;
+// nothing here writes.
+import { statfs as statfsCall } from 'node:fs/promises';
+import { toFuseStat } from './backing.js';
+import { E, fail } from './errno.js';
+import type { FuseStat, FuseStatfs } from './fuse-binding.js';
+import { type MountState, VIRTUAL_DIR } from './mount-state.js';
+import { baseName } from './paths.js';
+
+export async function getattr(state: MountState, path: string): Promise<FuseStat> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'dir':
+      return state.dirStat();
+    case 'virtual-dir':
+      return state.dirStat(false);
+    case 'virtual-file':
+      return { ...state.fileStat(resolved.data.length, false, state.now()), mode: 0o100444 };
+    case 'node': {
+      const { node } = resolved;
+      return state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs);
+    }
+    case 'entry': {
+      const { entry } = resolved;
+      return state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry));
+    }
+    case 'backing-file':
+      return toFuseStat(resolved.stat);
+  }
+}
+
+export async function readdir(state: MountState, path: string): Promise<string[]> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  if (resolved.kind === 'virtual-dir') return ['.', '..', baseName('.strata/project.json')];
+  if (resolved.kind !== 'dir') fail(E.NOTDIR);
+  const names = new Set<string>(['.', '..']);
+  if (resolved.versioned) for (const name of (await state.ns.listing(path)).keys()) names.add(name);
+  for (const name of await state.backing.readdir(path)) names.add(name);
+  if (path === '') names.add(VIRTUAL_DIR);
+  return [...names];
+}
+
+/** The filesystem the home lives on: what the mount's content really consumes. */
+export async function statfs(state: MountState): Promise<FuseStatfs> {
+  const s = await statfsCall(state.backing.root);
+  return {
+    bsize: s.bsize,
+    frsize: s.bsize,
+    blocks: s.blocks,
+    bfree: s.bfree,
+    bavail: s.bavail,
+    files: s.files,
+    ffree: s.ffree,
+    favail: s.ffree,
+    fsid: 0,
+    flag: 0,
+    namemax: 255,
+  };
+}
+
+const W_OK = 2;
+
+export async function access(state: MountState, path: string, mode: number): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  if ((mode & W_OK) !== 0 && (resolved.kind === 'virtual-dir' || resolved.kind === 'virtual-file')) fail(E.ACCES);
+}

@@ -1,0 +1,124 @@
+// mkdir, rmdir and directory renames. The engine knows only files; directories the mount must show
+// although no file is below them (`mkdir build`, or the last file removed) are kept in the daemon
+// state (explicit dirs). A directory rename moves every file below it, each recorded as one rename.
+import { E, fail } from './errno.js';
+import { keepParent, moveNode, placeNode } from './moves.js';
+import type { MountState, Resolved } from './mount-state.js';
+import { isMissing } from './backing.js';
+import { isWithin, joinPath, parentOf } from './paths.js';
+
+export async function mkdir(state: MountState, path: string, mode: number): Promise<void> {
+  if ((await state.resolve(path)) !== null) fail(E.EXIST);
+  if (isWithin(path, '.strata')) fail(E.ACCES);
+  const parent = await state.resolve(parentOf(path));
+  if (parent === null) fail(E.NOENT);
+  if (parent.kind !== 'dir') fail(E.NOTDIR);
+  if (!parent.versioned || state.backingCandidate(path, true)) {
+    await state.backing.mkdir(path, mode);
+    state.backingDirs.add(path);
+    return;
+  }
+  const { ns } = state;
+  ns.addExplicitDir(path);
+  ns.setEntry(path, 'dir');
+  ns.markNewDir(path);
+}
+
+async function isEmpty(state: MountState, path: string, versioned: boolean): Promise<boolean> {
+  if (versioned && (await state.ns.listing(path)).size > 0) return false;
+  return (await state.backing.readdir(path)).length === 0;
+}
+
+export async function rmdir(state: MountState, path: string): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  if (resolved.kind === 'virtual-dir') fail(E.ACCES);
+  if (resolved.kind !== 'dir') fail(E.NOTDIR);
+  if (path === '') fail(E.BUSY);
+  if (!(await isEmpty(state, path, resolved.versioned))) fail(E.NOTEMPTY);
+  if (resolved.versioned) hideVersionedDir(state, path);
+  try {
+    await state.backing.rmdir(path);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+  state.backingDirs.delete(path);
+  await keepParent(state, path);
+}
+
+/** The directory leaves the tree now; files the engine still has below it are being removed or moved. */
+function hideVersionedDir(state: MountState, path: string): void {
+  const { ns } = state;
+  ns.removeExplicitDir(path);
+  ns.gone.set(path, { kind: 'gone', movedTo: null, dir: true });
+  ns.deleteEntry(path);
+  ns.invalidate(path, true);
+  state.reconciler.schedule(path);
+}
+
+/** Every versioned file and directory below `dir` (loads listings as needed). */
+async function collect(state: MountState, dir: string): Promise<{ files: string[]; dirs: string[] }> {
+  const files: string[] = [];
+  const dirs: string[] = [dir];
+  for (let i = 0; i < dirs.length; i++) {
+    for (const [name, kind] of await state.ns.listing(dirs[i]!)) {
+      const path = joinPath(dirs[i]!, name);
+      if (kind === 'dir') dirs.push(path);
+      else files.push(path);
+    }
+  }
+  return { files, dirs };
+}
+
+export async function renameDir(
+  state: MountState,
+  from: string,
+  to: string,
+  sourceVersioned: boolean,
+  target: Resolved | null,
+  toParentVersioned: boolean,
+): Promise<void> {
+  if (from === '' || isWithin(to, from)) fail(E.INVAL);
+  if (target !== null) {
+    if (target.kind !== 'dir') fail(E.NOTDIR);
+    if (!(await isEmpty(state, to, target.versioned))) fail(E.NOTEMPTY);
+    await rmdir(state, to);
+  }
+  const targetVersioned = toParentVersioned && !state.backingCandidate(to, true);
+  if (!sourceVersioned && !targetVersioned) {
+    await state.backing.rename(from, to);
+    for (const dir of [...state.backingDirs]) if (isWithin(dir, from)) state.backingDirs.delete(dir);
+    state.backingDirs.add(to);
+    return;
+  }
+  // Moving a tree between versioned and ignored names: let the tool copy (mv does, on EXDEV).
+  if (sourceVersioned !== targetVersioned) fail(E.XDEV);
+
+  const { ns } = state;
+  const { files, dirs } = await collect(state, from);
+  const moved = (path: string) => to + path.slice(from.length);
+  for (const dir of dirs) ns.addExplicitDir(moved(dir));
+  for (const path of files) {
+    const resolved = await state.resolve(path);
+    if (resolved === null || (resolved.kind !== 'node' && resolved.kind !== 'entry')) continue;
+    const node = state.nodeFor(path, resolved);
+    moveNode(state, node, path, moved(path));
+    placeNode(state, node, moved(path), null);
+  }
+  for (const dir of dirs) {
+    ns.removeExplicitDir(dir);
+    ns.gone.set(dir, { kind: 'gone', movedTo: null, dir: true });
+    state.reconciler.schedule(dir);
+  }
+  ns.deleteEntry(from);
+  ns.invalidate(from, true);
+  ns.setEntry(to, 'dir');
+  for (const dir of dirs) ns.invalidate(moved(dir));
+  // Ignored content below the directory (src/__pycache__) moves along.
+  try {
+    await state.backing.rename(from, to);
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+  await keepParent(state, from);
+}

@@ -1,0 +1,60 @@
+// read, write, truncate, ftruncate.
+import { ftruncateFd, readFd, writeFd } from './backing.js';
+import { E, fail } from './errno.js';
+import type { MountState } from './mount-state.js';
+import { readNode, truncateNode, writeNode } from './node-content.js';
+import { handleOf } from './ops-open.js';
+
+export async function read(state: MountState, fh: number, into: Buffer, len: number, pos: number): Promise<number> {
+  const handle = handleOf(state, fh);
+  if (handle.virtual !== null) return pos >= handle.virtual.length ? 0 : handle.virtual.copy(into, 0, pos, Math.min(handle.virtual.length, pos + len));
+  if (handle.fd !== null) return readFd(handle.fd, into, len, pos);
+  if (handle.node === null) fail(E.BADF);
+  return readNode(state, handle, handle.node, into, len, pos);
+}
+
+export async function write(state: MountState, fh: number, data: Buffer, len: number, pos: number): Promise<number> {
+  const handle = handleOf(state, fh);
+  if (!handle.writable) fail(E.BADF);
+  if (handle.fd !== null) return writeFd(handle.fd, data, len, pos);
+  const node = handle.node;
+  if (node === null) fail(E.BADF);
+  handle.wrote = true;
+  await writeNode(state, node, data, len, pos);
+  return len;
+}
+
+export async function ftruncate(state: MountState, fh: number, size: number): Promise<void> {
+  const handle = handleOf(state, fh);
+  if (handle.fd !== null) return ftruncateFd(handle.fd, size);
+  const node = handle.node;
+  if (node === null) fail(E.BADF);
+  handle.wrote = true;
+  await truncateNode(state, node, size);
+}
+
+/** truncate(2) by path: a capture trigger of its own when nobody has the file open for writing. */
+export async function truncate(state: MountState, path: string, size: number): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'dir':
+    case 'virtual-dir':
+      fail(E.ISDIR);
+      break;
+    case 'virtual-file':
+      fail(E.ACCES);
+      break;
+    case 'backing-file':
+      return state.backing.truncate(path, size);
+    case 'node':
+    case 'entry': {
+      const node = state.nodeFor(path, resolved);
+      await truncateNode(state, node, size);
+      if (node.writers === 0 && node.dirty) {
+        state.reconciler.schedule(node.path);
+        await state.logNode(node);
+      } else state.dropIfIdle(node);
+    }
+  }
+}

@@ -1,0 +1,73 @@
+// chmod, utimens, chown, and the link kinds we do not support. Only the owner's exec bit is part of a
+// version (the engine's `executable`); other mode bits, owners and times are not versioned.
+import { E, fail } from './errno.js';
+import type { MountState } from './mount-state.js';
+
+export async function chmod(state: MountState, path: string, mode: number): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'virtual-dir':
+    case 'virtual-file':
+      fail(E.ACCES);
+      break;
+    case 'dir':
+      if (!resolved.versioned) await state.backing.chmod(path, mode);
+      return;
+    case 'backing-file':
+      return state.backing.chmod(path, mode);
+    case 'node':
+    case 'entry': {
+      const node = state.nodeFor(path, resolved);
+      const executable = (mode & 0o100) !== 0;
+      node.ctimeMs = state.now();
+      if (node.executable === executable) {
+        state.dropIfIdle(node);
+        return;
+      }
+      // chmod +x is a new version with the same content (a script becoming runnable matters).
+      node.executable = executable;
+      node.dirty = true;
+      node.generation += 1;
+      if (node.writers === 0) state.reconciler.schedule(node.path);
+    }
+  }
+}
+
+export async function utimens(state: MountState, path: string, _atimeMs: number, mtimeMs: number): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'virtual-dir':
+    case 'virtual-file':
+    case 'dir':
+      if (resolved.kind === 'dir' && !resolved.versioned) await state.backing.utimens(path, _atimeMs, mtimeMs);
+      return;
+    case 'backing-file':
+      return state.backing.utimens(path, _atimeMs, mtimeMs);
+    case 'node':
+      resolved.node.mtimeMs = mtimeMs;
+      resolved.node.ctimeMs = state.now();
+      return;
+    case 'entry':
+      // No local state needed: remember the time for this version (tar, rsync -t, make rely on it).
+      state.mtimes.set(path, { versionId: resolved.entry.versionId, mtimeMs });
+  }
+}
+
+/** Owners are not versioned; accepting the call keeps `tar` and `cp -a` (as root) working. */
+export async function chown(state: MountState, path: string): Promise<void> {
+  if ((await state.resolve(path)) === null) fail(E.NOENT);
+}
+
+export async function link(): Promise<void> {
+  fail(E.PERM, 'hard links are not supported');
+}
+
+export async function symlink(): Promise<void> {
+  fail(E.NOTSUP, 'symbolic links are not supported');
+}
+
+export async function readlink(): Promise<string> {
+  return fail(E.INVAL);
+}

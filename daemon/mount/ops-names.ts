@@ -1,0 +1,65 @@
+// unlink and rename. A removal is recorded (as a tombstone) after the settle delay, and dropped if the
+// path holds a new file by then; a rename of a versioned file is recorded as one engine rename from
+// its original name, so `to`'s history links back to where the content came from.
+import { materializeToBacking, nodeFromBacking } from './cross-domain.js';
+import { E, fail } from './errno.js';
+import { hideNode, moveNode, placeNode, removeTarget, removeVersioned } from './moves.js';
+import { type MountState, type Resolved, VIRTUAL_DIR } from './mount-state.js';
+import { renameDir } from './ops-dirs.js';
+import { isFuseHidden, isWithin, parentOf } from './paths.js';
+
+export async function unlink(state: MountState, path: string): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'dir':
+    case 'virtual-dir':
+      fail(E.ISDIR);
+      break;
+    case 'virtual-file':
+      fail(E.ACCES);
+      break;
+    case 'backing-file':
+      return state.backing.unlink(path);
+    case 'node':
+    case 'entry':
+      await removeVersioned(state, path, resolved.kind === 'node' ? resolved.node : null);
+  }
+}
+
+export async function rename(state: MountState, from: string, to: string): Promise<void> {
+  if (isWithin(from, VIRTUAL_DIR) || isWithin(to, VIRTUAL_DIR)) fail(E.ACCES);
+  if (from === to) return;
+  const source = await state.resolve(from);
+  if (source === null) fail(E.NOENT);
+  const target = await state.resolve(to);
+  const toParent = await state.resolve(parentOf(to));
+  if (toParent === null) fail(E.NOENT);
+  if (toParent.kind !== 'dir') fail(E.NOTDIR);
+  if (source.kind === 'dir') return renameDir(state, from, to, source.versioned, target, toParent.versioned);
+  if (target !== null && (target.kind === 'dir' || target.kind === 'virtual-dir')) fail(E.ISDIR);
+
+  const sourceVersioned = source.kind === 'node' || source.kind === 'entry';
+  const targetVersioned =
+    target !== null && (target.kind === 'node' || target.kind === 'entry')
+      ? true
+      : toParent.versioned && !state.backingCandidate(to, false);
+  if (!sourceVersioned) {
+    if (!targetVersioned) {
+      if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);
+      return state.backing.rename(from, to);
+    }
+    const node = await nodeFromBacking(state, from, to);
+    return placeNode(state, node, to, target);
+  }
+  const node = state.nodeFor(from, source as Extract<Resolved, { kind: 'node' | 'entry' }>);
+  if (isFuseHidden(to)) return hideNode(state, node, from, to);
+  if (!targetVersioned) {
+    await materializeToBacking(state, node, to);
+    if (target !== null) await removeTarget(state, to, target);
+    return removeVersioned(state, from, node);
+  }
+  moveNode(state, node, from, to);
+  placeNode(state, node, to, target);
+}
+

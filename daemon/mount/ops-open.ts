@@ -1,0 +1,141 @@
+// open, create, flush, fsync, release: the life of a file handle. A handle that changed a versioned
+// file schedules its capture when it is released (close); the capture itself waits for the settle
+// delay (reconciler.ts) so an editor's rename-into-place lands first.
+import { closeFd, fsyncFd } from './backing.js';
+import { E, fail } from './errno.js';
+import { FileNode, type Handle } from './file-node.js';
+import type { MountState } from './mount-state.js';
+import { truncateNode } from './node-content.js';
+import { isWithin, parentOf } from './paths.js';
+
+const O_ACCMODE = 3;
+const O_RDWR = 2;
+const O_TRUNC = 0o1000;
+
+export async function open(state: MountState, path: string, flags: number): Promise<number> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  const writable = (flags & O_ACCMODE) !== 0;
+  switch (resolved.kind) {
+    case 'virtual-file':
+      if (writable) fail(E.ACCES);
+      return state.newHandle({ node: null, fd: null, writable: false, virtual: resolved.data }).id;
+    case 'virtual-dir':
+    case 'dir':
+      fail(E.ISDIR);
+      break;
+    case 'backing-file': {
+      const fd = await state.backing.open(path, flags);
+      return state.newHandle({ node: null, fd, writable, virtual: null }).id;
+    }
+    case 'node':
+    case 'entry': {
+      const node = state.nodeFor(path, resolved);
+      // Counted before any await, so nothing drops the node from under this open.
+      node.handles += 1;
+      if (writable) node.writers += 1;
+      const handle = state.newHandle({ node, fd: null, writable, virtual: null });
+      if (writable && (flags & O_TRUNC) !== 0) {
+        try {
+          await truncateNode(state, node, 0);
+        } catch (error) {
+          await release(state, handle.id);
+          throw error;
+        }
+        handle.wrote = true;
+      }
+      return handle.id;
+    }
+  }
+  return fail(E.IO);
+}
+
+export async function create(state: MountState, path: string, mode: number): Promise<number> {
+  const existing = await state.resolve(path);
+  if (existing !== null) {
+    if (existing.kind === 'dir' || existing.kind === 'virtual-dir') fail(E.ISDIR);
+    return open(state, path, O_RDWR);
+  }
+  if (isWithin(path, '.strata')) fail(E.ACCES);
+  const parent = await state.resolve(parentOf(path));
+  if (parent === null) fail(E.NOENT);
+  if (parent.kind !== 'dir') fail(E.NOTDIR);
+  if (!parent.versioned || state.backingCandidate(path, false)) {
+    const fd = await state.backing.create(path, mode);
+    return state.newHandle({ node: null, fd, writable: true, virtual: null }).id;
+  }
+  const { ns } = state;
+  const node = new FileNode(path, null, state.now());
+  node.content = { kind: 'memory', buf: Buffer.alloc(0) };
+  node.executable = (mode & 0o100) !== 0;
+  // A new empty file is a change too (`touch __init__.py` matters).
+  node.dirty = true;
+  node.handles = 1;
+  node.writers = 1;
+  // A removal still waiting here is moot: this file's capture replaces the engine's content.
+  const marker = ns.gone.get(path);
+  if (marker !== undefined && !marker.dir) ns.gone.delete(path);
+  const displaced = ns.nodes.get(path);
+  if (displaced !== undefined) state.detach(displaced);
+  ns.nodes.set(path, node);
+  ns.setEntry(path, 'file');
+  const handle = state.newHandle({ node, fd: null, writable: true, virtual: null });
+  handle.wrote = true;
+  return handle.id;
+}
+
+export function handleOf(state: MountState, fh: number): Handle {
+  const handle = state.handles.get(fh);
+  if (handle === undefined) fail(E.BADF);
+  return handle;
+}
+
+/**
+ * close(2): deferred write failures surface here, like on NFS; and a file this handle changed is
+ * journaled before close returns, so a crash before its capture loses nothing the tool saw closed.
+ */
+export async function flush(state: MountState, fh: number): Promise<void> {
+  const handle = handleOf(state, fh);
+  const node = handle.node;
+  if (node === null) return;
+  await node.settled();
+  const content = node.content;
+  if (content.kind === 'staged') await content.file.drain();
+  if (handle.wrote) await state.logNode(node);
+}
+
+export async function fsync(state: MountState, fh: number): Promise<void> {
+  const handle = handleOf(state, fh);
+  if (handle.fd !== null) return fsyncFd(handle.fd);
+  const node = handle.node;
+  if (node === null || node.detached) return;
+  await node.settled();
+  const content = node.content;
+  // A staging file is made durable where it is; a small file is cheaper to version right away.
+  if (content.kind === 'staged') {
+    await content.file.fsync();
+    await state.journalStaged(node, true);
+  }
+  else if (content.kind === 'memory' && node.dirty) await state.reconciler.now(node.path, true);
+}
+
+export async function release(state: MountState, fh: number): Promise<void> {
+  const handle = state.handles.get(fh);
+  if (handle === undefined) return;
+  state.handles.delete(fh);
+  if (handle.fd !== null) {
+    await closeFd(handle.fd);
+    return;
+  }
+  const node = handle.node;
+  if (node === null) return;
+  await state.closeReader(handle);
+  node.handles -= 1;
+  if (handle.writable) node.writers -= 1;
+  if (node.detached) {
+    if (node.handles === 0) await state.discardContent(node);
+    return;
+  }
+  if (node.dirty && node.writers === 0) state.reconciler.schedule(node.path);
+  else state.dropIfIdle(node);
+}

@@ -1,0 +1,240 @@
+// Turns the mount's local state into engine records, per path, after a short settle delay.
+//
+// The delay is what gives editors' atomic saves exactly one version: `write tmp; close; rename tmp
+// target` reaches us as a release of tmp, then a rename, microseconds apart. When tmp's timer fires it
+// no longer exists (its node moved to target), so only target is captured. The same holds for vim's
+// `rename target target~; write target`: the pending removal of target is dropped because target
+// holds a new file by then. Operations on one path run one at a time, in order (KeyedLocks).
+import { StrataError } from '../../engine/errors.js';
+import type { FileNode, GoneMarker } from './file-node.js';
+import { captureNode } from './capture.js';
+import type { MountState } from './mount-state.js';
+import { isWithin } from './paths.js';
+
+const RETRY_BASE_MS = 500;
+const RETRY_MAX_MS = 30_000;
+/** Paths whose delay ends this soon after a sweep run with it. */
+const SWEEP_SLACK_MS = 25;
+/**
+ * While the mount is busy (a tool is unpacking or copying a tree), captures wait — up to this long, and
+ * up to DEFER_MAX_PATHS paths — and then run as one batch. On 2 cores the capture work (hashing, the
+ * pack's and the metadata's SQLite transactions) otherwise competes with answering the kernel, and a
+ * tool like tar waits for every single answer. Batches are also cheaper: one fsync per transaction.
+ */
+const DEFER_MAX_MS = 2_000;
+const DEFER_MAX_PATHS = 5_000;
+const DEFER_RECHECK_MS = 50;
+
+export interface ReconcileStats {
+  captured: number;
+  lastVersion: { path: string; versionId: string; timestamp: string } | null;
+  errors: Array<{ time: string; path: string | null; code: string; message: string }>;
+}
+
+export class Reconciler {
+  /** path → when its settle delay ends (ms) */
+  private readonly due = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt = Number.POSITIVE_INFINITY;
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly attempts = new Map<string, number>();
+  private readonly failures = new Map<string, Error>();
+  readonly stats: ReconcileStats = { captured: 0, lastVersion: null, errors: [] };
+  private stopping = false;
+
+  constructor(
+    private readonly state: MountState,
+    private readonly settleMs: number,
+  ) {}
+
+  /** A future run is scheduled for the path. */
+  hasTimer(path: string): boolean {
+    return this.due.has(path);
+  }
+
+  pendingCount(): number {
+    return this.due.size + this.running.size;
+  }
+
+  /** (Re)starts the path's settle delay. */
+  schedule(path: string, delayMs = this.settleMs): void {
+    const at = this.state.now() + delayMs;
+    this.due.set(path, at);
+    if (at < this.timerAt) this.arm(at);
+  }
+
+  /**
+   * One timer for all paths: when it fires, every path whose delay has (nearly) ended runs, together.
+   * Their engine writes then share one metadata transaction (the engine's commit batcher groups what
+   * arrives together) instead of one fsync each — unpacking 20,000 files in separate transactions
+   * kept the event loop blocked in fsync for seconds.
+   */
+  private arm(at: number): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timerAt = at;
+    this.timer = setTimeout(() => this.sweep(), Math.max(0, at - this.state.now()));
+  }
+
+  private sweep(): void {
+    this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    const now = this.state.now();
+    const horizon = now + SWEEP_SLACK_MS;
+    if (this.state.isBusy(now) && this.due.size < DEFER_MAX_PATHS) {
+      let oldest = Number.POSITIVE_INFINITY;
+      for (const at of this.due.values()) if (at < oldest) oldest = at;
+      if (oldest > now - DEFER_MAX_MS) {
+        this.arm(Math.max(oldest, now + DEFER_RECHECK_MS));
+        return;
+      }
+    }
+    let next = Number.POSITIVE_INFINITY;
+    for (const [path, at] of this.due) {
+      if (at <= horizon) {
+        this.due.delete(path);
+        void this.run(path);
+      } else if (at < next) next = at;
+    }
+    if (next !== Number.POSITIVE_INFINITY) this.arm(next);
+  }
+
+  /** Reconciles now (fsync of a small file): resolves once the engine recorded the path's state. */
+  async now(path: string, force = false): Promise<void> {
+    this.due.delete(path);
+    await this.run(path, force);
+    const error = this.lastErrorFor(path);
+    if (error !== null) throw error;
+  }
+
+  /** Unmounting: run every pending path at once, capturing even files still open for writing. */
+  async flushAll(): Promise<void> {
+    this.stopping = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < 10 && this.pendingCount() > 0; round++) {
+      const paths = [...this.due.keys()];
+      this.due.clear();
+      await Promise.all([...paths.map((path) => this.run(path, true)), ...this.running.values()]);
+    }
+    for (const path of [...this.state.ns.nodes.keys()]) {
+      const node = this.state.ns.nodes.get(path)!;
+      if (node.dirty && !node.detached) await this.run(path, true);
+    }
+  }
+
+  private async run(path: string, force = false): Promise<void> {
+    // One run per path at a time; a run requested meanwhile happens after it.
+    const previous = this.running.get(path);
+    const next = (async () => {
+      if (previous !== undefined) await previous.catch(() => {});
+      await this.reconcile(path, force || this.stopping);
+    })();
+    this.running.set(path, next);
+    try {
+      await next;
+    } finally {
+      if (this.running.get(path) === next) this.running.delete(path);
+      // Nothing pending and nothing changed still open: everything the journal holds is in the engine.
+      if (this.pendingCount() === 0 && !this.anyDirty()) this.state.journal.reset();
+    }
+  }
+
+  private lastErrorFor(path: string): Error | null {
+    return this.failures.get(path) ?? null;
+  }
+
+  private async reconcile(path: string, force: boolean): Promise<void> {
+    const { ns } = this.state;
+    try {
+      const node = ns.nodes.get(path);
+      if (node !== undefined) await this.reconcileNode(node, force);
+      else {
+        const marker = ns.gone.get(path);
+        if (marker !== undefined) await this.reconcileGone(path, marker);
+      }
+      this.failures.delete(path);
+      this.attempts.delete(path);
+    } catch (error) {
+      this.recordError(path, error);
+      this.failures.set(path, error instanceof Error ? error : new Error(String(error)));
+      if (this.stopping) return;
+      const attempt = (this.attempts.get(path) ?? 0) + 1;
+      this.attempts.set(path, attempt);
+      // Transient by nature: a file waiting for the removal of a directory at its path, a busy store.
+      this.schedule(path, Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** (attempt - 1)));
+    }
+  }
+
+  private async reconcileNode(node: FileNode, force: boolean): Promise<void> {
+    const { ns } = this.state;
+    if (node.detached) return;
+    if (node.writers > 0 && !force) return; // the last writer's release schedules us again
+    const origin = node.originMarker;
+    if (origin !== null && node.enginePath !== null && ns.gone.get(node.enginePath) === origin) {
+      const from = node.enginePath;
+      const result = await this.state.sink.rename(from, node.path).catch((error: unknown) => {
+        // The source vanished from the engine meanwhile (a restore, another client): capture afresh.
+        if (error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'STALE_BASE_VERSION')) return null;
+        throw error;
+      });
+      if (ns.gone.get(from) === origin) ns.gone.delete(from);
+      node.originMarker = null;
+      if (result !== null) {
+        for (const id of result.versionIds) ns.noteOwnVersion(id);
+        node.base = { versionId: result.entry.versionId, hash: result.entry.contentHash, size: result.entry.size, executable: result.entry.executable };
+        node.enginePath = node.path;
+        this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
+      }
+    }
+    if (node.dirty || node.enginePath !== node.path) {
+      const result = await captureNode(this.state, node);
+      if (result !== null) {
+        for (const id of result.versionIds) ns.noteOwnVersion(id);
+        if (result.versionIds.length > 0) this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
+      }
+    }
+    this.state.dropIfIdle(node);
+  }
+
+  private async reconcileGone(path: string, marker: GoneMarker): Promise<void> {
+    const { ns } = this.state;
+    const moved = marker.movedTo;
+    // The new name records the rename (tombstone here + write there, atomically): nothing to do here.
+    if (moved !== null && !moved.detached && moved.originMarker === marker && ns.nodes.get(moved.path) === moved) return;
+    if (marker.dir) {
+      const busy = [...ns.nodes.keys(), ...ns.gone.keys()].some((p) => p !== path && isWithin(p, path));
+      if (busy) {
+        this.schedule(path);
+        return;
+      }
+      if (ns.gone.get(path) === marker) ns.gone.delete(path);
+      return;
+    }
+    const result = await this.state.sink.remove(path);
+    if (result !== 'absent') {
+      for (const id of result.versionIds) ns.noteOwnVersion(id);
+      this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString());
+    }
+    if (ns.gone.get(path) === marker) ns.gone.delete(path);
+  }
+
+  private anyDirty(): boolean {
+    for (const node of this.state.ns.nodes.values()) if (node.dirty && !node.detached) return true;
+    return false;
+  }
+
+  private noteVersion(path: string, versionId: string, timestamp: string): void {
+    this.stats.captured += 1;
+    this.stats.lastVersion = { path, versionId, timestamp };
+    this.state.onCaptured(path);
+  }
+
+  private recordError(path: string, error: unknown): void {
+    const code = error instanceof StrataError ? error.code : ((error as NodeJS.ErrnoException | null)?.code ?? 'INTERNAL');
+    const message = error instanceof Error ? error.message : String(error);
+    this.stats.errors.push({ time: new Date(this.state.now()).toISOString(), path, code, message });
+    if (this.stats.errors.length > 20) this.stats.errors.shift();
+    this.state.logger.warn({ path, code, err: message }, 'mount: capture failed, will retry');
+  }
+}

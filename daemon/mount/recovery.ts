@@ -1,0 +1,114 @@
+// After a crash: staging files a dead mount process had closed (or fsynced) but not yet versioned
+// carry a journal record `<file>.json` naming their project path. They are versioned now, before the
+// mount serves again, so a kill -9 in the settle window loses no closed file. Staging files without a
+// record (still being written when the process died) and records without a file are removed.
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { StrataError } from '../../engine/errors.js';
+import { JOURNAL_NAME, readJournal } from './journal.js';
+import type { MountSink } from './sink.js';
+
+const STAGING_NAME = /^(\d+)-[0-9a-f-]+\.stg$/;
+
+function isAlive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  if (pid === process.pid) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+interface JournalRecord {
+  projectId: string;
+  path: string;
+  executable: boolean;
+}
+
+function parseRecord(text: string): JournalRecord | null {
+  try {
+    const value = JSON.parse(text) as Partial<JournalRecord>;
+    if (typeof value.projectId !== 'string' || typeof value.path !== 'string') return null;
+    return { projectId: value.projectId, path: value.path, executable: value.executable === true };
+  } catch {
+    return null;
+  }
+}
+
+/** Versions this project's journaled leftovers; returns how many were versioned. */
+export async function recoverStaging(options: { stagingDir: string; projectId: string; sink: MountSink }, logger: Logger): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(options.stagingDir);
+  } catch {
+    return 0;
+  }
+  const present = new Set(names);
+  let recovered = 0;
+  // The log first: it holds the older history; staging files are each their path's latest bytes.
+  for (const name of names) {
+    const match = JOURNAL_NAME.exec(name);
+    if (match === null || match[1] !== options.projectId || isAlive(Number(match[2]))) continue;
+    const file = join(options.stagingDir, name);
+    recovered += await replayJournal(await readFile(file), options.sink, logger);
+    await rm(file, { force: true });
+  }
+  for (const name of names) {
+    const match = STAGING_NAME.exec(name);
+    if (match === null || isAlive(Number(match[1]))) continue;
+    const file = join(options.stagingDir, name);
+    let record: JournalRecord | null = null;
+    if (present.has(`${name}.json`)) record = parseRecord(await readFile(`${file}.json`, 'utf8').catch(() => ''));
+    if (record === null) {
+      await rm(file, { force: true });
+      await rm(`${file}.json`, { force: true });
+      continue;
+    }
+    if (record.projectId !== options.projectId) continue; // another project's mount recovers it
+    try {
+      await options.sink.write(record.path, { file, adopt: true }, record.executable);
+      recovered += 1;
+      logger.warn({ path: record.path }, 'versioned a file a crashed mount had written but not captured');
+    } catch (error) {
+      logger.error({ path: record.path, err: (error as Error).message }, 'could not version a file left by a crashed mount');
+      continue;
+    }
+    await rm(`${file}.json`, { force: true });
+  }
+  // Records whose staging file is gone (versioned just before the crash).
+  for (const name of names) {
+    if (!name.endsWith('.stg.json') || present.has(name.slice(0, -'.json'.length))) continue;
+    const match = STAGING_NAME.exec(name.slice(0, -'.json'.length));
+    if (match !== null && !isAlive(Number(match[1]))) await rm(join(options.stagingDir, name), { force: true });
+  }
+  return recovered;
+}
+
+/** Applies a dead mount's log in order; records already in the engine change nothing (ifChanged). */
+async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Promise<number> {
+  let applied = 0;
+  for (const { record, data } of readJournal(bytes)) {
+    try {
+      if (record.op === 'w') {
+        const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec);
+        if (result.versionIds.length > 0) applied += 1;
+      } else if (record.op === 'd') {
+        if ((await sink.remove(record.path)) !== 'absent') applied += 1;
+      } else {
+        await sink.rename(record.from, record.to);
+        applied += 1;
+      }
+    } catch (error) {
+      // A rename whose source never reached the engine, a write where a directory is now: the later
+      // records say what the final state is; skip this one.
+      const code = error instanceof StrataError ? error.code : 'INTERNAL';
+      if (code !== 'PATH_NOT_FOUND' && code !== 'STALE_BASE_VERSION') {
+        logger.warn({ record: { ...record }, code, err: (error as Error).message }, 'mount recovery: a journal record could not be applied');
+      }
+    }
+  }
+  return applied;
+}

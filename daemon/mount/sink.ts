@@ -1,0 +1,65 @@
+// Where the mount's captures go: straight into the engine, in-process (never over HTTP). Writes use
+// `ifChanged` (a touch, or a save that changed nothing, is not a version) and, for staging files,
+// `adopt` with the hash the staging worker computed while the bytes were written — so versioning a
+// 2 GB file costs a rename, not a second write of 2 GB.
+import { rm } from 'node:fs/promises';
+import type { Engine, WriteInput } from '../../engine/engine-api.js';
+import { StrataError } from '../../engine/errors.js';
+import type { Actor, ContentHash, Entry } from '../../engine/types.js';
+
+export type SinkContent = Uint8Array | AsyncIterable<Uint8Array> | { file: string; knownHash?: ContentHash; adopt: boolean };
+
+export interface SinkResult {
+  entry: Entry;
+  /** versions created (none when the write changed nothing) */
+  versionIds: string[];
+}
+
+export interface MountSink {
+  write(path: string, content: SinkContent, executable: boolean): Promise<SinkResult>;
+  /** Tombstone; 'absent' when the engine had nothing there. */
+  remove(path: string): Promise<{ versionIds: string[] } | 'absent'>;
+  /** One rename record pair, so `to`'s history links back to `from`. */
+  rename(from: string, to: string): Promise<SinkResult>;
+}
+
+/** The mount writes local files of any size: the HTTP upload limit does not apply. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+export function createEngineSink(engine: Engine, projectId: string, actor: Actor): MountSink {
+  return {
+    async write(path, content, executable) {
+      const input: WriteInput = {
+        projectId,
+        path,
+        actor,
+        content: isFileContent(content) ? { file: content.file, adopt: content.adopt, ...(content.knownHash ? { knownHash: content.knownHash } : {}) } : content,
+        executable,
+        ifChanged: true,
+        maxBytes: NO_LIMIT,
+      };
+      const result = await engine.writeFile(input);
+      // A store that cannot adopt copied the file instead; the staging file is ours to remove then.
+      if (isFileContent(content) && content.adopt) await rm(content.file, { force: true });
+      return { entry: result.entry, versionIds: result.unchanged === true ? [] : [result.version.versionId] };
+    },
+    async remove(path) {
+      try {
+        const { version } = await engine.deleteFile({ projectId, path, actor });
+        return { versionIds: [version.versionId] };
+      } catch (error) {
+        // A directory there now means the file is gone already.
+        if (error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'PATH_IS_DIRECTORY')) return 'absent';
+        throw error;
+      }
+    },
+    async rename(from, to) {
+      const { deleted, created } = await engine.renameFile({ projectId, from, to, actor, overwrite: true });
+      return { entry: created.entry, versionIds: [deleted.versionId, created.version.versionId] };
+    },
+  };
+}
+
+function isFileContent(content: SinkContent): content is { file: string; knownHash?: ContentHash; adopt: boolean } {
+  return !(content instanceof Uint8Array) && 'file' in content;
+}

@@ -1,0 +1,203 @@
+// One staging file: where a file's new content is written between its first write and its capture.
+//
+// Write-behind: a FUSE write is answered as soon as its bytes are copied into a 1 MiB chunk here;
+// full chunks go to the staging worker (transferred, not copied) which writes and hashes them. So the
+// event loop spends a memcpy per 128 KiB request, and the kernel's next request arrives while the
+// worker writes the previous chunk. Reads, truncates and fsyncs are posted behind the pending writes
+// (one worker, message order), so they observe every earlier write. A failure of a deferred write
+// (ENOSPC, EIO) is reported by the next write, flush (close) or fsync of the file, like NFS does.
+import { open, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { StrataError } from '../../engine/errors.js';
+import type { ContentHash } from '../../engine/types.js';
+import { type StagingPool, type StagingReply, type StagingSlot, workerError } from './staging-pool.js';
+
+const CHUNK_BYTES = 1 << 20;
+/** Unacknowledged bytes per file before a write waits: bounds memory when the disk is slower than the writer. */
+const MAX_INFLIGHT_BYTES = 8 * CHUNK_BYTES;
+
+export class StagingFile {
+  private chunk: { offset: number; buf: Uint8Array; len: number } | null = null;
+  private readonly spare: ArrayBuffer[] = [];
+  private inflightBytes = 0;
+  private waiters: Array<() => void> = [];
+  private failure: Error | null = null;
+  private done = false;
+  private journaled: string | null = null;
+
+  private constructor(
+    private readonly pool: StagingPool,
+    private readonly slot: StagingSlot,
+    private readonly sid: number,
+    readonly path: string,
+    /** the file's logical size as the kernel sees it */
+    public size: number,
+  ) {}
+
+  /** A new empty staging file. The open is posted, not awaited: later requests queue behind it. */
+  static create(pool: StagingPool): StagingFile {
+    const slot = pool.pick();
+    const file = new StagingFile(pool, slot, pool.nextSid(), pool.newPath(), 0);
+    slot.files += 1;
+    file.post({ op: 'open', path: file.path, existing: false });
+    return file;
+  }
+
+  /** Takes over an existing file (moved into the staging directory), e.g. an ignored file renamed into the project. */
+  static async adoptExisting(pool: StagingPool, path: string): Promise<StagingFile> {
+    const slot = pool.pick();
+    const file = new StagingFile(pool, slot, pool.nextSid(), path, 0);
+    slot.files += 1;
+    const reply = await pool.request(slot, { op: 'open', sid: file.sid, path, existing: true });
+    file.size = reply.size ?? 0;
+    return file;
+  }
+
+  /** Copy-on-write: fill the new file with a stored object's bytes (hashed on the way). */
+  async copyFrom(src: string): Promise<void> {
+    this.flushChunk();
+    const reply = await this.pool.request(this.slot, { op: 'copy', sid: this.sid, src });
+    this.size = reply.size ?? 0;
+  }
+
+  async write(offset: number, data: Buffer, len: number): Promise<void> {
+    if (this.failure !== null) throw this.failure;
+    const chunk = this.chunk;
+    if (chunk !== null && offset === chunk.offset + chunk.len && chunk.len + len <= CHUNK_BYTES) {
+      chunk.buf.set(data.subarray(0, len), chunk.len);
+      chunk.len += len;
+      if (chunk.len === CHUNK_BYTES) this.flushChunk();
+    } else {
+      this.flushChunk();
+      const buf = new Uint8Array(this.spare.pop() ?? new ArrayBuffer(Math.max(CHUNK_BYTES, len)));
+      if (buf.length < len) throw new RangeError('write larger than a chunk');
+      buf.set(data.subarray(0, len), 0);
+      this.chunk = { offset, buf, len };
+      if (len === buf.length) this.flushChunk();
+    }
+    if (offset + len > this.size) this.size = offset + len;
+    while (this.inflightBytes > MAX_INFLIGHT_BYTES && this.failure === null) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+
+  async read(offset: number, len: number, into: Buffer): Promise<number> {
+    this.flushChunk();
+    const reply = await this.pool.request(this.slot, { op: 'read', sid: this.sid, offset, len });
+    if (reply.buf === undefined) return 0;
+    const n = reply.n ?? 0;
+    into.set(new Uint8Array(reply.buf, 0, n), 0);
+    return n;
+  }
+
+  async truncate(size: number): Promise<void> {
+    this.flushChunk();
+    await this.pool.request(this.slot, { op: 'truncate', sid: this.sid, size });
+    this.size = size;
+  }
+
+  /** Waits for every write so far; reports a deferred failure. */
+  async drain(): Promise<void> {
+    this.flushChunk();
+    while (this.inflightBytes > 0 && this.failure === null) {
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+    if (this.failure !== null) throw this.failure;
+  }
+
+  async fsync(): Promise<void> {
+    this.flushChunk();
+    await this.pool.request(this.slot, { op: 'fsync', sid: this.sid });
+    if (this.failure !== null) throw this.failure;
+  }
+
+  /**
+   * Records which project path the file holds (`<file>.json`), so a restart after a crash versions
+   * it (recovery.ts). `durable` (fsync) also makes the record and its directory entry durable.
+   */
+  async journal(info: { projectId: string; path: string; executable: boolean }, durable: boolean): Promise<void> {
+    const text = JSON.stringify(info);
+    if (text === this.journaled && !durable) return;
+    const handle = await open(`${this.path}.json`, 'w', 0o600);
+    try {
+      await handle.writeFile(text);
+      if (durable) await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    this.journaled = text;
+    if (durable) {
+      const dir = await open(dirname(this.path), 'r');
+      try {
+        await dir.sync();
+      } finally {
+        await dir.close();
+      }
+    }
+  }
+
+  get isJournaled(): boolean {
+    return this.journaled !== null;
+  }
+
+  /** The file was versioned (or dropped): its journal record goes. */
+  async unjournal(): Promise<void> {
+    if (this.journaled === null) return;
+    this.journaled = null;
+    await rm(`${this.path}.json`, { force: true });
+  }
+
+  /** Durable and closed: the hash of the content and its size. The file stays for the caller to adopt. */
+  async finish(): Promise<{ hash: ContentHash; size: number }> {
+    this.flushChunk();
+    const reply = await this.pool.request(this.slot, { op: 'finish', sid: this.sid });
+    this.release();
+    if (this.failure !== null) throw this.failure;
+    return { hash: `blake3:${reply.hash}`, size: reply.size ?? 0 };
+  }
+
+  /** Closes and removes the file. Never throws: it runs on cleanup paths. */
+  async discard(): Promise<void> {
+    this.chunk = null;
+    this.release();
+    await this.pool.request(this.slot, { op: 'close', sid: this.sid, unlink: this.path }).catch(() => {
+      // The worker is gone; the file is removed at the next start (it carries our pid).
+    });
+    await this.unjournal().catch(() => {});
+  }
+
+  private release(): void {
+    if (this.done) return;
+    this.done = true;
+    this.slot.files -= 1;
+  }
+
+  private flushChunk(): void {
+    const chunk = this.chunk;
+    if (chunk === null) return;
+    this.chunk = null;
+    const buffer = chunk.buf.buffer as ArrayBuffer;
+    this.inflightBytes += chunk.len;
+    const len = chunk.len;
+    this.pool.request(this.slot, { op: 'write', sid: this.sid, offset: chunk.offset, buf: buffer, len }, [buffer]).then(
+      (reply: StagingReply) => this.settleWrite(len, reply),
+      (error: unknown) => this.settleWrite(len, null, error),
+    );
+  }
+
+  private settleWrite(len: number, reply: StagingReply | null, error?: unknown): void {
+    this.inflightBytes -= len;
+    if (reply?.buf !== undefined && reply.buf.byteLength === CHUNK_BYTES && this.spare.length < 2) this.spare.push(reply.buf);
+    if (reply?.error !== undefined) this.failure ??= workerError(reply.error);
+    else if (error !== undefined) this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  private post(message: Record<string, unknown>): void {
+    this.pool.request(this.slot, { ...message, sid: this.sid }).catch((error: unknown) => {
+      this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+    });
+  }
+}

@@ -1,0 +1,161 @@
+// One configured project inside the daemon: its capture pipeline and its host (watch or mount), and
+// the status line `strata status` shows for it.
+
+import type { Logger } from 'pino';
+import type { ContentStore, Engine } from '../engine/engine-api.js';
+import type { Actor } from '../engine/types.js';
+import { createIgnoreRules } from './capture/ignore.js';
+import { createCapturePipeline, type PipelineHandle } from './capture/pipeline.js';
+import type { DaemonProjectConfig } from './config.js';
+import type { CaptureStats, HostContext, HostFactory, HostStatus, ProjectHost, ProjectMode } from './host.js';
+import type { DaemonState } from './state.js';
+import { type WatchOptions, watchHostFactory } from './watch/host.js';
+
+export interface ProjectStatus extends CaptureStats {
+  projectId: string;
+  name: string | null;
+  dir: string;
+  mode: ProjectMode;
+  state: HostStatus['state'];
+  backend: string | null;
+  scan: HostStatus['scan'];
+  warnings: string[];
+  error?: HostStatus['error'];
+}
+
+export interface RunnerDeps {
+  engine: Engine;
+  actor: Actor;
+  state: DaemonState;
+  logger: Logger;
+  home: string;
+  stagingDir: string;
+  store?: ContentStore;
+  watch?: WatchOptions;
+}
+
+/** The mount host lives in daemon/mount/index.ts; loaded only when a project uses mount mode. */
+async function mountFactory(): Promise<HostFactory> {
+  const specifier = './mount/index.js';
+  let loaded: { createMountHost?: HostFactory };
+  try {
+    loaded = (await import(specifier)) as { createMountHost?: HostFactory };
+  } catch (error) {
+    const { StrataError } = await import('../engine/errors.js');
+    throw new StrataError('FUSE_UNAVAILABLE', {
+      message: `Mount mode is not available (${(error as Error).message}); use \`strata watch DIR\` instead`,
+      cause: error,
+    });
+  }
+  if (typeof loaded.createMountHost !== 'function') throw new TypeError('daemon/mount/index.js does not export createMountHost');
+  return loaded.createMountHost;
+}
+
+export class ProjectRunner {
+  readonly config: DaemonProjectConfig;
+  name: string | null = null;
+  #host: ProjectHost | null = null;
+  #pipeline: PipelineHandle | null = null;
+  #startError: { code: string; message: string } | null = null;
+  readonly #deps: RunnerDeps;
+
+  constructor(config: DaemonProjectConfig, deps: RunnerDeps) {
+    this.config = config;
+    this.#deps = deps;
+  }
+
+  get host(): ProjectHost | null {
+    return this.#host;
+  }
+
+  get pipeline(): PipelineHandle | null {
+    return this.#pipeline;
+  }
+
+  async start(): Promise<void> {
+    const { engine, state, logger } = this.#deps;
+    const { projectId, dir, mode } = this.config;
+    const log = logger.child({ projectId, mode });
+    try {
+      this.name = (await engine.getProject(projectId)).name;
+      const rules = createIgnoreRules(dir);
+      let host: ProjectHost | null = null;
+      const pipeline = createCapturePipeline({
+        engine,
+        projectId,
+        actor: this.#deps.actor,
+        logger: log,
+        ignore: rules,
+        state,
+        tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
+      });
+      this.#pipeline = pipeline;
+      const ctx: HostContext = {
+        engine,
+        projectId,
+        dir,
+        actor: this.#deps.actor,
+        state,
+        logger: log,
+        capture: pipeline,
+        home: this.#deps.home,
+        stagingDir: this.#deps.stagingDir,
+        ...(this.#deps.store ? { store: this.#deps.store } : {}),
+      };
+      const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, reloadIgnore: () => rules.reload() }) : await mountFactory();
+      host = factory(ctx);
+      this.#host = host;
+      await host.start();
+      log.info({ dir }, `${mode === 'watch' ? 'watching' : 'mounted'} ${dir}`);
+    } catch (error) {
+      const code = (error as { code?: string }).code ?? 'INTERNAL';
+      this.#startError = { code, message: (error as Error).message };
+      log.error({ dir, code, err: (error as Error).message }, 'project could not start');
+    }
+  }
+
+  async stop(): Promise<void> {
+    const log = this.#deps.logger.child({ projectId: this.config.projectId });
+    try {
+      await this.#host?.stop();
+    } catch (error) {
+      log.error({ err: (error as Error).message }, 'project host did not stop cleanly');
+    }
+    try {
+      await this.#pipeline?.close();
+    } catch (error) {
+      log.error({ err: (error as Error).message }, 'capture pipeline did not close cleanly');
+    }
+  }
+
+  async resetGuard(): Promise<void> {
+    this.#pipeline?.resetGuard();
+    await this.#host?.rescan?.();
+  }
+
+  status(): ProjectStatus {
+    const host = this.#host?.status();
+    const capture: CaptureStats = this.#pipeline?.stats() ?? {
+      pending: 0,
+      captured: 0,
+      lastVersion: null,
+      errors: [],
+      massDeleteGuard: { tripped: false, since: null, missing: 0 },
+    };
+    const status: ProjectStatus = {
+      projectId: this.config.projectId,
+      name: this.name,
+      dir: this.config.dir,
+      mode: this.config.mode,
+      state: this.#startError ? 'error' : (host?.state ?? 'starting'),
+      backend: host?.backend ?? null,
+      scan: host?.scan ?? null,
+      warnings: host?.warnings ?? [],
+      ...capture,
+      pending: capture.pending + (host?.pending ?? 0),
+    };
+    const error = this.#startError ?? host?.error;
+    if (error) status.error = error;
+    return status;
+  }
+}

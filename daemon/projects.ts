@@ -1,0 +1,125 @@
+// Binding a directory to a project (`strata init`, `POST /v1/daemon/projects`): create the project in
+// the home's organization, record it in daemon.json, and — in watch mode — write
+// `DIR/.strata/project.json` so CLI commands run inside DIR find it the way git finds its repository.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { basename, join, resolve } from 'node:path';
+import type { Engine } from '../engine/engine-api.js';
+import { isStrataError, StrataError } from '../engine/errors.js';
+import { type DaemonConfig, type DaemonProjectConfig, readDaemonConfig, writeDaemonConfig } from './config.js';
+import type { ProjectMode } from './host.js';
+
+export const PROJECT_FILE = join('.strata', 'project.json');
+
+export interface ProjectFile {
+  projectId: string;
+  home: string;
+}
+
+export interface RegisterInput {
+  dir: string;
+  mode: ProjectMode;
+  name?: string;
+}
+
+export interface RegisteredProject extends DaemonProjectConfig {
+  name: string;
+  /** false when DIR was already bound (init is idempotent) */
+  created: boolean;
+}
+
+export interface Registrar {
+  home: string;
+  engine: Engine;
+  orgId: string;
+  /** the daemon's in-memory config (the daemon owns daemon.json while it runs) */
+  config(): DaemonConfig;
+  saveConfig(config: DaemonConfig): Promise<void>;
+}
+
+/** A registrar for a home no daemon is running on (the CLI, in-process). */
+export function fileRegistrar(home: string, engine: Engine, orgId: string): Registrar {
+  return { home, engine, orgId, config: () => readDaemonConfig(home), saveConfig: (config) => writeDaemonConfig(home, config) };
+}
+
+function taken(dir: string, other: DaemonProjectConfig, reason: string): StrataError {
+  return new StrataError('PROJECT_DIR_TAKEN', {
+    message: `${dir} ${reason} ${other.dir} (project ${other.projectId}, ${other.mode} mode)`,
+    details: { dir, projectId: other.projectId, projectDir: other.dir, mode: other.mode },
+  });
+}
+
+const inside = (child: string, parent: string) => child === parent || child.startsWith(parent === '/' ? '/' : `${parent}/`);
+
+export async function readProjectFile(dir: string): Promise<ProjectFile | null> {
+  try {
+    const parsed = JSON.parse(await readFile(join(dir, PROJECT_FILE), 'utf8')) as Partial<ProjectFile>;
+    return typeof parsed.projectId === 'string' && typeof parsed.home === 'string' ? { projectId: parsed.projectId, home: parsed.home } : null;
+  } catch {
+    return null;
+  }
+}
+
+async function writeProjectFile(dir: string, content: ProjectFile): Promise<void> {
+  const file = join(dir, PROJECT_FILE);
+  await mkdir(join(dir, '.strata'), { recursive: true });
+  const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(temp, 'w', 0o644);
+  try {
+    await handle.writeFile(`${JSON.stringify(content, null, 2)}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, file).catch(async (error: unknown) => {
+    await rm(temp, { force: true });
+    throw error;
+  });
+}
+
+export async function registerProject(registrar: Registrar, input: RegisterInput): Promise<RegisteredProject> {
+  const { home, engine } = registrar;
+  await mkdir(resolve(input.dir), { recursive: true });
+  const dir = await realpath(resolve(input.dir));
+  const realHome = await realpath(home).catch(() => resolve(home));
+  if (dir === '/' || inside(dir, realHome) || inside(realHome, dir)) {
+    throw new StrataError('INVALID_ARGUMENT', {
+      message: `${dir} cannot be a project directory: it ${dir === '/' ? 'is the root' : 'overlaps the Strata home'} (${realHome})`,
+      details: { field: 'dir', dir },
+    });
+  }
+  const config = registrar.config();
+  const same = config.projects.find((p) => p.dir === dir);
+  if (same) {
+    if (same.mode !== input.mode) throw taken(dir, same, 'is already bound:');
+    const project = await engine.getProject(same.projectId);
+    if (same.mode === 'watch') await writeProjectFile(dir, { projectId: same.projectId, home });
+    return { ...same, name: project.name, created: false };
+  }
+  for (const other of config.projects) {
+    if (inside(dir, other.dir)) throw taken(dir, other, 'is inside the project directory');
+    if (inside(other.dir, dir)) throw taken(dir, other, 'contains the project directory');
+  }
+
+  // A directory that was bound before (daemon.json lost or edited): keep its project and history.
+  let projectId: string | null = null;
+  let name = input.name ?? basename(dir);
+  const previous = await readProjectFile(dir);
+  if (previous && (await realpath(previous.home).catch(() => previous.home)) === realHome) {
+    try {
+      const project = await engine.getProject(previous.projectId);
+      projectId = project.projectId;
+      name = project.name;
+    } catch (error) {
+      if (!isStrataError(error, 'PROJECT_NOT_FOUND')) throw error;
+    }
+  }
+  if (projectId === null) projectId = (await engine.createProject({ orgId: registrar.orgId, name })).projectId;
+
+  const entry: DaemonProjectConfig = { projectId, dir, mode: input.mode };
+  // In mount mode the mount shows this file itself; writing it under the mount point would hide it.
+  if (input.mode === 'watch') await writeProjectFile(dir, { projectId, home });
+  await registrar.saveConfig({ ...config, projects: [...config.projects, entry] });
+  return { ...entry, name, created: true };
+}

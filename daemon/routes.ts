@@ -1,0 +1,61 @@
+// The daemon-only routes, registered on the shared control API through `buildApp({ extraRoutes })`:
+// same authentication, loopback guard and error bodies as every other route. They manage the local
+// machine's projects, so they need an organization owner/admin (the local owner key is one).
+
+import { Type } from 'typebox';
+import { authorizeOrg, authorizeProject } from '../engine/access/authorize.js';
+import { StrataError } from '../engine/errors.js';
+import { principalOf } from '../control-api/request-context.js';
+import type { App, RouteDeps } from '../control-api/route-deps.js';
+import { EmptyBody, ProjectParams } from '../control-api/schemas.js';
+import type { RunningDaemon } from './daemon.js';
+
+const tags = ['daemon'];
+const AddProjectBody = Type.Object(
+  {
+    dir: Type.String({ minLength: 1, maxLength: 4096, description: 'absolute path of the directory to bind' }),
+    mode: Type.Optional(Type.Union([Type.Literal('watch'), Type.Literal('mount')], { default: 'watch' })),
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+
+export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: RunningDaemon): void {
+  app.get('/v1/daemon/status', { config: { doc: { summary: 'Daemon and per-project capture status', tags } } }, async (request) => {
+    const principal = principalOf(request);
+    await authorizeOrg(access, principal, daemon.owner.orgId, 'manage');
+    return daemon.status();
+  });
+
+  app.post(
+    '/v1/daemon/projects',
+    { schema: { body: AddProjectBody }, config: { doc: { summary: 'Bind a directory to a new project and start capturing', tags, status: 201 } } },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      await authorizeOrg(access, principal, daemon.owner.orgId, 'manage');
+      const { dir, mode, name } = request.body;
+      if (!dir.startsWith('/')) {
+        throw new StrataError('INVALID_ARGUMENT', { message: 'dir must be an absolute path', details: { field: 'dir' } });
+      }
+      const result = await daemon.addProject({ dir, mode: mode ?? 'watch', ...(name === undefined ? {} : { name }) });
+      return reply.code(result.project.created ? 201 : 200).send(result);
+    },
+  );
+
+  app.post(
+    '/v1/daemon/projects/:projectId/guard/reset',
+    {
+      schema: { params: ProjectParams, body: EmptyBody },
+      config: { doc: { summary: 'Resume recording deletions after the mass-delete guard tripped', tags } },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      await authorizeProject(access, principal, request.params.projectId, 'write');
+      const runner = daemon.project(request.params.projectId);
+      if (!runner) throw new StrataError('PROJECT_NOT_FOUND', { message: 'This daemon does not run that project', details: { projectId: request.params.projectId } });
+      await runner.resetGuard();
+      return runner.status();
+    },
+  );
+}
+

@@ -1,0 +1,178 @@
+// The daemon's own state: `<home>/daemon/state.sqlite`, never the engine's metadata DB. Everything in
+// it is a hint that can be rebuilt: the engine's metadata is the truth. So the index may lag behind
+// the engine (rows are written only AFTER the engine committed the version), never run ahead of it,
+// and synchronous=NORMAL is enough: a lost row only costs one re-hash in the next catch-up scan.
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import { StrataError } from '../engine/errors.js';
+
+/** What watch mode last versioned for a path, as the file looked when it was read. */
+export interface IndexRow {
+  path: string;
+  size: number;
+  /** stat mtime in ns as a decimal string; '-1' = racily clean, re-hash next time */
+  mtimeNs: string;
+  ino: string;
+  executable: boolean;
+  contentHash: string;
+  versionId: string;
+}
+
+export interface DaemonState {
+  /** Raw access for tables a host owns: prefix them with the mode (`mount_…`), CREATE IF NOT EXISTS. */
+  readonly db: Database.Database;
+  index: {
+    get(projectId: string, path: string): IndexRow | undefined;
+    put(projectId: string, row: IndexRow): void;
+    putMany(projectId: string, rows: IndexRow[]): void;
+    remove(projectId: string, path: string): void;
+    /** all rows of a project, path order */
+    all(projectId: string): IndexRow[];
+    /** rows strictly below directory `dir` */
+    under(projectId: string, dir: string): IndexRow[];
+    /** rows with this inode (rename detection) */
+    byIno(projectId: string, ino: string): IndexRow[];
+    /** up to `limit` paths after `after` ('' = from the start), in path order */
+    pathsAfter(projectId: string, after: string, limit: number): string[];
+    count(projectId: string): number;
+    clear(projectId: string): void;
+  };
+  /** Empty directories the mount shows (the engine only knows files). */
+  emptyDirs: {
+    add(projectId: string, path: string): void;
+    remove(projectId: string, path: string): void;
+    list(projectId: string): string[];
+  };
+  /** Small per-project JSON values (mass-delete guard state, scan markers). */
+  flags: {
+    get<T>(projectId: string, key: string): T | undefined;
+    set(projectId: string, key: string, value: unknown): void;
+    delete(projectId: string, key: string): void;
+  };
+  close(): void;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS watch_index (
+  project_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL,
+  ino TEXT NOT NULL, executable INTEGER NOT NULL, content_hash TEXT NOT NULL, version_id TEXT NOT NULL,
+  PRIMARY KEY (project_id, path)) WITHOUT ROWID;
+DROP INDEX IF EXISTS watch_index_by_ino;
+CREATE INDEX IF NOT EXISTS watch_index_ino ON watch_index (ino, project_id);
+CREATE TABLE IF NOT EXISTS mount_empty_dirs (
+  project_id TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (project_id, path)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS project_flags (
+  project_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (project_id, key)) WITHOUT ROWID;
+`;
+
+interface RawIndexRow {
+  path: string;
+  size: number;
+  mtime_ns: string;
+  ino: string;
+  executable: number;
+  content_hash: string;
+  version_id: string;
+}
+
+function fromRaw(row: RawIndexRow): IndexRow {
+  return {
+    path: row.path,
+    size: row.size,
+    mtimeNs: row.mtime_ns,
+    ino: row.ino,
+    executable: row.executable === 1,
+    contentHash: row.content_hash,
+    versionId: row.version_id,
+  };
+}
+
+export function openDaemonState(file: string): DaemonState {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  let db: Database.Database;
+  try {
+    db = new Database(file);
+    db.pragma('busy_timeout = 5000');
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    db.exec(SCHEMA);
+  } catch (error) {
+    throw new StrataError('DAEMON_STATE_ERROR', { message: `cannot open the daemon state ${file}: ${(error as Error).message}`, cause: error });
+  }
+  const getRow = db.prepare<[string, string], RawIndexRow>('SELECT * FROM watch_index WHERE project_id = ? AND path = ?');
+  const putRow = db.prepare(
+    'INSERT OR REPLACE INTO watch_index (project_id, path, size, mtime_ns, ino, executable, content_hash, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const removeRow = db.prepare('DELETE FROM watch_index WHERE project_id = ? AND path = ?');
+  const allRows = db.prepare<[string], RawIndexRow>('SELECT * FROM watch_index WHERE project_id = ? ORDER BY path');
+  const countRows = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM watch_index WHERE project_id = ?');
+  // 'dir/' <= path < 'dir0' ('0' follows '/'): an index range, no LIKE.
+  const underRows = db.prepare<[string, string, string], RawIndexRow>(
+    'SELECT * FROM watch_index WHERE project_id = ? AND path >= ? AND path < ? ORDER BY path',
+  );
+  // INDEXED BY: without ANALYZE statistics SQLite prefers the primary key's project_id prefix, which
+  // scans the whole project (measured: 43% of the daemon's CPU at 1,000 writes/s on 20,000 files).
+  const inoRows = db.prepare<[string, string], RawIndexRow>('SELECT * FROM watch_index INDEXED BY watch_index_ino WHERE ino = ? AND project_id = ?');
+  const pathRows = db.prepare<[string, string, number], string>('SELECT path FROM watch_index WHERE project_id = ? AND path > ? ORDER BY path LIMIT ?').pluck();
+  const put = (projectId: string, r: IndexRow) =>
+    putRow.run(projectId, r.path, r.size, r.mtimeNs, r.ino, r.executable ? 1 : 0, r.contentHash, r.versionId);
+  const putMany = db.transaction((projectId: string, rows: IndexRow[]) => {
+    for (const row of rows) put(projectId, row);
+  });
+  const getFlag = db.prepare<[string, string], { value: string }>('SELECT value FROM project_flags WHERE project_id = ? AND key = ?');
+
+  return {
+    db,
+    index: {
+      get: (projectId, path) => {
+        const row = getRow.get(projectId, path);
+        return row === undefined ? undefined : fromRaw(row);
+      },
+      put: (projectId, row) => {
+        put(projectId, row);
+      },
+      putMany: (projectId, rows) => putMany(projectId, rows),
+      remove: (projectId, path) => {
+        removeRow.run(projectId, path);
+      },
+      all: (projectId) => allRows.all(projectId).map(fromRaw),
+      under: (projectId, dir) => underRows.all(projectId, `${dir}/`, `${dir}0`).map(fromRaw),
+      byIno: (projectId, ino) => inoRows.all(ino, projectId).map(fromRaw),
+      pathsAfter: (projectId, after, limit) => pathRows.all(projectId, after, limit) as string[],
+      count: (projectId) => countRows.get(projectId)?.n ?? 0,
+      clear: (projectId) => {
+        db.prepare('DELETE FROM watch_index WHERE project_id = ?').run(projectId);
+      },
+    },
+    emptyDirs: {
+      add: (projectId, path) => {
+        db.prepare('INSERT OR IGNORE INTO mount_empty_dirs (project_id, path) VALUES (?, ?)').run(projectId, path);
+      },
+      remove: (projectId, path) => {
+        db.prepare('DELETE FROM mount_empty_dirs WHERE project_id = ? AND path = ?').run(projectId, path);
+      },
+      list: (projectId) =>
+        db
+          .prepare<[string], { path: string }>('SELECT path FROM mount_empty_dirs WHERE project_id = ? ORDER BY path')
+          .all(projectId)
+          .map((row) => row.path),
+    },
+    flags: {
+      get: <T>(projectId: string, key: string) => {
+        const row = getFlag.get(projectId, key);
+        return row === undefined ? undefined : (JSON.parse(row.value) as T);
+      },
+      set: (projectId, key, value) => {
+        db.prepare('INSERT OR REPLACE INTO project_flags (project_id, key, value) VALUES (?, ?, ?)').run(projectId, key, JSON.stringify(value));
+      },
+      delete: (projectId, key) => {
+        db.prepare('DELETE FROM project_flags WHERE project_id = ? AND key = ?').run(projectId, key);
+      },
+    },
+    close: () => {
+      if (db.open) db.close();
+    },
+  };
+}

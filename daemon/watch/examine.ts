@@ -1,0 +1,134 @@
+// Watch mode's decision for one path, made after its events settled (or when a scan finds it): stat
+// it and compare with what was last versioned (the index: size, mtime, inode, exec bit), then
+// capture a new version, a rename, a deletion — or nothing.
+
+import type { BigIntStats } from 'node:fs';
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { HostContext } from '../host.js';
+import type { IndexRow } from '../state.js';
+
+/** A file whose mtime is this recent may still change within the same timestamp tick: re-hash next time. */
+const RACY_NS = 50_000_000n;
+export const RACY_MTIME = '-1';
+
+export interface ExamineContext {
+  host: HostContext;
+  /** directory appeared: watch it and examine its files (watch mode); no-op when polling */
+  onDirectory(path: string): Promise<void>;
+  /** directory vanished: stop watching it */
+  onDirectoryGone(path: string): void;
+}
+
+export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';
+
+type StatRow = Pick<IndexRow, 'size' | 'mtimeNs' | 'ino' | 'executable'>;
+
+export function statRow(st: BigIntStats): StatRow {
+  const nowNs = BigInt(Date.now()) * 1_000_000n;
+  return {
+    size: Number(st.size),
+    mtimeNs: nowNs - st.mtimeNs < RACY_NS ? RACY_MTIME : st.mtimeNs.toString(),
+    ino: st.ino.toString(),
+    executable: (st.mode & 0o100n) !== 0n,
+  };
+}
+
+/** Unchanged since it was versioned, as far as size, mtime, inode and mode can tell. */
+export function sameAsIndexed(row: IndexRow, st: BigIntStats): boolean {
+  return (
+    row.mtimeNs !== RACY_MTIME &&
+    row.size === Number(st.size) &&
+    row.mtimeNs === st.mtimeNs.toString() &&
+    row.ino === st.ino.toString() &&
+    row.executable === ((st.mode & 0o100n) !== 0n)
+  );
+}
+
+async function lstatOrNull(path: string): Promise<BigIntStats | null> {
+  try {
+    return await lstat(path, { bigint: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+export async function examine(ctx: ExamineContext, path: string): Promise<ExamineResult> {
+  const { host } = ctx;
+  const st = await lstatOrNull(join(host.dir, path));
+  if (st?.isDirectory()) {
+    if (host.capture.isIgnored(path, true)) return 'ignored';
+    // A file replaced by a directory of the same name.
+    if (host.state.index.get(host.projectId, path)) await deletePath(ctx, path);
+    await ctx.onDirectory(path);
+    return 'none';
+  }
+  if (st === null || !st.isFile()) {
+    // Gone, or no longer a regular file (symlinks, fifos and sockets are not versioned).
+    return (await vanished(ctx, path)) ? 'deleted' : 'none';
+  }
+  if (host.capture.isIgnored(path)) return 'ignored';
+  const row = host.state.index.get(host.projectId, path);
+  if (row && sameAsIndexed(row, st)) return 'same';
+  const fresh = statRow(st);
+  if (!row && (await renamedFrom(ctx, path, st, fresh))) return 'captured';
+  const outcome = await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable });
+  if (outcome.kind === 'versioned' || outcome.kind === 'unchanged') {
+    const entry = outcome.entry!;
+    host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
+    return outcome.kind === 'versioned' ? 'captured' : 'same';
+  }
+  return 'none';
+}
+
+/**
+ * `mv a b` arrives as two unrelated events. A new path whose inode, size and mtime are those of an
+ * indexed path that no longer exists is that file, renamed: record a rename (history stays findable,
+ * no bytes read) instead of a delete and an unrelated new file.
+ */
+async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, fresh: StatRow): Promise<boolean> {
+  const { host } = ctx;
+  for (const candidate of host.state.index.byIno(host.projectId, fresh.ino)) {
+    if (candidate.path === path || candidate.size !== Number(st.size) || candidate.mtimeNs !== st.mtimeNs.toString()) continue;
+    if ((await lstatOrNull(join(host.dir, candidate.path))) !== null) continue;
+    const outcome = await host.capture.captureRename(candidate.path, path);
+    if (outcome.kind !== 'versioned') return false;
+    host.state.index.remove(host.projectId, candidate.path);
+    const entry = outcome.entry!;
+    host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
+    // The exec bit may have changed along with the name.
+    if (entry.executable !== fresh.executable) {
+      await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable });
+    }
+    return true;
+  }
+  return false;
+}
+
+/** The path no longer holds a file: tombstones for it (or, if it was a directory, everything below). */
+async function vanished(ctx: ExamineContext, path: string): Promise<boolean> {
+  const { host } = ctx;
+  const below = host.state.index.under(host.projectId, path);
+  if (below.length > 0) {
+    ctx.onDirectoryGone(path);
+    const results = await Promise.all(below.map((row) => deletePath(ctx, row.path)));
+    return results.some(Boolean);
+  }
+  ctx.onDirectoryGone(path);
+  if (host.capture.isIgnored(path)) return false;
+  // Only paths Strata tracks count as deletions: a temp file that came and went is nothing, and must
+  // not count towards the mass-delete guard.
+  const tracked = host.state.index.get(host.projectId, path) ?? (await host.engine.stat({ projectId: host.projectId, path }).catch(() => null));
+  if (!tracked) return false;
+  return deletePath(ctx, path);
+}
+
+async function deletePath(ctx: ExamineContext, path: string): Promise<boolean> {
+  const { host } = ctx;
+  const outcome = await host.capture.captureDelete(path);
+  // Guarded: keep the index row, so the file still counts as tracked and a later reset deletes it.
+  if (outcome.kind === 'versioned' || outcome.kind === 'absent') host.state.index.remove(host.projectId, path);
+  return outcome.kind === 'versioned';
+}

@@ -1,0 +1,305 @@
+// Watch mode: versions what lands in an ordinary directory. Events (one inotify watch per directory,
+// tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (the settle delay,
+// so a burst of writes is one version and an editor's temp file is gone before we look), then
+// examine.ts decides. A scan at start catches up with what changed while the daemon was down.
+// Network filesystems and an exhausted inotify limit fall back to polling, loudly.
+
+import { lstat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
+import { STRATAIGNORE } from '../capture/ignore.js';
+import { type ExamineContext, examine } from './examine.js';
+import { detectFs } from './fs-type.js';
+import { plainWalk, scanTree, type Walk } from './scan.js';
+import { TreeWatcher } from './tree-watcher.js';
+
+export interface WatchOptions {
+  /** quiet time after the last event before a path is examined (default 100 ms) */
+  settleMs?: number;
+  /** a path that never goes quiet (a log written every 50 ms) is still examined this often (default 2 s) */
+  maxWaitMs?: number;
+  /** polling interval on network filesystems (default 5 s) */
+  pollMs?: number;
+  /** poll even on a local filesystem (tests, or inotify unwanted) */
+  forcePolling?: boolean;
+  /** injected fs.watch (tests of the inotify-limit path) */
+  watch?: ConstructorParameters<typeof TreeWatcher>[0]['watch'];
+  /** re-reads .strataignore */
+  reloadIgnore?: () => string | null;
+}
+
+const TRACKED_TTL_MS = 1_000;
+/** Files above this size are only captured once quiet (see #examineOverdue). */
+const OVERDUE_MAX_BYTES = 16 * 1024 * 1024;
+
+export function watchHostFactory(options: WatchOptions = {}): HostFactory {
+  return (ctx) => new WatchHost(ctx, options);
+}
+
+export function inotifyLimitMessage(): string {
+  return (
+    'the inotify watch limit (fs.inotify.max_user_watches) is exhausted, so this project is polled instead of watched. ' +
+    'Raise it: `sudo sysctl fs.inotify.max_user_watches=524288`, and keep it across reboots with ' +
+    '`echo fs.inotify.max_user_watches=524288 | sudo tee /etc/sysctl.d/60-strata.conf`; then restart the daemon.'
+  );
+}
+
+class WatchHost implements ProjectHost {
+  readonly #ctx: HostContext;
+  readonly #options: WatchOptions;
+  readonly #settleMs: number;
+  readonly #maxWaitMs: number;
+  readonly #timers = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
+  readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
+  readonly #warnings: string[] = [];
+  #watcher: TreeWatcher | null = null;
+  #pollTimer: NodeJS.Timeout | undefined;
+  #polling = false;
+  #scanning: Promise<void> | null = null;
+  #rescan: Promise<void> | null = null;
+  #scan: ScanProgress | null = null;
+  #state: HostStatus['state'] = 'starting';
+  #error: HostStatus['error'];
+  #stopped = false;
+  #tracked = { count: 0, at: 0 };
+  readonly #examineCtx: ExamineContext;
+
+  constructor(ctx: HostContext, options: WatchOptions) {
+    this.#ctx = ctx;
+    this.#options = options;
+    this.#settleMs = options.settleMs ?? 100;
+    this.#maxWaitMs = options.maxWaitMs ?? 2_000;
+    this.#examineCtx = {
+      host: ctx,
+      onDirectory: async (path) => {
+        // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
+        if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
+      },
+      onDirectoryGone: (path) => this.#watcher?.removeTree(path),
+    };
+  }
+
+  async start(): Promise<void> {
+    const fs = await detectFs(this.#ctx.dir);
+    const network = fs?.network === true;
+    if (network) {
+      this.#warn(
+        `${this.#ctx.dir} is on ${fs!.fsType} (${fs!.source}), which does not report changes made by other machines: polling every ${this.#pollMs() / 1000} s instead of watching`,
+      );
+    }
+    this.#polling = network || this.#options.forcePolling === true;
+    const kind = this.#ctx.state.index.count(this.#ctx.projectId) > 0 ? 'catch-up' : 'initial';
+    this.#scan = { kind, done: 0, total: 0, captured: 0, finished: false };
+    this.#state = 'scanning';
+    let walk: Walk;
+    if (this.#polling) {
+      walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+    } else {
+      const watcher = new TreeWatcher({
+        root: this.#ctx.dir,
+        ignoreDir: (path) => this.#ctx.capture.isIgnored(path, true),
+        onPath: (path) => this.schedule(path),
+        onError: (error, path) => this.#watchError(error, path),
+        ...(this.#options.watch ? { watch: this.#options.watch } : {}),
+      });
+      this.#watcher = watcher;
+      walk = (onFile) => watcher.addTree('', onFile);
+    }
+    // Serve while the scan runs: start() resolves once watching; the scan's progress is in status.
+    this.#scanning = scanTree(this.#examineCtx, walk, this.#scan).then(
+      () => {
+        this.#scanning = null;
+        if (this.#state === 'scanning') this.#state = 'watching';
+        this.#ctx.logger.info({ scan: this.#scan }, 'scan finished');
+        if (this.#polling) this.#schedulePoll();
+      },
+      (error: unknown) => {
+        this.#scanning = null;
+        this.#fail(error);
+      },
+    );
+  }
+
+  /** Resolves when the current scan (if any) has finished. */
+  async scanned(): Promise<void> {
+    await this.#scanning;
+  }
+
+  schedule(path: string): void {
+    if (this.#stopped) return;
+    if (path === STRATAIGNORE) {
+      const problem = this.#options.reloadIgnore?.() ?? null;
+      if (problem) this.#warn(problem);
+      // Files the old rules ignored may now be wanted: look at the tree again (stat-only for the rest).
+      void this.rescan().catch((error: unknown) => this.#ctx.logger.warn({ err: (error as Error).message }, 'rescan failed'));
+    }
+    const now = Date.now();
+    const existing = this.#timers.get(path);
+    if (existing) clearTimeout(existing.timer);
+    const firstAt = existing?.firstAt ?? now;
+    const overdue = now - firstAt >= this.#maxWaitMs;
+    const timer = setTimeout(
+      () => {
+        this.#timers.delete(path);
+        if (overdue) void this.#examineOverdue(path);
+        else void this.#examine(path);
+      },
+      overdue ? 0 : this.#settleMs,
+    );
+    this.#timers.set(path, { timer, firstAt });
+  }
+
+  /**
+   * A path that has not been quiet for maxWaitMs: a log file appended to all day is versioned every
+   * few seconds anyway, but a large file still being copied is not (each partial version would be
+   * hashed in full), it waits for its quiet period.
+   */
+  async #examineOverdue(path: string): Promise<void> {
+    const st = await lstat(join(this.#ctx.dir, path)).catch(() => null);
+    if (st?.isFile() && st.size > OVERDUE_MAX_BYTES) {
+      if (!this.#timers.has(path)) {
+        const timer = setTimeout(() => {
+          this.#timers.delete(path);
+          void this.#examine(path);
+        }, this.#settleMs);
+        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY });
+      }
+      return;
+    }
+    await this.#examine(path);
+  }
+
+  #examine(path: string): Promise<void> {
+    const running = this.#running.get(path);
+    if (running) {
+      running.again = true;
+      return running.done;
+    }
+    const slot = { again: false, done: Promise.resolve() };
+    slot.done = (async () => {
+      try {
+        do {
+          slot.again = false;
+          try {
+            await examine(this.#examineCtx, path);
+          } catch (error) {
+            this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not examine a path');
+          }
+        } while (slot.again && !this.#stopped);
+      } finally {
+        this.#running.delete(path);
+      }
+    })();
+    this.#running.set(path, slot);
+    return slot.done;
+  }
+
+  #pollMs(): number {
+    return this.#options.pollMs ?? 5_000;
+  }
+
+  #schedulePoll(): void {
+    if (this.#stopped) return;
+    this.#pollTimer = setTimeout(() => {
+      const progress: ScanProgress = { kind: 'catch-up', done: 0, total: 0, captured: 0, finished: false };
+      const walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+      this.#scanning = scanTree(this.#examineCtx, walk, progress).then(
+        () => {
+          this.#scanning = null;
+          this.#schedulePoll();
+        },
+        (error: unknown) => {
+          this.#scanning = null;
+          this.#ctx.logger.warn({ err: (error as Error).message }, 'poll failed');
+          this.#schedulePoll();
+        },
+      );
+    }, this.#pollMs());
+  }
+
+  #watchError(error: NodeJS.ErrnoException, path: string): void {
+    if (error.code === 'ENOSPC' && !this.#polling) {
+      this.#warn(inotifyLimitMessage());
+      this.#ctx.logger.error({ dir: this.#ctx.dir }, inotifyLimitMessage());
+      this.#polling = true;
+      // Release the watches we hold (they count against the same limit as everyone else's) and poll.
+      this.#watcher?.close();
+      this.#watcher = null;
+      if (this.#scanning === null) this.#schedulePoll();
+      else void this.#scanning.then(() => this.#schedulePoll());
+      return;
+    }
+    if (error.code === 'ENOSPC') return;
+    this.#ctx.logger.warn({ path: join(this.#ctx.dir, path), err: error.message }, 'watch failed');
+  }
+
+  #warn(message: string): void {
+    if (!this.#warnings.includes(message)) this.#warnings.push(message);
+    this.#ctx.logger.warn(message);
+  }
+
+  #fail(error: unknown): void {
+    const code = (error as { code?: string }).code ?? 'INTERNAL';
+    this.#state = 'error';
+    this.#error = { code, message: (error as Error).message };
+    this.#ctx.logger.error({ err: (error as Error).message }, 'watch host failed');
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    if (this.#pollTimer) clearTimeout(this.#pollTimer);
+    this.#watcher?.close();
+    // Whatever was written just before the stop is still captured.
+    const due = [...this.#timers.keys()];
+    for (const { timer } of this.#timers.values()) clearTimeout(timer);
+    this.#timers.clear();
+    await Promise.all(due.map((path) => this.#examine(path)));
+    await Promise.all([...this.#running.values()].map((slot) => slot.done));
+    await this.#scanning?.catch(() => undefined);
+    await this.#ctx.capture.flush();
+    this.#state = 'stopped';
+  }
+
+  status(): HostStatus {
+    const guarded = this.#ctx.capture.stats().massDeleteGuard.tripped;
+    const state = this.#state === 'watching' && guarded ? 'guarded' : this.#state;
+    const status: HostStatus = {
+      state,
+      backend: this.#polling ? 'polling' : 'inotify',
+      scan: this.#scan ? { ...this.#scan } : null,
+      warnings: [...this.#warnings],
+      pending: this.#timers.size + this.#running.size,
+    };
+    if (this.#error) status.error = this.#error;
+    return status;
+  }
+
+  rescan(): Promise<void> {
+    this.#rescan ??= (async () => {
+      await this.#scanning?.catch(() => undefined);
+      this.#rescan = null;
+      if (this.#stopped) return;
+      const progress: ScanProgress = { kind: 'catch-up', done: 0, total: 0, captured: 0, finished: false };
+      this.#scan = progress;
+      const watcher = this.#watcher;
+      // Through the watcher when there is one, so directories the old ignore rules skipped get watched.
+      const walk: Walk = watcher
+        ? (onFile) => watcher.addTree('', onFile, { revisit: true })
+        : plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+      const scanning = scanTree(this.#examineCtx, walk, progress);
+      const current: Promise<void> = scanning.finally(() => {
+        if (this.#scanning === current) this.#scanning = null;
+      });
+      this.#scanning = current;
+      await scanning;
+    })();
+    return this.#rescan;
+  }
+
+  trackedFiles(): number {
+    const now = Date.now();
+    if (now - this.#tracked.at > TRACKED_TTL_MS) this.#tracked = { count: this.#ctx.state.index.count(this.#ctx.projectId), at: now };
+    return this.#tracked.count;
+  }
+}

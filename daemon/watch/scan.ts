@@ -1,0 +1,99 @@
+// Initial and catch-up scans: walk the tree, compare each file with the index (size, mtime, inode,
+// exec bit — a stat, no read), examine only what differs (hash and version it if the content really
+// changed), then treat indexed paths the walk did not find as deleted while the daemon was down.
+// Polling mode (network filesystems, exhausted inotify) runs the same scan on an interval.
+
+import { lstat, opendir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ScanProgress } from '../host.js';
+import { type ExamineContext, examine, sameAsIndexed } from './examine.js';
+
+/** Examinations in flight during a scan: enough to keep the hash workers and batcher busy. */
+const SCAN_WINDOW = 64;
+
+export type Walk = (onFile: (path: string) => Promise<void>) => Promise<void>;
+
+/** A plain recursive walk (polling mode; watch mode walks while it adds watches instead). */
+export function plainWalk(root: string, ignoreDir: (path: string) => boolean): Walk {
+  return async (onFile) => {
+    const stack = [''];
+    while (stack.length > 0) {
+      const dir = stack.pop()!;
+      let handle: Awaited<ReturnType<typeof opendir>>;
+      try {
+        handle = await opendir(join(root, dir), { bufferSize: 256 });
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
+        throw error;
+      }
+      for await (const entry of handle) {
+        const child = dir === '' ? entry.name : `${dir}/${entry.name}`;
+        if (entry.isDirectory()) {
+          if (!ignoreDir(child)) stack.push(child);
+        } else if (entry.isFile() || entry.isSymbolicLink()) await onFile(child);
+      }
+    }
+  };
+}
+
+export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanProgress): Promise<void> {
+  const { host } = ctx;
+  const indexedAtStart = host.state.index.count(host.projectId);
+  const inFlight = new Set<Promise<void>>();
+  const run = (path: string) => {
+    const task = examine(ctx, path).then(
+      (result) => {
+        progress.done += 1;
+        if (result === 'captured') progress.captured += 1;
+      },
+      (error: unknown) => {
+        progress.done += 1;
+        host.logger.warn({ path, err: (error as Error).message }, 'scan could not examine a path');
+      },
+    );
+    const tracked = task.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+
+  await walk(async (path) => {
+    if (host.capture.isIgnored(path)) return;
+    progress.total += 1;
+    const row = host.state.index.get(host.projectId, path);
+    if (row) {
+      try {
+        if (sameAsIndexed(row, await lstat(join(host.dir, path), { bigint: true }))) {
+          progress.done += 1;
+          return;
+        }
+      } catch {
+        // vanished since the walk saw it: examine() records that
+      }
+    }
+    run(path);
+    if (inFlight.size >= SCAN_WINDOW) await Promise.race(inFlight);
+  });
+  await Promise.all(inFlight);
+
+  // Deleted while nobody watched: indexed paths that no longer hold a file. A stat per indexed path,
+  // page by page, rather than a set of every path the walk saw (20-30 MiB at 200,000 files); nothing
+  // can be missing on a first scan.
+  if (indexedAtStart > 0) {
+    let after = '';
+    for (;;) {
+      const page = host.state.index.pathsAfter(host.projectId, after, 1_000);
+      if (page.length === 0) break;
+      after = page.at(-1)!;
+      for (const path of page) {
+        if (host.capture.isIgnored(path)) continue;
+        const st = await lstat(join(host.dir, path)).catch(() => null);
+        if (st?.isFile()) continue;
+        progress.total += 1;
+        run(path);
+        if (inFlight.size >= SCAN_WINDOW) await Promise.race(inFlight);
+      }
+    }
+    await Promise.all(inFlight);
+  }
+  progress.finished = true;
+}

@@ -1,0 +1,137 @@
+// The daemon through the compiled CLI, as users run it: `strata init`, `strata daemon`, project
+// discovery inside the directory (no --project, no server URL, no key), `strata status`,
+// `strata watch` adding to a running daemon, and SIGTERM → exit 0.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, MAIN } from './cli-harness.js';
+import { sh, waitFor } from './daemon-harness.js';
+
+interface Daemon {
+  child: ChildProcess;
+  url: string;
+  stderr: () => string;
+}
+
+function startDaemonProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Daemon> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`daemon did not start:\n${stderr}`));
+    }, 20_000);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, stderr: () => stderr });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`daemon exited ${code}:\n${stderr}`));
+    });
+  });
+}
+
+describe('strata init / daemon / status / watch and project discovery', () => {
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+  let daemon: Daemon | undefined;
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'strata-daemon-cli-'));
+    env = { ...baseEnv(join(root, 'config')), STRATA_HOME: join(root, 'home') };
+  });
+  afterAll(async () => {
+    if (daemon && daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  });
+  const strata = (args: string[], cwd = root, allowFail = false) => sh(process.execPath, [MAIN, ...args], { cwd, env, allowFail, timeoutMs: 20_000 });
+  const json = async <T>(args: string[], cwd = root): Promise<T> => JSON.parse((await strata([...args, '--json'], cwd)).stdout) as T;
+
+  it('init without a daemon binds the directory and writes .strata/project.json', async () => {
+    const result = await json<{ projectId: string; dir: string; mode: string; created: boolean; daemonRunning: boolean }>(['init', 'thesis']);
+    expect(result).toMatchObject({ dir: join(root, 'thesis'), mode: 'watch', created: true, daemonRunning: false });
+    const file = JSON.parse(await readFile(join(root, 'thesis', '.strata', 'project.json'), 'utf8')) as { projectId: string; home: string };
+    expect(file).toEqual({ projectId: result.projectId, home: join(root, 'home') });
+    const again = await json<{ projectId: string; created: boolean }>(['init', 'thesis']);
+    expect(again).toMatchObject({ projectId: result.projectId, created: false });
+    const status = await json<{ running: boolean; projects: Array<{ state: string }> }>(['status']);
+    expect(status).toMatchObject({ running: false, projects: [{ state: 'stopped' }] });
+  });
+
+  it('refuses a directory inside another project (PROJECT_DIR_TAKEN, exit 4)', async () => {
+    const nested = await strata(['init', join(root, 'thesis', 'sub'), '--json'], root, true);
+    expect(nested.code).toBe(4);
+    expect(JSON.parse(nested.stdout).error.code).toBe('PROJECT_DIR_TAKEN');
+  });
+
+  it('the daemon captures; inside the directory `strata history` finds project and daemon by itself', async () => {
+    daemon = await startDaemonProcess(['daemon', '--listen', '127.0.0.1:0'], env);
+    const dir = join(root, 'thesis');
+    await mkdir(join(dir, 'sub'), { recursive: true });
+    await writeFile(join(dir, 'a.m'), 'x = 1;\n');
+    await waitFor('a.m versioned', async () => {
+      const r = await strata(['history', 'a.m', '--json'], dir, true);
+      return r.code === 0 && JSON.parse(r.stdout).items.length === 1 ? true : undefined;
+    });
+    // from a subdirectory too, and `cat` reads the version back
+    const cat = await strata(['cat', 'a.m'], join(dir, 'sub'));
+    expect(cat.stdout).toBe('x = 1;\n');
+    const status = await json<{ running: boolean; projects: Array<{ state: string; lastVersion: { path: string } | null; backend: string }> }>(['status'], dir);
+    expect(status.running).toBe(true);
+    expect(status.projects[0]).toMatchObject({ state: 'watching', backend: 'inotify', lastVersion: { path: 'a.m' } });
+    const human = await strata(['status'], dir);
+    expect(human.stdout).toMatch(/^daemon: pid \d+/);
+    expect(human.stdout).toMatch(/thesis\s+watch\s+watching/);
+  });
+
+  it('init and watch go through the running daemon, which captures at once', async () => {
+    const result = await json<{ projectId: string; daemonRunning: boolean }>(['init', 'second']);
+    expect(result.daemonRunning).toBe(true);
+    await writeFile(join(root, 'second', 'b.txt'), 'b\n');
+    const watched = await json<{ projectId: string; daemonRunning: boolean }>(['watch', 'third']);
+    expect(watched.daemonRunning).toBe(true);
+    await writeFile(join(root, 'third', 'c.txt'), 'c\n');
+    for (const [dir, path] of [
+      ['second', 'b.txt'],
+      ['third', 'c.txt'],
+    ] as const) {
+      await waitFor(`${dir}/${path} versioned`, async () => {
+        const r = await strata(['history', path, '--json'], join(root, dir), true);
+        return r.code === 0 && JSON.parse(r.stdout).items.length === 1 ? true : undefined;
+      });
+    }
+    const status = await json<{ projects: unknown[] }>(['status']);
+    expect(status.projects).toHaveLength(3);
+  });
+
+  it('a second daemon for the same home is refused; SIGTERM stops the daemon with exit 0', async () => {
+    const second = await strata(['daemon', '--listen', '127.0.0.1:0', '--json'], root, true);
+    expect(second.code).toBe(4);
+    expect(JSON.parse(second.stdout).error.code).toBe('DAEMON_RUNNING');
+    // a write just before the stop is still captured
+    await writeFile(join(root, 'thesis', 'last.m'), 'last\n');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    daemon!.child.kill('SIGTERM');
+    const [code] = (await once(daemon!.child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    expect(daemon!.stderr()).toMatch(/SIGTERM, stopping/);
+    const status = await json<{ running: boolean }>(['status']);
+    expect(status.running).toBe(false);
+    // without the daemon the CLI says where it tried (exit 7)
+    const down = await strata(['history', 'last.m'], join(root, 'thesis'), true);
+    expect(down.code).toBe(7);
+    daemon = await startDaemonProcess(['daemon'], env);
+    const history = await json<{ items: unknown[] }>(['history', 'last.m'], join(root, 'thesis'));
+    expect(history.items).toHaveLength(1);
+    daemon.child.kill('SIGTERM');
+    expect((await once(daemon.child, 'exit'))[0]).toBe(0);
+  });
+});

@@ -1,0 +1,57 @@
+// Restores through the API show in the mount at once: the next read after the restore returns the
+// restored bytes (including a different size), deleted paths come back, paths the snapshot did not
+// have disappear. No content is copied: the mount reads the restored versions' objects.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { VersionRecord } from '../engine/types.js';
+import { inMount, type MountedDir, mountProject, sh } from './mount-harness.js';
+
+let m: MountedDir;
+
+beforeAll(async () => {
+  m = await mountProject();
+});
+
+afterAll(async () => {
+  await m?.dispose();
+});
+
+const p = (suffix: string) => `/v1/projects/${m.projectId}${suffix}`;
+
+describe('restores seen through the mount', () => {
+  it('snapshot restore: sizes, contents and the set of files change at once', async () => {
+    await inMount(m, 'mkdir snap && printf "short\\n" > snap/a.txt && printf "keep\\n" > snap/b.txt');
+    await m.idle();
+    const snapshot = await m.api<{ snapshotId: string }>('POST', p('/fs/snapshots'), { message: 'before' });
+
+    // Warm the kernel's caches with the new state: the restore must not be hidden behind them.
+    await inMount(m, 'printf "a much longer second version\\n" > snap/a.txt && rm snap/b.txt && printf "new\\n" > snap/c.txt');
+    await m.idle();
+    await inMount(m, 'cat snap/a.txt snap/c.txt > /dev/null && stat snap/a.txt > /dev/null && ls snap > /dev/null');
+
+    await m.api('POST', p(`/fs/snapshots/${snapshot.snapshotId}/restore`));
+    const out = await inMount(m, 'cat snap/a.txt; cat snap/b.txt; ls snap');
+    expect(out.stdout).toBe('short\nkeep\na.txt\nb.txt\n');
+    const size = await inMount(m, 'stat -c %s snap/a.txt');
+    expect(size.stdout.trim()).toBe('6');
+    const gone = await sh('cat', [`${m.dir}/snap/c.txt`], { allowFail: true });
+    expect(gone.code).not.toBe(0);
+  });
+
+  it('file restore: the previous version is what the next open reads', async () => {
+    await inMount(m, 'printf "v1\\n" > one.txt');
+    await m.idle();
+    await inMount(m, 'sleep 0.2; printf "version two, longer\\n" > one.txt');
+    await m.idle();
+    await inMount(m, 'cat one.txt > /dev/null');
+    const history = await m.history('one.txt');
+    const first = history[history.length - 1] as VersionRecord;
+    await m.api('POST', p('/history/restore'), { versionId: first.versionId });
+    const out = await inMount(m, 'cat one.txt; stat -c %s one.txt');
+    expect(out.stdout).toBe('v1\n3\n');
+    // Writing after the restore builds on the restored content.
+    await inMount(m, 'echo more >> one.txt');
+    await m.idle();
+    expect((await m.read('one.txt')).toString()).toBe('v1\nmore\n');
+  });
+});
