@@ -50,7 +50,8 @@ export interface ServerChild {
 /** `node dist/cli/main.js serve --home H --listen 127.0.0.1:0`; resolves once it prints its URL. */
 export async function startServerChild(home: string): Promise<ServerChild> {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run \`npm run build\` first`);
-  const child = spawn(process.execPath, [CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
+  // the same V8 flag bin/strata gives every command (see the comment there)
+  const child = spawn(process.execPath, ['--max-semi-space-size=4', CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {
