@@ -5,13 +5,13 @@ import type { Command } from 'commander';
 import { type ApiClient, createClient } from '../client.js';
 import { contextFor } from '../context.js';
 import { daemonTarget, discoverProject } from '../discover.js';
-import { CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT } from '../errors.js';
+import { checkListen, runUntilSignal } from '../foreground.js';
 import { CLI_VERSION } from '../version.js';
 
 /** A stop that hangs (a mount that will not let go) must not keep a stopped service alive. */
 const STOP_TIMEOUT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 1_500;
-const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
 
 /** --home, else the home of the project around the working directory, else the default home. */
 export async function localHome(flag: string | undefined): Promise<string> {
@@ -33,11 +33,6 @@ export async function runningDaemon(home: string): Promise<ApiClient | null> {
   return createClient({ serverUrl: target.serverUrl, apiKey: target.apiKey, version: CLI_VERSION });
 }
 
-export function checkListen(listen: string | undefined): void {
-  if (listen === undefined) return;
-  const match = LISTEN.exec(listen);
-  if (!match || Number(match[2]) > 65535) throw usageError(`--listen must be HOST:PORT, got '${listen}'`, { field: 'listen' });
-}
 
 /**
  * Runs a daemon until SIGTERM/SIGINT, then stops it cleanly (captures flushed, mounts unmounted) and
@@ -45,49 +40,18 @@ export function checkListen(listen: string | undefined): void {
  */
 export async function runForeground(options: { home: string; listen?: string; only?: string[]; json: boolean }): Promise<void> {
   const { startDaemon } = await import('../../daemon/daemon.js');
-  // Handlers go in before anything starts: a supervisor may signal as soon as it sees the process.
-  let daemon: Awaited<ReturnType<typeof startDaemon>> | undefined;
-  let stopping = false;
-  const finish = () => {
-    const timer = setTimeout(() => {
-      process.stderr.write('strata: stop timed out, exiting\n');
-      process.exit(1);
-    }, STOP_TIMEOUT_MS);
-    timer.unref();
-    (daemon?.stop() ?? Promise.resolve()).then(
-      () => process.exit(0),
-      (error: unknown) => {
-        process.stderr.write(`strata: stop failed: ${error instanceof Error ? error.message : String(error)}\n`);
-        process.exit(1);
-      },
-    );
-  };
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) {
-      process.stderr.write(`strata: ${signal} again, exiting without waiting\n`);
-      process.exit(1);
-    }
-    stopping = true;
-    process.stderr.write(`strata: ${signal}, stopping (flushing captures)...\n`);
-    if (daemon) finish();
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  try {
-    daemon = await startDaemon({
-      home: options.home,
-      ...(options.listen === undefined ? {} : { listen: options.listen }),
-      ...(options.only === undefined ? {} : { only: options.only }),
-    });
-  } catch (error) {
-    process.removeListener('SIGTERM', stop);
-    process.removeListener('SIGINT', stop);
-    throw error;
-  }
-  if (stopping) {
-    finish();
-    return;
-  }
+  const daemon = await runUntilSignal({
+    start: () =>
+      startDaemon({
+        home: options.home,
+        ...(options.listen === undefined ? {} : { listen: options.listen }),
+        ...(options.only === undefined ? {} : { only: options.only }),
+      }),
+    stop: (running) => running.stop(),
+    timeoutMs: STOP_TIMEOUT_MS,
+    stopping: 'stopping (flushing captures)',
+  });
+  if (daemon === undefined) return;
   // Tests and scripts read this line to learn the URL (port 0 picks a free one).
   process.stderr.write(`strata: daemon for ${options.home}\nlistening on ${daemon.url}\n`);
   if (options.json) process.stdout.write(`${JSON.stringify({ url: daemon.url, home: options.home, pid: process.pid })}\n`);

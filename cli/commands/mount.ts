@@ -6,7 +6,8 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { contextFor } from '../context.js';
 import { sanitizeLine } from '../output.js';
-import { checkListen, localHome, runForeground } from './daemon.js';
+import { checkListen } from '../foreground.js';
+import { localHome, runForeground } from './daemon.js';
 import { initProject } from './init.js';
 
 export function registerMountCommand(program: Command): void {

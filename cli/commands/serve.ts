@@ -1,12 +1,11 @@
 import type { Command } from 'commander';
 import { contextFor } from '../context.js';
-import { CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT } from '../errors.js';
+import { checkListen, runUntilSignal } from '../foreground.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7420';
 /** A close that hangs (a client holding a stream open) must not keep a stopped service alive. */
 const CLOSE_TIMEOUT_MS = 10_000;
-
-const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
 
 export function registerServeCommand(program: Command): void {
   program
@@ -18,58 +17,25 @@ export function registerServeCommand(program: Command): void {
     .option('--quiet', 'no request log')
     .action(async (options: { home?: string; listen: string; environment?: string; quiet?: boolean }, command: Command) => {
       const ctx = contextFor(command);
-      const match = LISTEN.exec(options.listen);
-      if (!match || Number(match[2]) > 65535) {
-        throw usageError(`--listen must be HOST:PORT, got '${options.listen}'`, { field: 'listen' });
-      }
+      checkListen(options.listen);
       const { resolveHome } = await import('../../server/home.js');
       const { startServer } = await import('../../server/serve.js');
       const home = resolveHome(options.home);
-
-      // Handlers go in before the server starts: a supervisor (or a test) may signal as soon as it
-      // reads the "listening on" line, and a signal with no handler kills the process uncleanly.
-      let server: { url: string; close(): Promise<void> } | undefined;
-      let stopping = false;
-      const close = () => {
-        const timer = setTimeout(() => {
-          process.stderr.write('strata: close timed out, exiting\n');
-          process.exit(1);
-        }, CLOSE_TIMEOUT_MS);
-        timer.unref();
-        (server?.close() ?? Promise.resolve()).then(
-          () => process.exit(0),
-          (error: unknown) => {
-            process.stderr.write(`strata: close failed: ${error instanceof Error ? error.message : String(error)}\n`);
-            process.exit(1);
-          },
-        );
-      };
-      const stop = (signal: NodeJS.Signals) => {
-        if (stopping) {
-          process.stderr.write(`strata: ${signal} again, exiting without waiting\n`);
-          process.exit(1);
-        }
-        stopping = true;
-        process.stderr.write(`strata: ${signal}, closing (finishing requests in flight)...\n`);
-        if (server) close(); // else: closed right after startServer returns
-      };
-      process.on('SIGTERM', stop);
-      process.on('SIGINT', stop);
-
-      try {
-        server = await startServer({
-          home,
-          listen: options.listen,
-          ...(options.quiet ? { logger: false } : {}),
-          ...(options.environment === undefined ? {} : { environment: options.environment }),
-        });
-      } catch (error) {
-        throw listenError(error, options.listen);
-      }
-      if (stopping) {
-        close();
-        return;
-      }
+      const server = await runUntilSignal({
+        start: () =>
+          startServer({
+            home,
+            listen: options.listen,
+            ...(options.quiet ? { logger: false } : {}),
+            ...(options.environment === undefined ? {} : { environment: options.environment }),
+          }).catch((error: unknown) => {
+            throw listenError(error, options.listen);
+          }),
+        stop: (running) => running.close(),
+        timeoutMs: CLOSE_TIMEOUT_MS,
+        stopping: 'closing (finishing requests in flight)',
+      });
+      if (server === undefined) return;
       // Tests and scripts read this line to learn the port chosen for --listen HOST:0.
       process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n`);
       if (ctx.output.json) ctx.output.result({ url: server.url, home }, () => {});

@@ -4,7 +4,8 @@
 import type { Command } from 'commander';
 import { contextFor } from '../context.js';
 import { sanitizeLine } from '../output.js';
-import { checkListen, localHome, runForeground } from './daemon.js';
+import { checkListen } from '../foreground.js';
+import { localHome, runForeground } from './daemon.js';
 import { initProject } from './init.js';
 
 export function registerWatchCommand(program: Command): void {
