@@ -55,7 +55,7 @@ export function startMountProcess(
     });
     child.once('exit', (code) => {
       clearTimeout(timer);
-      reject(new Error(`mount exited ${code}:\n${stderr}`));
+      reject(new Error(`mount exited ${code} (signal ${child.signalCode}):\n${stderr}`));
     });
   });
 }
