@@ -17,7 +17,11 @@ import { join } from 'node:path';
 export type JournalRecord =
   | { op: 'w'; path: string; exec: boolean; size: number }
   | { op: 'd'; path: string }
-  | { op: 'r'; from: string; to: string };
+  | { op: 'r'; from: string; to: string }
+  // The path's bytes now live in a staging file (with its own record, recovery.ts): the 'w' records
+  // before this one are older than anything that file holds or was captured as, and must not be
+  // replayed over it. Without it, a restart replayed a file's empty first close over its 2 MB capture.
+  | { op: 's'; path: string };
 
 export function journalName(projectId: string, pid: number): string {
   return `journal-${projectId}-${pid}.log`;

@@ -175,6 +175,7 @@ export class MountState {
   /** A staged node's journal record follows it (recovery versions the file under this path). */
   journalStaged(node: FileNode, durable: boolean): Promise<void> {
     if (node.content.kind !== 'staged' || node.detached) return Promise.resolve();
+    this.journal.append({ op: 's', path: node.path });
     return node.content.file.journal({ projectId: this.projectId, path: node.path, executable: node.executable }, durable);
   }
 

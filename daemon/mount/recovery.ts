@@ -6,6 +6,9 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { StrataError } from '../../engine/errors.js';
+import { isContentHash } from '../../engine/hash.js';
+import type { ContentStore } from '../../engine/ports/content-store.js';
+import type { ContentHash } from '../../engine/types.js';
 import { JOURNAL_NAME, readJournal } from './journal.js';
 import type { MountSink } from './sink.js';
 
@@ -26,20 +29,23 @@ interface JournalRecord {
   projectId: string;
   path: string;
   executable: boolean;
+  /** present once the file was finished, just before the store took it in */
+  hash: ContentHash | null;
 }
 
 function parseRecord(text: string): JournalRecord | null {
   try {
     const value = JSON.parse(text) as Partial<JournalRecord>;
     if (typeof value.projectId !== 'string' || typeof value.path !== 'string') return null;
-    return { projectId: value.projectId, path: value.path, executable: value.executable === true };
+    const hash = typeof value.hash === 'string' && isContentHash(value.hash) ? value.hash : null;
+    return { projectId: value.projectId, path: value.path, executable: value.executable === true, hash };
   } catch {
     return null;
   }
 }
 
 /** Versions this project's journaled leftovers; returns how many were versioned. */
-export async function recoverStaging(options: { stagingDir: string; projectId: string; sink: MountSink }, logger: Logger): Promise<number> {
+export async function recoverStaging(options: { stagingDir: string; projectId: string; sink: MountSink; store: ContentStore | null }, logger: Logger): Promise<number> {
   let names: string[];
   try {
     names = await readdir(options.stagingDir);
@@ -78,19 +84,53 @@ export async function recoverStaging(options: { stagingDir: string; projectId: s
     }
     await rm(`${file}.json`, { force: true });
   }
-  // Records whose staging file is gone (versioned just before the crash).
+  // Records whose staging file is gone: the store took the file in just before the crash. Its version
+  // may or may not have committed; `ifChanged` makes a second commit of the same content a no-op.
   for (const name of names) {
     if (!name.endsWith('.stg.json') || present.has(name.slice(0, -'.json'.length))) continue;
     const match = STAGING_NAME.exec(name.slice(0, -'.json'.length));
-    if (match !== null && !isAlive(Number(match[1]))) await rm(join(options.stagingDir, name), { force: true });
+    if (match === null || isAlive(Number(match[1]))) continue;
+    const file = join(options.stagingDir, name);
+    const record = parseRecord(await readFile(file, 'utf8').catch(() => ''));
+    if (record !== null && record.projectId !== options.projectId) continue;
+    if (record?.hash != null) recovered += await versionStored(options, record, record.hash, logger);
+    await rm(file, { force: true });
   }
   return recovered;
+}
+
+async function versionStored(
+  options: { sink: MountSink; store: ContentStore | null },
+  record: JournalRecord,
+  hash: ContentHash,
+  logger: Logger,
+): Promise<number> {
+  const object = options.store?.objectFile === undefined ? null : await options.store.objectFile(hash);
+  if (object === null) {
+    logger.error({ path: record.path, hash }, 'a crashed mount had stored a file whose object is not readable here; not versioned');
+    return 0;
+  }
+  try {
+    const result = await options.sink.write(record.path, { file: object, knownHash: hash, adopt: false }, record.executable);
+    if (result.versionIds.length > 0) logger.warn({ path: record.path }, 'versioned a file a crashed mount had stored but not recorded');
+    return result.versionIds.length > 0 ? 1 : 0;
+  } catch (error) {
+    logger.error({ path: record.path, err: (error as Error).message }, 'could not version a file left by a crashed mount');
+    return 0;
+  }
 }
 
 /** Applies a dead mount's log in order; records already in the engine change nothing (ifChanged). */
 async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Promise<number> {
   let applied = 0;
-  for (const { record, data } of readJournal(bytes)) {
+  const records = readJournal(bytes);
+  const stagedAt = new Map<string, number>();
+  records.forEach(({ record }, index) => {
+    if (record.op === 's') stagedAt.set(record.path, index);
+  });
+  for (const [index, { record, data }] of records.entries()) {
+    if (record.op === 's') continue;
+    if (record.op === 'w' && index < (stagedAt.get(record.path) ?? -1)) continue; // superseded by its staging file
     try {
       if (record.op === 'w') {
         const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec);
