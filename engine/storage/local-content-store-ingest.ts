@@ -1,7 +1,8 @@
 // Getting bytes into the store: decide small (packed) or large (loose) while streaming, hash, stage,
 // commit. At most smallObjectMaxBytes are buffered in memory before that decision; past it, the bytes
 // go through a hash worker into a temp file, so memory stays bounded whatever the input size.
-import { open, rm } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { copyFile, open, rm, stat } from 'node:fs/promises';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
 import type { PutOptions, PutResult } from '../ports/content-store.js';
@@ -128,21 +129,49 @@ export async function ingestFile(ctx: IngestContext, absolutePath: string, optio
     options.onProgress?.(length);
     return result;
   }
-  // The worker reopens and reads the whole file itself; if the file changed since the peek above,
-  // what it hashes is what it copies, so the object is consistent with its hash either way.
+  // Copy in the kernel (copy_file_range, on libuv's pool), then hash the copy in a worker: one memory
+  // copy per byte instead of two (read into JS, write back out), where perf showed 74% of the old
+  // loop's time. Measured with 4 x 256 MB: 1.2-1.4 s against 3.3-3.9 s for the read/hash/write loop in
+  // worker threads. Hashing the copy rather than the source also means the object always matches its
+  // name, even if the source changes while it is being copied.
   const tmpPath = ctx.loose.newTempPath();
   let staged = true;
   try {
     const maxBytes = Number.isFinite(limits.maxBytes) ? limits.maxBytes : null;
-    const result = await ctx.pool.hashFile(absolutePath, tmpPath, maxBytes, options.onProgress);
+    if (maxBytes !== null && (await stat(absolutePath)).size > maxBytes) throw tooLarge(limits.maxBytes);
+    await copySource(absolutePath, tmpPath);
+    const result = await ctx.pool.hashFile(tmpPath, null, maxBytes, options.onProgress);
     if (result.kind === 'tooLarge') throw tooLarge(limits.maxBytes);
     checkExpected(limits, result.hash);
+    await syncReadOnly(tmpPath);
     staged = false;
     const created = await commitStaged(ctx, tmpPath, result.hash, result.size);
     return { hash: result.hash, size: result.size, created };
   } catch (error) {
     if (staged) await rm(tmpPath, { force: true });
     throw error;
+  }
+}
+
+/** The source's own failures (gone, unreadable) keep their errno; the store's are STORAGE_ERROR. */
+async function copySource(src: string, tmpPath: string): Promise<void> {
+  try {
+    await copyFile(src, tmpPath, constants.COPYFILE_EXCL);
+  } catch (error) {
+    const errno = error as NodeJS.ErrnoException;
+    if (errno.path === src && (errno.code === 'ENOENT' || errno.code === 'EACCES' || errno.code === 'EISDIR')) throw error;
+    throw storageError(error, 'Copying into the store');
+  }
+}
+
+/** Objects are read-only; their bytes are durable before anything can point to them. */
+async function syncReadOnly(path: string): Promise<void> {
+  const handle = await open(path, 'r');
+  try {
+    await handle.chmod(0o444);
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }
 
