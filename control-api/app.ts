@@ -1,7 +1,7 @@
 // The one control API factory. The daemon serves it on loopback for its local projects and
 // `strata server` serves it to the network: same paths, same bodies, same errors.
 
-import { randomUUID } from 'node:crypto';
+import { createSecretKey, randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
@@ -19,7 +19,9 @@ import { parseQueryString } from './query-string.js';
 import { createRequestContext, genRequestId } from './request-context.js';
 import type { App, RouteDeps } from './route-deps.js';
 import { registerAdminRoutes } from './routes/admin.js';
+import { registerDatasetRoutes } from './routes/datasets.js';
 import { registerFileRoutes } from './routes/files.js';
+import { registerGitRoutes } from './routes/git.js';
 import { registerHistoryRoutes } from './routes/history.js';
 import { registerKeyRoutes } from './routes/keys.js';
 import { registerOrgRoutes } from './routes/orgs.js';
@@ -64,7 +66,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     repository: options.repository,
     clock,
     ids: options.ids ?? createIdGenerator(clock),
-    pepper: options.pepper,
+    pepper: createSecretKey(options.pepper),
     environment: options.environment,
   };
   const deps: RouteDeps = { engine: options.engine, access, maxUploadBytes: options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
@@ -128,6 +130,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerHistoryRoutes(app, deps);
   registerSnapshotRoutes(app, deps);
   registerRetentionRoutes(app, deps);
+  registerDatasetRoutes(app, deps);
+  registerGitRoutes(app, deps);
   registerKeyRoutes(app, deps);
   registerOrgRoutes(app, deps);
   registerAdminRoutes(app, deps);

@@ -24,6 +24,7 @@ export const VersionSchema = Type.Object({
   kind: Type.Union(['write', 'delete', 'restore', 'snapshot-restore', 'import'].map((k) => Type.Literal(k))),
   restoredFrom: Nullable(Type.String()),
   executable: Type.Boolean(),
+  dataset: Type.Boolean({ description: 'stored as a dataset: contentHash names its manifest, size is the assembled size' }),
 });
 export const EntrySchema = Type.Object({
   path: Type.String(),
@@ -32,6 +33,7 @@ export const EntrySchema = Type.Object({
   size: Type.Integer(),
   timestamp: Timestamp,
   executable: Type.Boolean(),
+  dataset: Type.Boolean(),
 });
 export const WriteResultSchema = Type.Object({ entry: EntrySchema, version: VersionSchema });
 export const SnapshotSchema = Type.Object({
@@ -52,6 +54,7 @@ export const SnapshotEntrySchema = Type.Object({
   contentHash: Hash,
   size: Type.Integer(),
   executable: Type.Boolean(),
+  dataset: Type.Boolean(),
 });
 export const DiffSchema = Type.Object({
   from: Type.String(),
@@ -77,6 +80,7 @@ export const ProjectSchema = Type.Object({
   createdAt: Timestamp,
   policy: PolicySchema,
   retention: Type.Object({ maxVersions: Type.Integer() }),
+  datasets: Type.Object({ tracked: Type.Array(Type.String()), thresholdBytes: Type.Integer() }),
 });
 export const RetentionSchema = Type.Object({ projectId: Type.String(), maxVersions: Type.Integer() });
 export const DirectorySchema = Type.Object({
@@ -147,3 +151,24 @@ export function pageOf<T extends TSchema>(item: T) {
 export function listOf<T extends TSchema>(item: T) {
   return Type.Object({ items: Type.Array(item) });
 }
+
+export const DatasetRulesSchema = Type.Object({ tracked: Type.Array(Type.String()), thresholdBytes: Type.Integer() });
+export const ManifestSchema = Type.Object({
+  format: Type.Literal('strata.dataset/1'),
+  chunker: Type.Object({ algorithm: Type.String(), minSize: Type.Integer(), avgSize: Type.Integer(), maxSize: Type.Integer() }),
+  size: Type.Integer(),
+  hash: Hash,
+  shards: Type.Array(Type.Object({ hash: Hash, size: Type.Integer() })),
+});
+export const DatasetInfoSchema = Type.Object({ version: VersionSchema, manifestHash: Hash, manifest: ManifestSchema });
+export const DatasetHistorySchema = Type.Object({
+  items: Type.Array(
+    Type.Object({
+      version: VersionSchema,
+      shardCount: Nullable(Type.Integer()),
+      distinctShards: Nullable(Type.Integer()),
+      newShards: Nullable(Type.Integer()),
+    }),
+  ),
+  nextCursor: Type.Optional(Type.String()),
+});

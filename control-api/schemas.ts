@@ -66,6 +66,12 @@ export const AddTagBody = Type.Object({ tag: TagName }, closed);
 
 // --- retention
 export const RetentionBody = Type.Object({ maxVersions: Type.Integer({ minimum: 0, maximum: 1_000_000, description: '0 = unlimited' }) }, closed);
+export const DatasetPatternBody = Type.Object({ pattern: Type.String({ minLength: 1, maxLength: 1024, description: 'a project-relative path or glob' }) }, closed);
+export const DatasetThresholdBody = Type.Object(
+  { thresholdBytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'files larger than this are datasets' }) },
+  closed,
+);
+export const DatasetHistoryQuery = Type.Object({ path: PathText, cursor: Type.Optional(Cursor), limit: Type.Optional(Limit) }, closed);
 
 // --- organizations, members, keys
 export const OrgParams = params({ orgId: Id });

@@ -30,6 +30,45 @@ export interface ScanProgress {
   finished: boolean;
 }
 
+/**
+ * Watch mode's periodic reconciliation (daemon/watch/reconcile.ts): a catch-up scan of the whole tree
+ * that versions what file events missed (inotify queue overflow, a broken or missing watch).
+ */
+export interface WatchReconcileStatus {
+  /** time between periodic runs (0 = only after signs of lost events) */
+  intervalMs: number;
+  running: boolean;
+  /** completed runs since the daemon started */
+  runs: number;
+  /** changes found by reconciliations that no file event had reported, since the daemon started */
+  missedTotal: number;
+  last: {
+    reason: 'interval' | 'watch-error' | 'event-burst' | 'manual';
+    startedAt: string;
+    finishedAt: string;
+    durationMs: number;
+    /** files compared with the index (a stat each) */
+    examined: number;
+    /** files whose size/mtime/inode differed from the index, or new ones: read and hashed (unless renamed) */
+    hashed: number;
+    /** versions (writes, deletions, renames) it recorded that events had missed; non-zero deserves a look */
+    missed: number;
+  } | null;
+  lastError: { at: string; code: string; message: string } | null;
+}
+
+/** Mount mode: what the FUSE mount holds and how fast it answers the kernel. */
+export interface MountCaptureStatus {
+  /** file handles open on the mount */
+  openFiles: number;
+  /** files changed and not yet versioned (closed and settling, or still open for writing) */
+  dirty: number;
+  /** of those, files whose bytes sit in a staging file (above 64 KiB) rather than in memory */
+  staged: number;
+  /** FUSE requests answered since the mount started, per operation (time: callback to answer, queueing included) */
+  ops: Record<string, { count: number; totalMs: number; avgUs: number }>;
+}
+
 /** What a host reports; the daemon adds the capture pipeline's stats (pending, last version, errors). */
 export interface HostStatus {
   state: HostState;
@@ -42,6 +81,10 @@ export interface HostStatus {
   pending?: number;
   /** set when state is 'error' */
   error?: { code: string; message: string };
+  /** captures the host made without the shared pipeline (mount mode versions through its own sink) */
+  capture?: Pick<CaptureStats, 'captured' | 'lastVersion' | 'errors'>;
+  reconcile?: WatchReconcileStatus;
+  mount?: MountCaptureStatus;
 }
 
 export interface ProjectHost {
@@ -57,6 +100,8 @@ export interface ProjectHost {
   trackedFiles(): number;
   /** Looks at the whole tree again (after `strata guard reset`: records the deletions it held back). */
   rescan?(): Promise<void>;
+  /** Watch mode: a reconciliation now (or the one under way); see WatchReconcileStatus. */
+  reconcile?(): Promise<void>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */

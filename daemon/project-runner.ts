@@ -7,7 +7,16 @@ import type { Actor } from '../engine/types.js';
 import { createIgnoreRules } from './capture/ignore.js';
 import { createCapturePipeline, type PipelineHandle } from './capture/pipeline.js';
 import type { DaemonProjectConfig } from './config.js';
-import type { CaptureStats, HostContext, HostFactory, HostStatus, ProjectHost, ProjectMode } from './host.js';
+import type {
+  CaptureStats,
+  HostContext,
+  HostFactory,
+  HostStatus,
+  MountCaptureStatus,
+  ProjectHost,
+  ProjectMode,
+  WatchReconcileStatus,
+} from './host.js';
 import type { DaemonState } from './state.js';
 import { type WatchOptions, watchHostFactory } from './watch/host.js';
 
@@ -21,6 +30,20 @@ export interface ProjectStatus extends CaptureStats {
   scan: HostStatus['scan'];
   warnings: string[];
   error?: HostStatus['error'];
+  /** watch mode: the periodic reconciliation (null in mount mode, and while polling from the start) */
+  reconcile: WatchReconcileStatus | null;
+  /** mount mode: open files, changes not yet versioned, FUSE operation counts (null in watch mode) */
+  mount: MountCaptureStatus | null;
+}
+
+const MAX_ERRORS = 20;
+
+/** Pipeline stats plus the captures a host made on its own (mount mode); same fields for both modes. */
+function mergeCapture(pipeline: CaptureStats, own: HostStatus['capture']): CaptureStats {
+  if (own === undefined) return pipeline;
+  const last = [pipeline.lastVersion, own.lastVersion].filter((v) => v !== null).sort((a, b) => a.timestamp.localeCompare(b.timestamp));
+  const errors = [...pipeline.errors, ...own.errors].sort((a, b) => a.time.localeCompare(b.time)).slice(-MAX_ERRORS);
+  return { ...pipeline, captured: pipeline.captured + own.captured, lastVersion: last.at(-1) ?? null, errors };
 }
 
 export interface RunnerDeps {
@@ -135,13 +158,14 @@ export class ProjectRunner {
 
   status(): ProjectStatus {
     const host = this.#host?.status();
-    const capture: CaptureStats = this.#pipeline?.stats() ?? {
+    const pipeline: CaptureStats = this.#pipeline?.stats() ?? {
       pending: 0,
       captured: 0,
       lastVersion: null,
       errors: [],
       massDeleteGuard: { tripped: false, since: null, missing: 0 },
     };
+    const capture = mergeCapture(pipeline, host?.capture);
     const status: ProjectStatus = {
       projectId: this.config.projectId,
       name: this.name,
@@ -153,6 +177,8 @@ export class ProjectRunner {
       warnings: host?.warnings ?? [],
       ...capture,
       pending: capture.pending + (host?.pending ?? 0),
+      reconcile: host?.reconcile ?? null,
+      mount: host?.mount ?? null,
     };
     const error = this.#startError ?? host?.error;
     if (error) status.error = error;

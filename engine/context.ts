@@ -32,6 +32,7 @@ export interface EngineContext {
     kind: VersionKind;
     restoredFrom?: string | null;
     executable?: boolean;
+    dataset?: boolean;
   }): VersionRecord;
 }
 
@@ -66,6 +67,7 @@ export function createEngineContext(deps: EngineDeps): EngineContext {
         restoredFrom: fields.restoredFrom ?? null,
         // A tombstone has no content, so no mode either.
         executable: fields.contentHash !== null && fields.executable === true,
+        dataset: fields.contentHash !== null && fields.dataset === true,
       };
     },
   };

@@ -3,6 +3,10 @@ import { fsck } from './commands/fsck.js';
 import { gc } from './commands/gc.js';
 import { getVersion, history } from './commands/history.js';
 import { listDirectory } from './commands/list-directory.js';
+import { datasetHistory, getDatasetManifest, getDatasetRules, listDatasets, setDatasetThreshold, trackDataset, untrackDataset } from './commands/datasets.js';
+import { gitExport } from './commands/git-export.js';
+import { gitReceive } from './commands/git-receive.js';
+import { gitRefs, gitUpload } from './commands/git-refs.js';
 import { createProject, updatePolicy } from './commands/projects.js';
 import { readFile } from './commands/read-file.js';
 import { renameFile } from './commands/rename-file.js';
@@ -48,6 +52,17 @@ export function createEngine(deps: EngineDeps): Engine {
     getRetention: (projectId) => getRetention(ctx, projectId),
     setRetention: (input) => setRetention(ctx, input),
     updatePolicy: (input) => updatePolicy(ctx, input),
+    gitExport: (input) => gitExport(ctx, input),
+    gitRefs: (projectId) => gitRefs(ctx, projectId),
+    gitUpload: (input) => gitUpload(ctx, input),
+    gitReceive: (input) => gitReceive(ctx, input),
+    getDatasetRules: (projectId) => getDatasetRules(ctx, projectId),
+    trackDataset: (input) => trackDataset(ctx, input),
+    untrackDataset: (input) => untrackDataset(ctx, input),
+    setDatasetThreshold: (input) => setDatasetThreshold(ctx, input),
+    listDatasets: (projectId) => listDatasets(ctx, projectId),
+    getDatasetManifest: (input) => getDatasetManifest(ctx, input),
+    datasetHistory: (input) => datasetHistory(ctx, input),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),
     async settle() {

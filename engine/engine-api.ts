@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { DatasetManifest } from './datasets/manifest.js';
 import type { ContentStore, ReadRange } from './ports/content-store.js';
 import type { MetadataRepository } from './ports/metadata-repository.js';
 import type { Clock, IdGenerator } from './ports/world.js';
@@ -14,6 +15,7 @@ import type {
   SnapshotEntry,
   VersionRecord,
   VersioningPolicy,
+  DatasetRules,
 } from './types.js';
 
 export interface EngineDeps {
@@ -37,7 +39,13 @@ export interface WriteInput {
    * a store without adoptFile copies it, so afterwards the caller removes the file if it still exists.
    * `knownHash` (with adopt) is the caller's hash of exactly those bytes, trusted by the store.
    */
-  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string; adopt?: boolean; knownHash?: ContentHash };
+  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string; adopt?: boolean; knownHash?: ContentHash; size?: number };
+  /**
+   * The content's size when the caller knows it before the bytes arrive (a file's stat, an upload's
+   * Content-Length; `size` in a file input means the same). It decides early whether a large file is
+   * stored as a dataset, which then costs no full copy.
+   */
+  sizeHint?: number;
   /** optimistic concurrency: the version the writer based its change on (null = must not exist) */
   baseVersionId?: string | null;
   maxBytes?: number;
@@ -57,6 +65,35 @@ export interface WriteResult {
   version: VersionRecord;
   /** set (true) only when `ifChanged` skipped the write */
   unchanged?: boolean;
+}
+
+export interface GitReceiveResult {
+  /** snapshots created, oldest first */
+  applied: Array<{ snapshotId: string; commitId: string }>;
+  /** pushed commits the project had already */
+  alreadyPresent: number;
+  head: { snapshotId: string; commitId: string } | null;
+}
+
+export interface GitRefs {
+  ref: 'refs/heads/main';
+  head: { snapshotId: string; seq: number; commitId: string } | null;
+  tags: Array<{ tag: string; snapshotId: string; commitId: string }>;
+}
+
+export interface DatasetInfo {
+  version: VersionRecord;
+  manifestHash: ContentHash;
+  manifest: DatasetManifest;
+}
+
+export interface DatasetVersionInfo {
+  version: VersionRecord;
+  /** shards in the manifest (null: not a dataset version) */
+  shardCount: number | null;
+  distinctShards: number | null;
+  /** shards not in the next older dataset version on this page (null for the oldest one) */
+  newShards: number | null;
 }
 
 export interface DirectoryListing {
@@ -119,6 +156,23 @@ export interface Engine {
   getRetention(projectId: string): Promise<RetentionSetting>;
   setRetention(input: { projectId: string; maxVersions: number; actor: Actor }): Promise<RetentionSetting>;
   updatePolicy(input: { projectId: string; policy: Partial<VersioningPolicy> }): Promise<Project>;
+
+  /** The snapshot chain up to `snapshotId` as a git fast-import stream (DESIGN.md §5). */
+  gitExport(input: { projectId: string; snapshotId: string }): Promise<AsyncIterable<Uint8Array>>;
+  /** The chain's tip and tags with their git commit ids. */
+  gitRefs(projectId: string): Promise<GitRefs>;
+  /** The whole chain as fast-import, or only what follows `haveCommitId` (GIT_UNKNOWN_COMMIT if not in the chain). */
+  gitUpload(input: { projectId: string; haveCommitId?: string }): Promise<AsyncIterable<Uint8Array>>;
+  /** A pushed `git fast-export` stream of a linear history that fast-forwards the chain becomes snapshots. */
+  gitReceive(input: { projectId: string; actor: Actor; stream: AsyncIterable<Uint8Array> }): Promise<GitReceiveResult>;
+
+  getDatasetRules(projectId: string): Promise<DatasetRules>;
+  trackDataset(input: { projectId: string; pattern: string; actor: Actor }): Promise<{ rules: DatasetRules; converted: VersionRecord[] }>;
+  untrackDataset(input: { projectId: string; pattern: string }): Promise<DatasetRules>;
+  setDatasetThreshold(input: { projectId: string; thresholdBytes: number }): Promise<DatasetRules>;
+  listDatasets(projectId: string): Promise<Entry[]>;
+  getDatasetManifest(input: { projectId: string; path?: string; versionId?: string }): Promise<DatasetInfo>;
+  datasetHistory(input: { projectId: string; path: string; cursor?: string; limit?: number }): Promise<Page<DatasetVersionInfo>>;
 
   /** Full garbage collection: deletes objects nothing references (older than the grace period). */
   gc(options?: { graceMs?: number }): Promise<GcReport>;

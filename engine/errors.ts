@@ -55,6 +55,16 @@ export const ERROR_CATALOGUE = {
   PROJECT_DIR_TAKEN: { status: 409, message: 'The directory already belongs to a project' },
   DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
   DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
+  // git interop (issue 4)
+  GIT_STREAM_INVALID: { status: 400, message: 'The git fast-import stream is invalid' },
+  // datasets (issue 4)
+  NOT_A_DATASET: { status: 404, message: 'This file is not stored as a dataset' },
+  DATASET_MANIFEST_INVALID: { status: 500, message: 'A stored dataset manifest is not valid' },
+  GIT_UNKNOWN_COMMIT: { status: 409, message: "The commit is not in this project's snapshot chain (the histories have diverged)" },
+  GIT_NOT_FAST_FORWARD: { status: 409, message: "The pushed history does not continue the project's snapshot chain" },
+  GIT_NOT_LINEAR: { status: 409, message: 'Only a linear history on refs/heads/main can be received (no merges, no other branches)' },
+  GIT_UNSNAPSHOTTED_CHANGES: { status: 409, message: 'The project has changes since its last snapshot; snapshot them and pull first' },
+  GIT_NOT_REPRESENTABLE: { status: 422, message: 'A pushed commit cannot be stored so that it exports to the same commit id' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** Codes that were used by an earlier release and must never be given a new meaning. */

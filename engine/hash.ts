@@ -1,6 +1,6 @@
 // Content hashes: BLAKE3 through @napi-rs/blake-hash (native, 2.31 GB/s on one core here; the npm
 // `blake3` package does not install on this machine, hash-wasm is 6x slower — DESIGN.md §7).
-import { Blake3Hasher } from '@napi-rs/blake-hash';
+import { Blake3Hasher, blake3 } from '@napi-rs/blake-hash';
 import { StrataError } from './errors.js';
 import type { ContentHash } from './types.js';
 
@@ -8,7 +8,9 @@ const CONTENT_HASH_PATTERN = /^blake3:[0-9a-f]{64}$/;
 
 /** Hash bytes already in memory. Synchronous: keep it to small inputs on the event loop (~30 µs per 64 KiB). */
 export function hashBuffer(data: Uint8Array): ContentHash {
-  return `blake3:${new Blake3Hasher().update(data).digest('hex')}`;
+  // The one-shot call: 3.9 µs for 4.5 KB against 8.5 µs through a Blake3Hasher object (three native
+  // calls), which dominated verifying thousands of small objects in a git export.
+  return `blake3:${blake3(data).toString('hex')}`;
 }
 
 /** `blake3:` followed by exactly 64 lowercase hex digits; nothing else (no upper case, no whitespace). */

@@ -30,6 +30,11 @@ export interface VersionRecord {
   restoredFrom: string | null;
   /** the file's exec bit (POSIX `x`); false for tombstones */
   executable: boolean;
+  /**
+   * A dataset: `contentHash` names its manifest (engine/datasets/manifest.ts), which lists the shards;
+   * `size` is the size of the assembled bytes. Reads return the assembled bytes.
+   */
+  dataset: boolean;
 }
 
 /** The current state of one path in a project's tree. */
@@ -41,6 +46,13 @@ export interface Entry {
   /** when the current version was written */
   timestamp: string;
   executable: boolean;
+  dataset: boolean;
+}
+
+/** The author and committer lines (`Name <email> <seconds> <tz>`) of the git commit a snapshot came from. */
+export interface SnapshotGitIdent {
+  author: string;
+  committer: string;
 }
 
 export interface Snapshot {
@@ -54,6 +66,8 @@ export interface Snapshot {
   tags: string[];
   fileCount: number;
   totalSize: number;
+  /** present when the snapshot was received from git (fs/git/receive) */
+  git?: SnapshotGitIdent;
 }
 
 export interface SnapshotEntry {
@@ -62,6 +76,7 @@ export interface SnapshotEntry {
   contentHash: ContentHash;
   size: number;
   executable: boolean;
+  dataset: boolean;
 }
 
 export type DiffChange = 'added' | 'removed' | 'modified';
@@ -90,6 +105,14 @@ export interface RetentionSetting {
   maxVersions: number;
 }
 
+/** Which files of a project are stored as datasets (content-defined shards behind a manifest). */
+export interface DatasetRules {
+  /** paths and globs (picomatch syntax, project-relative) that are always datasets */
+  tracked: string[];
+  /** any file larger than this is a dataset too */
+  thresholdBytes: number;
+}
+
 export interface Project {
   projectId: string;
   orgId: string;
@@ -97,6 +120,7 @@ export interface Project {
   createdAt: string;
   policy: VersioningPolicy;
   retention: { maxVersions: number };
+  datasets: DatasetRules;
 }
 
 export interface Page<T> {

@@ -86,6 +86,35 @@ strata_env_setup() {
     fi
   fi
 
+  # The dataset chunker's native addon (DESIGN.md §2 datasets): rebuilt when the binary is missing or
+  # older than its sources. node-gyp ships with npm; it compiles against $npm_config_nodedir when set
+  # (the Node 24 above), else it fetches the running Node's headers. No silent fallback here: without
+  # the addon the engine would chunk at JS speed, so a failed build stops the setup.
+  local addon="$repo/native/chunker/build/Release/strata_chunker.node"
+  if [ ! -f "$addon" ] || [ -n "$(cd "$repo/native/chunker" && find src binding.gyp -newer "$addon" -print -quit 2>/dev/null)" ]; then
+    echo "strata: building the native chunker (node-gyp)..." >&2
+    local gyp
+    gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+    if [ ! -f "$gyp" ]; then
+      echo "strata: node-gyp not found next to npm (looked for $gyp)" >&2
+      return 1
+    fi
+    local gyplog="$tools/chunker-build.log"
+    # A machine's own Node >= 22 leaves npm_config_nodedir unset: use that Node's headers when it ships
+    # them (node-gyp would otherwise download them, and only package registries are reachable here).
+    local gypdir="${npm_config_nodedir:-}"
+    if [ -z "$gypdir" ]; then
+      local prefix
+      prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+      if [ -f "$prefix/include/node/node_api.h" ]; then gypdir="$prefix"; fi
+    fi
+    if ! (cd "$repo" && npm_config_nodedir="$gypdir" node "$gyp" rebuild --directory native/chunker >"$gyplog" 2>&1); then
+      cat "$gyplog" >&2
+      echo "strata: building native/chunker failed (see above; it needs python3, make and a C compiler)" >&2
+      return 1
+    fi
+  fi
+
   # Rebuild when any source or build setting is newer than the last successful build. The stamp
   # takes the time the build *started*, so an edit made during a build triggers the next one.
   local stamp="$repo/dist/.build-stamp"

@@ -23,6 +23,7 @@ export interface RunOptions {
   env?: Record<string, string | undefined>;
   input?: string | Buffer;
   timeoutMs?: number;
+  cwd?: string;
 }
 
 /** A clean environment: no STRATA_* from the developer's shell, no personal config file. */
@@ -43,7 +44,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, options: RunOptio
     else childEnv[key] = value;
   }
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, stdio: ['pipe', 'pipe', 'pipe'], ...(options.cwd === undefined ? {} : { cwd: options.cwd }) });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on('data', (chunk: Buffer) => out.push(chunk));

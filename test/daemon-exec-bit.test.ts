@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../engine/storage/sqlite-migrations.js';
+import { LATEST_SCHEMA_VERSION, MIGRATIONS } from '../engine/storage/sqlite-migrations.js';
 import { openSqliteRepository } from '../engine/storage/sqlite-repository.js';
 import { openHarness } from './control-api-harness.js';
 import { alice, openTestEngine, type TestEngine, tempDir } from './helpers/world.js';
@@ -132,7 +132,7 @@ describe('sqlite migration 2', () => {
         await repository.close();
       }
       const check = new Database(file, { readonly: true });
-      expect(check.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: 2 });
+      expect(check.prepare('SELECT max(version) AS v FROM schema_migrations').get()).toEqual({ v: LATEST_SCHEMA_VERSION });
       check.close();
     } finally {
       await dir.cleanup();

@@ -46,8 +46,9 @@ describe('engine: files and history', () => {
       kind: 'write',
       restoredFrom: null,
       executable: false,
+      dataset: false,
     });
-    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp, executable: false });
+    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp, executable: false, dataset: false });
     expect(await read('src/main.m')).toBe('abc');
   });
 

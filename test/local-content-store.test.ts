@@ -225,6 +225,37 @@ describe('local content store', () => {
     expect(await store.readBuffer(hash)).toEqual(data);
   });
 
+  it('reads many small objects at once, packed and loose, verified; a corrupt one fails the batch', async () => {
+    const packed = await Promise.all([1, 2, 3].map((i) => store.putBuffer(bytes(3000, 20 + i))));
+    const loose = await store.putBuffer(bytes(100_000, 30));
+    const all = [...packed.map((p) => p.hash), loose.hash];
+    const found = await store.readBuffers!(all);
+    expect([...found.keys()].sort()).toEqual([...all].sort());
+    for (const [i, p] of packed.entries()) expect(found.get(p.hash)).toEqual(Buffer.from(bytes(3000, 21 + i)));
+    expect(found.get(loose.hash)!.length).toBe(100_000);
+    const db = new Database(join(root, 'objects', 'packed.sqlite'));
+    db.prepare('UPDATE objects SET data = ? WHERE hash = ?').run(bytes(3000, 99), packed[1]!.hash);
+    db.close();
+    await expectStrataError(store.readBuffers!(all), 'CONTENT_CORRUPT');
+    await expectStrataError(store.readBuffers!([hashBuffer(Buffer.from('absent'))]), 'CONTENT_NOT_FOUND');
+  });
+
+  it('reads a large batch in the reader threads: exact bytes, corruption and absence detected', async () => {
+    const inputs = Array.from({ length: 40 }, (_, i) => bytes(1000 + i * 100, 200 + i));
+    const stored = await Promise.all(inputs.map((data) => store.putBuffer(data)));
+    const loose = await store.putBuffer(bytes(150_000, 300));
+    const hashes = [...stored.map((s) => s.hash), loose.hash];
+    const [first, second] = await Promise.all([store.readBuffers!(hashes.slice(0, 20)), store.readBuffers!(hashes.slice(20))]);
+    for (const [i, s] of stored.entries()) expect((i < 20 ? first : second).get(s.hash)).toEqual(Buffer.from(inputs[i]!));
+    expect(second.get(loose.hash)!.length).toBe(150_000);
+    const db = new Database(join(root, 'objects', 'packed.sqlite'));
+    db.prepare('UPDATE objects SET data = ? WHERE hash = ?').run(bytes(1500, 1), stored[5]!.hash);
+    db.close();
+    await expectStrataError(store.readBuffers!(hashes), 'CONTENT_CORRUPT');
+    const absent = Array.from({ length: 20 }, (_, i) => hashBuffer(Buffer.from(`absent ${i}`)));
+    await expectStrataError(store.readBuffers!(absent), 'CONTENT_NOT_FOUND');
+  });
+
   it('leaves no temp file behind after any failed put', async () => {
     const large = bigBytes(3_000_000, 7);
     const file = join(root, 'input.bin');

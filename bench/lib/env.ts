@@ -11,6 +11,15 @@ export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
 /** The CLI entry point the HTTP variants start as a server child process. */
 export const CLI_MAIN = join(REPO_ROOT, 'dist', 'cli', 'main.js');
 /**
+ * The V8 flags bin/strata gives `strata serve` and `strata daemon` (see bin/strata for why); child
+ * processes the benchmarks start get the same, so they measure what users run. BENCH_NODE_FLAGS
+ * (space-separated) overrides them, to compare.
+ */
+export function nodeFlags(command: 'serve' | 'daemon'): string[] {
+  const flags = process.env['BENCH_NODE_FLAGS'] ?? `--max-semi-space-size=${command === 'serve' ? 1 : 4}`;
+  return flags.split(' ').filter((flag) => flag !== '');
+}
+/**
  * Scratch data and every Strata home live here, so Strata and its peers (cp, git) write to the same
  * disk. Override with BENCH_TMP.
  */

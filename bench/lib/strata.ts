@@ -5,7 +5,7 @@ import { createIdGenerator } from '../../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../../engine/local.js';
 import { systemClock } from '../../engine/ports/world.js';
 import type { Actor } from '../../engine/types.js';
-import { CLI_MAIN } from './env.js';
+import { CLI_MAIN, nodeFlags } from './env.js';
 import { HttpClient } from './http.js';
 import { currentRss, peakRss } from './proc.js';
 
@@ -50,8 +50,7 @@ export interface ServerChild {
 /** `node dist/cli/main.js serve --home H --listen 127.0.0.1:0`; resolves once it prints its URL. */
 export async function startServerChild(home: string): Promise<ServerChild> {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run \`npm run build\` first`);
-  // the same V8 flag bin/strata gives every command (see the comment there)
-  const child = spawn(process.execPath, ['--max-semi-space-size=4', CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
+  const child = spawn(process.execPath, [...nodeFlags('serve'), CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,5 +1,6 @@
 // `strata status`: the daemon and each project's capture state (watching, scanning, guarded, error),
-// pending work, last version and recent errors. `strata guard reset` resumes recording deletions
+// pending work, last version and recent errors; watch mode's last reconciliation, mount mode's open
+// files and FUSE operation counts. `strata guard reset` resumes recording deletions
 // after the mass-delete guard tripped.
 
 import type { Command } from 'commander';
@@ -8,7 +9,7 @@ import type { ProjectStatus } from '../../daemon/project-runner.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
-import { formatTime, sanitizeLine } from '../output.js';
+import { formatTime, plural, sanitizeLine } from '../output.js';
 import { localHome, runningDaemon } from './daemon.js';
 
 interface StatusDocument {
@@ -24,6 +25,38 @@ function scanText(project: ProjectStatus): string {
   return ` ${scan.kind} scan ${scan.done}/${scan.total}`;
 }
 
+function duration(ms: number): string {
+  if (ms < 1_000) return `${ms} ms`;
+  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
+  return `${Math.round(ms / 60_000)} min`;
+}
+
+/** Lines under the table: what each mode adds (reconciliation, mount statistics). */
+function renderDetails(ctx: ReturnType<typeof contextFor>, p: ProjectStatus, label: string): void {
+  // `?? null`: a daemon of an older version does not send these fields.
+  const r = p.reconcile ?? null;
+  if (r !== null) {
+    const every = r.intervalMs > 0 ? `every ${duration(r.intervalMs)}` : 'only after signs of lost events';
+    const last = r.last;
+    const text = last
+      ? `last ${formatTime(last.finishedAt)} (${last.reason}, ${duration(last.durationMs)}): ${last.examined} files examined, ${last.hashed} hashed, ${last.missed} missed by events`
+      : 'not run yet';
+    ctx.output.line(`${label}: reconciliation ${every}${r.running ? ', running now' : ''}; ${text}`);
+  }
+  const m = p.mount ?? null;
+  if (m === null) return;
+  ctx.output.line(
+    `${label}: mount: ${plural(p.captured, 'version')} captured, ${plural(m.openFiles, 'open file')}, ${m.dirty} changed not yet versioned (${m.staged} staged), ${p.pending} pending, ${plural(p.errors.length, 'error')}`,
+  );
+  const ops = Object.entries(m.ops).sort((a, b) => b[1].totalMs - a[1].totalMs);
+  if (ops.length === 0) return;
+  ctx.output.table(
+    ['FUSE OP', 'COUNT', 'AVG µs', 'TOTAL ms'],
+    ops.map(([op, s]) => [op, s.count, s.avgUs, s.totalMs]),
+    { rightAlign: [1, 2, 3] },
+  );
+}
+
 function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
   if (!doc.running) ctx.output.line(`daemon: not running (home ${sanitizeLine(doc.home)}); start it with \`strata daemon\``);
   else {
@@ -35,16 +68,17 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     return;
   }
   ctx.output.table(
-    ['PROJECT', 'MODE', 'STATE', 'PENDING', 'LAST VERSION', 'DIR'],
+    ['PROJECT', 'MODE', 'STATE', 'PENDING', 'CAPTURED', 'LAST VERSION', 'DIR'],
     doc.projects.map((p) => {
-      if (!('captured' in p)) return [p.projectId, p.mode, p.state, '', '', p.dir];
+      if (!('captured' in p)) return [p.projectId, p.mode, p.state, '', '', '', p.dir];
       const last = p.lastVersion ? `${p.lastVersion.path} ${formatTime(p.lastVersion.timestamp)}` : '';
-      return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, last, p.dir];
+      return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, p.captured, last, p.dir];
     }),
   );
   for (const p of doc.projects) {
     if (!('captured' in p)) continue;
     const label = sanitizeLine(p.name ?? p.projectId);
+    renderDetails(ctx, p, label);
     if (p.massDeleteGuard.tripped) {
       ctx.output.warn(
         `${label}: MASS-DELETE GUARD TRIPPED since ${formatTime(p.massDeleteGuard.since)}: ${p.massDeleteGuard.missing} deletions not recorded (files kept). ` +

@@ -49,6 +49,8 @@ export function registerFileRoutes(app: App, deps: RouteDeps): void {
           content: isAsyncIterable(body) ? body : new Uint8Array(0),
           maxBytes: maxUploadBytes,
         };
+        // Lets a large upload that is a dataset go straight to shards (no whole copy first).
+        if (declared > 0) input.sizeHint = declared;
         const base = request.query.baseVersionId;
         if (base !== undefined) input.baseVersionId = base === '' ? null : base;
         if (request.query.executable === true) input.executable = true;

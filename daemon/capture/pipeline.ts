@@ -3,6 +3,7 @@
 // concurrency, and owns what the modes share: skip unchanged content, ignore rules, the mass-delete
 // guard, and the bookkeeping `strata status` shows.
 
+import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
 import { isStrataError } from '../../engine/errors.js';
@@ -178,7 +179,9 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       return serial(path, () =>
         limited(async (): Promise<CaptureOutcome> => {
           try {
-            const result = await engine.writeFile({ projectId, path, actor, content: { file }, executable, ifChanged: true });
+            // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
+            const { size } = await stat(file);
+            const result = await engine.writeFile({ projectId, path, actor, content: { file, size }, executable, ifChanged: true });
             if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
             return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
           } catch (error) {

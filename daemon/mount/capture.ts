@@ -21,7 +21,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
       if (node.writers > 0) {
         // Forced while still open for writing (fsync, unmount): the file stays ours, the store copies it.
         await content.file.drain();
-        payload = { file: content.file.path, adopt: false };
+        payload = { file: content.file.path, adopt: false, size: node.size };
       } else {
         // Hash already computed by the staging worker as the bytes went by; the store renames the file in.
         const finishing = state.now();
@@ -31,7 +31,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
         // record lets a restart after a crash here find the content and version it.
         await content.file.journal({ projectId: state.projectId, path, executable: node.executable, hash }, true);
         adopted = { file: content.file, hash, size };
-        payload = { file: content.file.path, knownHash: hash, adopt: true };
+        payload = { file: content.file.path, knownHash: hash, adopt: true, size };
       }
     } else {
       payload = await baseContent(state, node);
@@ -51,7 +51,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
       await adopted.file.unjournal();
     }
     const { entry } = result;
-    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable };
+    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset };
     node.enginePath = path;
     if (node.generation === generation) {
       node.dirty = false;
@@ -66,7 +66,8 @@ async function baseContent(state: MountState, node: FileNode): Promise<SinkConte
   const base = node.base;
   if (base === null || base.size === 0) return new Uint8Array(0);
   const store = state.source.store;
-  if (store !== null) {
+  // A dataset's object is its manifest; its bytes come assembled from the engine (below).
+  if (store !== null && !base.dataset) {
     const file = store.objectFile === undefined ? null : await store.objectFile(base.hash);
     if (file !== null) return { file, adopt: false };
     return store.readBuffer(base.hash);
@@ -83,7 +84,7 @@ async function recoverStaging(state: MountState, node: FileNode, file: StagingFi
     // The store took the file before the failure (its commit failed after the object was stored):
     // the bytes are an object now, not yet referenced. Serve them from there; the node stays dirty, so
     // the retry versions them from the store (the grace period keeps GC away meanwhile).
-    node.base = { versionId: '', hash, size, executable: node.executable };
+    node.base = { versionId: '', hash, size, executable: node.executable, dataset: false };
     node.enginePath = null;
     node.content = { kind: 'base' };
     return;

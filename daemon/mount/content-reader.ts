@@ -2,8 +2,10 @@
 // limit) are plain read-only files: open once per handle and answer each FUSE read with one positional
 // read — never a stream, never the whole file in memory. Packed objects (≤ 64 KiB) come whole from
 // the store's SQLite pack, once per handle. Without a local store (a remote one) each read is a ranged
-// engine read.
+// engine read. A dataset is read through its manifest: each read opens only the shards it covers
+// (positional reads of their loose files), never the whole dataset.
 import { type FileHandle, open } from 'node:fs/promises';
+import { ShardIndex } from '../../engine/datasets/manifest.js';
 import type { Engine } from '../../engine/engine-api.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { ContentHash } from '../../engine/types.js';
@@ -74,11 +76,94 @@ class EngineReader implements ContentReader {
   async close(): Promise<void> {}
 }
 
+/**
+ * Reads a dataset shard by shard. The kernel sends reads of one handle concurrently (readahead), and
+ * neighbouring reads often sit in different shards: each shard's reader is counted while in use and
+ * only an idle one is closed, keeping the last few open because reads are mostly sequential.
+ */
+class DatasetReader implements ContentReader {
+  private readonly shards = new Map<ContentHash, { reader: Promise<ContentReader>; users: number }>();
+
+  constructor(
+    private readonly store: ContentStore,
+    private readonly index: ShardIndex,
+  ) {}
+
+  async read(into: Buffer, len: number, pos: number): Promise<number> {
+    const size = this.index.manifest.size;
+    if (pos >= size || len === 0) return 0;
+    let done = 0;
+    for (const piece of this.index.pieces(pos, Math.min(size, pos + len) - 1)) {
+      const want = piece.to - piece.from + 1;
+      const got = await this.withShard(piece.hash, (reader) => reader.read(into.subarray(done), want, piece.from));
+      done += got;
+      if (got < want) break;
+    }
+    return done;
+  }
+
+  private async withShard<T>(hash: ContentHash, use: (reader: ContentReader) => Promise<T>): Promise<T> {
+    let slot = this.shards.get(hash);
+    if (slot === undefined) {
+      slot = { reader: this.openShard(hash), users: 0 };
+    } else {
+      this.shards.delete(hash); // re-inserted below: the map's order is least recently used first
+    }
+    this.shards.set(hash, slot);
+    slot.users++;
+    try {
+      return await use(await slot.reader);
+    } catch (error) {
+      if (this.shards.get(hash) === slot) this.shards.delete(hash); // a failed open is not kept
+      throw error;
+    } finally {
+      slot.users--;
+      this.closeIdle(OPEN_SHARDS);
+    }
+  }
+
+  private async openShard(hash: ContentHash): Promise<ContentReader> {
+    const file = this.store.objectFile === undefined ? null : await this.store.objectFile(hash);
+    return file !== null ? new FileReader(await open(file, 'r')) : new BufferReader(await this.store.readBuffer(hash));
+  }
+
+  private closeIdle(keep: number): Promise<unknown> {
+    const closing: Promise<void>[] = [];
+    for (const [hash, slot] of this.shards) {
+      if (this.shards.size <= keep) break;
+      if (slot.users > 0) continue;
+      this.shards.delete(hash);
+      closing.push(slot.reader.then((reader) => reader.close()).catch(() => {}));
+    }
+    return Promise.all(closing);
+  }
+
+  async close(): Promise<void> {
+    await this.closeIdle(0);
+  }
+}
+
+/** Shard files a dataset reader keeps open between reads. */
+const OPEN_SHARDS = 4;
+
 export const EMPTY_READER: ContentReader = new BufferReader(Buffer.alloc(0));
 
-export async function openContent(source: ReadSource, content: { hash: ContentHash; size: number; versionId: string }): Promise<ContentReader> {
+export interface ContentRef {
+  hash: ContentHash;
+  size: number;
+  versionId: string;
+  /** `hash` names a dataset manifest */
+  dataset?: boolean;
+}
+
+export async function openContent(source: ReadSource, content: ContentRef): Promise<ContentReader> {
   if (content.size === 0) return EMPTY_READER;
   const store = source.store;
+  if (content.dataset === true) {
+    if (store === null) return new EngineReader(source, content.versionId, content.size);
+    const { manifest } = await source.engine.getDatasetManifest({ projectId: source.projectId, versionId: content.versionId });
+    return new DatasetReader(store, new ShardIndex(manifest));
+  }
   if (store?.objectFile !== undefined) {
     const file = await store.objectFile(content.hash);
     if (file !== null) return new FileReader(await open(file, 'r'));
@@ -88,9 +173,9 @@ export async function openContent(source: ReadSource, content: { hash: ContentHa
 }
 
 /** The bytes of a small object (the caller bounds the size: ≤ MEMORY_LIMIT). */
-export async function contentForSmall(source: ReadSource, content: { hash: ContentHash; size: number; versionId: string }): Promise<Buffer> {
+export async function contentForSmall(source: ReadSource, content: ContentRef): Promise<Buffer> {
   if (content.size === 0) return Buffer.alloc(0);
-  if (source.store !== null) return source.store.readBuffer(content.hash);
+  if (source.store !== null && content.dataset !== true) return source.store.readBuffer(content.hash);
   const { stream } = await source.engine.readFile({ projectId: source.projectId, versionId: content.versionId });
   const parts: Buffer[] = [];
   for await (const chunk of stream as AsyncIterable<Buffer>) parts.push(chunk);
@@ -103,12 +188,12 @@ export async function contentForSmall(source: ReadSource, content: { hash: Conte
  */
 export async function copyContentInto(
   source: ReadSource,
-  content: { hash: ContentHash; size: number; versionId: string },
+  content: ContentRef,
   staging: StagingFile,
 ): Promise<void> {
   if (content.size === 0) return;
   const store = source.store;
-  if (store?.objectFile !== undefined) {
+  if (store?.objectFile !== undefined && content.dataset !== true) {
     const file = await store.objectFile(content.hash);
     if (file !== null) return staging.copyFrom(file);
     const data = await store.readBuffer(content.hash);

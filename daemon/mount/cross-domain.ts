@@ -23,9 +23,10 @@ export async function materializeToBacking(state: MountState, node: FileNode, to
     await writeFile(dest, Buffer.alloc(0));
   } else {
     const { store } = state.source;
-    const object = store?.objectFile === undefined ? null : await store.objectFile(node.base.hash);
+    // A dataset's object is its manifest: its bytes come assembled from the engine.
+    const object = store?.objectFile === undefined || node.base.dataset ? null : await store.objectFile(node.base.hash);
     if (object !== null) await copyFile(object, dest);
-    else if (store !== null) await writeFile(dest, await store.readBuffer(node.base.hash));
+    else if (store !== null && !node.base.dataset) await writeFile(dest, await store.readBuffer(node.base.hash));
     else {
       const { stream } = await state.engine.readFile({ projectId: state.projectId, versionId: node.base.versionId });
       await pipeline(stream, createWriteStream(dest));

@@ -10,6 +10,8 @@ export interface BaseRef {
   hash: ContentHash;
   size: number;
   executable: boolean;
+  /** a dataset: `hash` names its manifest, `size` is the assembled size */
+  dataset: boolean;
 }
 
 /**
@@ -103,8 +105,11 @@ export interface Handle {
   fd: number | null;
   writable: boolean;
   wrote: boolean;
-  /** reader of the node's base content, opened on first read, for `readerHash` */
-  reader: ContentReader | null;
+  /**
+   * reader of the node's base content for `readerHash`, opened on first read. A promise, so the
+   * kernel's concurrent first reads of one handle share one open instead of racing to replace it.
+   */
+  reader: Promise<ContentReader> | null;
   readerHash: ContentHash | null;
   /** a virtual read-only file (.strata/project.json) */
   virtual: Buffer | null;

@@ -59,6 +59,12 @@ class MountHost implements ProjectHost {
       scan: null,
       warnings: mount?.warnings ?? [],
       pending: mount?.pending ?? 0,
+      ...(mount === undefined
+        ? {}
+        : {
+            capture: { captured: mount.captured, lastVersion: mount.lastVersion, errors: mount.errors },
+            mount: { openFiles: mount.openFiles, dirty: mount.dirty, staged: mount.staged, ops: mount.ops },
+          }),
       ...(this.error === null ? {} : { error: this.error }),
     };
   }

@@ -187,7 +187,7 @@ export class MountState {
     const { entry } = resolved;
     const node = new FileNode(
       path,
-      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable },
+      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset },
       this.now(),
       this.mtimeOf(path, entry),
     );
@@ -243,7 +243,9 @@ export class MountState {
     const reader = handle.reader;
     handle.reader = null;
     handle.readerHash = null;
-    if (reader !== null && reader !== EMPTY_READER) await reader.close();
+    if (reader === null) return;
+    const opened = await reader.catch(() => null);
+    if (opened !== null && opened !== EMPTY_READER) await opened.close();
   }
 
   fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs): FuseStat {

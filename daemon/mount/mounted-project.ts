@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
+import type { MountCaptureStatus } from '../host.js';
 import { Backing } from './backing.js';
 import { type FuseMount, loadFuse, mountFuse } from './fuse-binding.js';
 import { buildFuseOps, type OpStats } from './fuse-ops.js';
@@ -13,7 +14,7 @@ import { MountIgnore, STRATAIGNORE } from './ignore.js';
 import { MountJournal } from './journal.js';
 import { MountState } from './mount-state.js';
 import { type ExplicitDirStore, Namespace } from './namespace.js';
-import { Reconciler } from './reconciler.js';
+import { type ReconcileStats, Reconciler } from './reconciler.js';
 import { recoverStaging } from './recovery.js';
 import type { MountSink } from './sink.js';
 import { cleanStaleMount, detachMount } from './stale-mount.js';
@@ -45,12 +46,11 @@ export interface MountProjectOptions {
   now?: () => number;
 }
 
-export interface MountStatus {
+export interface MountStatus extends MountCaptureStatus {
   pending: number;
-  openFiles: number;
   captured: number;
-  lastVersion: { path: string; versionId: string; timestamp: string } | null;
-  errors: Array<{ time: string; path: string | null; code: string; message: string }>;
+  lastVersion: ReconcileStats['lastVersion'];
+  errors: ReconcileStats['errors'];
   warnings: string[];
 }
 
@@ -181,11 +181,26 @@ export class MountedProject {
     const warnings = [...this.warnings];
     if (this.ignore.problem !== null) warnings.push(this.ignore.problem);
     if (this.state.journal.problem !== null) warnings.push(this.state.journal.problem);
+    // One pass over the nodes with local state (open, changed or settling files; not the whole tree).
+    let dirty = 0;
+    let staged = 0;
+    for (const node of this.state.ns.nodes.values()) {
+      if (!node.dirty || node.detached) continue;
+      dirty += 1;
+      if (node.content.kind === 'staged') staged += 1;
+    }
+    const ops: MountCaptureStatus['ops'] = {};
+    for (const [op, { count, ms }] of [...this.opStats].sort((a, b) => a[0].localeCompare(b[0]))) {
+      ops[op] = { count, totalMs: Math.round(ms), avgUs: count === 0 ? 0 : Math.round((ms * 1000) / count) };
+    }
     return {
       pending: this.state.reconciler.pendingCount(),
       openFiles: this.state.handles.size,
+      dirty,
+      staged,
+      ops,
       captured: stats.captured,
-      lastVersion: stats.lastVersion,
+      lastVersion: stats.lastVersion && { ...stats.lastVersion },
       errors: [...stats.errors],
       warnings,
     };

@@ -14,7 +14,7 @@ async function makeWritable(state: MountState, node: FileNode, keep: number): Pr
     node.content = { kind: 'memory', buf: Buffer.alloc(0) };
     return;
   }
-  const source = { hash: base!.hash, size: base!.size, versionId: base!.versionId };
+  const source = { hash: base!.hash, size: base!.size, versionId: base!.versionId, dataset: base!.dataset };
   if (base!.size <= MEMORY_LIMIT) {
     const data = await contentForSmall(state.source, source);
     node.content = { kind: 'memory', buf: Buffer.from(data) };
@@ -103,10 +103,21 @@ export async function readNode(state: MountState, handle: Handle, node: FileNode
   const base = node.base;
   if (base === null) return 0;
   if (handle.reader === null || handle.readerHash !== base.hash) {
-    await state.closeReader(handle);
-    handle.reader = await openContent(state.source, { hash: base.hash, size: base.size, versionId: base.versionId });
+    // A restore changed the base under this handle: the old reader goes (a read still in flight on
+    // it may fail; the next one reads the new content).
+    if (handle.reader !== null) void state.closeReader(handle);
+    const opening = openContent(state.source, { hash: base.hash, size: base.size, versionId: base.versionId, dataset: base.dataset });
+    handle.reader = opening;
     handle.readerHash = base.hash;
+    // A failed open is not cached: the next read tries again.
+    opening.catch(() => {
+      if (handle.reader === opening) {
+        handle.reader = null;
+        handle.readerHash = null;
+      }
+    });
   }
-  return handle.reader.read(into, want, pos);
+  const reader = await handle.reader;
+  return reader.read(into, want, pos);
 }
 

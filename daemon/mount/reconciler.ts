@@ -27,7 +27,7 @@ const DEFER_RECHECK_MS = 50;
 
 export interface ReconcileStats {
   captured: number;
-  lastVersion: { path: string; versionId: string; timestamp: string } | null;
+  lastVersion: { path: string; versionId: string; kind: 'write' | 'delete'; timestamp: string } | null;
   errors: Array<{ time: string; path: string | null; code: string; message: string }>;
 }
 
@@ -182,7 +182,7 @@ export class Reconciler {
       node.originMarker = null;
       if (result !== null) {
         for (const id of result.versionIds) ns.noteOwnVersion(id);
-        node.base = { versionId: result.entry.versionId, hash: result.entry.contentHash, size: result.entry.size, executable: result.entry.executable };
+        node.base = { versionId: result.entry.versionId, hash: result.entry.contentHash, size: result.entry.size, executable: result.entry.executable, dataset: result.entry.dataset };
         node.enginePath = node.path;
         this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }
@@ -214,7 +214,7 @@ export class Reconciler {
     const result = await this.state.sink.remove(path);
     if (result !== 'absent') {
       for (const id of result.versionIds) ns.noteOwnVersion(id);
-      this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString());
+      this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString(), 'delete');
     }
     if (ns.gone.get(path) === marker) ns.gone.delete(path);
   }
@@ -224,9 +224,9 @@ export class Reconciler {
     return false;
   }
 
-  private noteVersion(path: string, versionId: string, timestamp: string): void {
+  private noteVersion(path: string, versionId: string, timestamp: string, kind: 'write' | 'delete' = 'write'): void {
     this.stats.captured += 1;
-    this.stats.lastVersion = { path, versionId, timestamp };
+    this.stats.lastVersion = { path, versionId, kind, timestamp };
     this.state.onCaptured(path);
   }
 

@@ -7,7 +7,7 @@ import type { Engine, WriteInput } from '../../engine/engine-api.js';
 import { StrataError } from '../../engine/errors.js';
 import type { Actor, ContentHash, Entry } from '../../engine/types.js';
 
-export type SinkContent = Uint8Array | AsyncIterable<Uint8Array> | { file: string; knownHash?: ContentHash; adopt: boolean };
+export type SinkContent = Uint8Array | AsyncIterable<Uint8Array> | { file: string; knownHash?: ContentHash; adopt: boolean; size?: number };
 
 export interface SinkResult {
   entry: Entry;
@@ -33,7 +33,9 @@ export function createEngineSink(engine: Engine, projectId: string, actor: Actor
         projectId,
         path,
         actor,
-        content: isFileContent(content) ? { file: content.file, adopt: content.adopt, ...(content.knownHash ? { knownHash: content.knownHash } : {}) } : content,
+        content: isFileContent(content)
+          ? { file: content.file, adopt: content.adopt, ...(content.knownHash ? { knownHash: content.knownHash } : {}), ...(content.size === undefined ? {} : { size: content.size }) }
+          : content,
         executable,
         ifChanged: true,
         maxBytes: NO_LIMIT,

@@ -2,7 +2,8 @@
 // tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (the settle delay,
 // so a burst of writes is one version and an editor's temp file is gone before we look), then
 // examine.ts decides. A scan at start catches up with what changed while the daemon was down.
-// Network filesystems and an exhausted inotify limit fall back to polling, loudly.
+// Network filesystems and an exhausted inotify limit fall back to polling, loudly. A periodic
+// reconciliation (reconcile.ts) catches what events missed.
 
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,6 +11,15 @@ import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } 
 import { STRATAIGNORE } from '../capture/ignore.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
+import {
+  DEFAULT_RECONCILE_DEBOUNCE_MS,
+  DEFAULT_RECONCILE_DUTY,
+  maxQueuedEvents,
+  type Pacer,
+  type ReconcileCounts,
+  ReconcileScheduler,
+  reconcileIntervalFromEnv,
+} from './reconcile.js';
 import { plainWalk, scanTree, type Walk } from './scan.js';
 import { TreeWatcher } from './tree-watcher.js';
 
@@ -26,6 +36,12 @@ export interface WatchOptions {
   watch?: ConstructorParameters<typeof TreeWatcher>[0]['watch'];
   /** re-reads .strataignore */
   reloadIgnore?: () => string | null;
+  /** periodic reconciliation (default STRATA_WATCH_RECONCILE_MS, else 10 min; 0 = only after signs of lost events) */
+  reconcileMs?: number;
+  /** wait after a sign of lost events before reconciling (default 1 s) */
+  reconcileDebounceMs?: number;
+  /** share of wall time a reconciliation works, 0 < duty ≤ 1 (default 0.25) */
+  reconcileDuty?: number;
 }
 
 const TRACKED_TTL_MS = 1_000;
@@ -62,6 +78,7 @@ class WatchHost implements ProjectHost {
   #error: HostStatus['error'];
   #stopped = false;
   #tracked = { count: 0, at: 0 };
+  #reconciler: ReconcileScheduler | null = null;
   readonly #examineCtx: ExamineContext;
 
   constructor(ctx: HostContext, options: WatchOptions) {
@@ -95,15 +112,28 @@ class WatchHost implements ProjectHost {
     if (this.#polling) {
       walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
     } else {
+      const reconciler = new ReconcileScheduler({
+        intervalMs: this.#options.reconcileMs ?? reconcileIntervalFromEnv(this.#ctx.logger),
+        debounceMs: this.#options.reconcileDebounceMs ?? DEFAULT_RECONCILE_DEBOUNCE_MS,
+        duty: this.#options.reconcileDuty ?? DEFAULT_RECONCILE_DUTY,
+        burstEvents: Math.floor((await maxQueuedEvents()) / 2),
+        logger: this.#ctx.logger,
+        run: (pace) => this.#reconcile(pace),
+      });
+      this.#reconciler = reconciler;
       const watcher = new TreeWatcher({
         root: this.#ctx.dir,
         ignoreDir: (path) => this.#ctx.capture.isIgnored(path, true),
-        onPath: (path) => this.schedule(path),
+        onPath: (path) => {
+          reconciler.noteEvent(Date.now());
+          this.schedule(path);
+        },
         onError: (error, path) => this.#watchError(error, path),
         ...(this.#options.watch ? { watch: this.#options.watch } : {}),
       });
       this.#watcher = watcher;
       walk = (onFile) => watcher.addTree('', onFile);
+      reconciler.start();
     }
     // Serve while the scan runs: start() resolves once watching; the scan's progress is in status.
     this.#scanning = scanTree(this.#examineCtx, walk, this.#scan).then(
@@ -222,6 +252,8 @@ class WatchHost implements ProjectHost {
       this.#warn(inotifyLimitMessage());
       this.#ctx.logger.error({ dir: this.#ctx.dir }, inotifyLimitMessage());
       this.#polling = true;
+      // Every poll is a full scan: no reconciliation needed on top.
+      void this.#reconciler?.stop();
       // Release the watches we hold (they count against the same limit as everyone else's) and poll.
       this.#watcher?.close();
       this.#watcher = null;
@@ -231,6 +263,35 @@ class WatchHost implements ProjectHost {
     }
     if (error.code === 'ENOSPC') return;
     this.#ctx.logger.warn({ path: join(this.#ctx.dir, path), err: error.message }, 'watch failed');
+    // Events in that directory may be lost until it is watched again: the reconciliation re-adds it.
+    this.#reconciler?.request('watch-error');
+  }
+
+  /** Reconciles now (or joins the run under way): the tests' entry point, and `manual` in status. */
+  reconcile(): Promise<void> {
+    return this.#reconciler?.run('manual') ?? Promise.resolve();
+  }
+
+  /** One reconciliation: the catch-up scan, through the watcher, leaving paths with events pending alone. */
+  async #reconcile(pace: Pacer): Promise<ReconcileCounts> {
+    await this.#scanning?.catch(() => undefined);
+    const counts: ReconcileCounts = { examined: 0, hashed: 0, missed: 0 };
+    const watcher = this.#watcher;
+    if (this.#stopped || watcher === null) return counts;
+    const progress: ScanProgress = { kind: 'catch-up', done: 0, total: 0, captured: 0, finished: false };
+    // Walking through the watcher re-adds watches that broke or were never added.
+    const walk: Walk = (onFile) => watcher.addTree('', onFile, { revisit: true });
+    await scanTree(this.#examineCtx, walk, progress, {
+      pace,
+      // An event is already on its way for these: they are not "missed".
+      skip: (path) => this.#timers.has(path) || this.#running.has(path),
+      onExamined: (result, gone) => {
+        if (!gone) counts.hashed += 1;
+        if (result === 'captured' || result === 'deleted') counts.missed += 1;
+      },
+    });
+    counts.examined = progress.done;
+    return counts;
   }
 
   #warn(message: string): void {
@@ -249,6 +310,7 @@ class WatchHost implements ProjectHost {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#pollTimer) clearTimeout(this.#pollTimer);
+    const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();
     // Whatever was written just before the stop is still captured.
     const due = [...this.#timers.keys()];
@@ -256,6 +318,7 @@ class WatchHost implements ProjectHost {
     this.#timers.clear();
     await Promise.all(due.map((path) => this.#examine(path)));
     await Promise.all([...this.#running.values()].map((slot) => slot.done));
+    await reconciling;
     await this.#scanning?.catch(() => undefined);
     await this.#ctx.capture.flush();
     this.#state = 'stopped';
@@ -271,6 +334,11 @@ class WatchHost implements ProjectHost {
       warnings: [...this.#warnings],
       pending: this.#timers.size + this.#running.size,
     };
+    if (this.#reconciler) {
+      status.reconcile = this.#reconciler.status();
+      const warning = this.#reconciler.warning();
+      if (warning) status.warnings.push(warning);
+    }
     if (this.#error) status.error = this.#error;
     return status;
   }

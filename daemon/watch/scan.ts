@@ -6,7 +6,7 @@
 import { lstat, opendir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ScanProgress } from '../host.js';
-import { type ExamineContext, examine, sameAsIndexed } from './examine.js';
+import { type ExamineContext, type ExamineResult, examine, sameAsIndexed } from './examine.js';
 
 /** Examinations in flight during a scan: enough to keep the hash workers and batcher busy. */
 const SCAN_WINDOW = 64;
@@ -37,15 +37,35 @@ export function plainWalk(root: string, ignoreDir: (path: string) => boolean): W
   };
 }
 
-export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanProgress): Promise<void> {
+/** What a reconciliation (reconcile.ts) adds to a plain catch-up scan. */
+export interface ScanOptions {
+  /** paths the caller handles already (an event in its settle delay): left to it */
+  skip?(path: string): boolean;
+  /** called before each path; a promise pauses the scan (low priority), a throw aborts it */
+  pace?(): Promise<void> | undefined;
+  /** the outcome of each path the stat comparison could not settle; `gone` for indexed paths not found */
+  onExamined?(result: ExamineResult, gone: boolean): void;
+}
+
+export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanProgress, options: ScanOptions = {}): Promise<void> {
+  const inFlight = new Set<Promise<void>>();
+  try {
+    await scanPasses(ctx, walk, progress, options, inFlight);
+  } finally {
+    // Aborted (a pace() throw): examinations already started still finish before the caller moves on.
+    await Promise.all(inFlight);
+  }
+}
+
+async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgress, options: ScanOptions, inFlight: Set<Promise<void>>): Promise<void> {
   const { host } = ctx;
   const indexedAtStart = host.state.index.count(host.projectId);
-  const inFlight = new Set<Promise<void>>();
-  const run = (path: string) => {
+  const run = (path: string, gone = false) => {
     const task = examine(ctx, path).then(
       (result) => {
         progress.done += 1;
         if (result === 'captured') progress.captured += 1;
+        options.onExamined?.(result, gone);
       },
       (error: unknown) => {
         progress.done += 1;
@@ -57,7 +77,9 @@ export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanPr
   };
 
   await walk(async (path) => {
-    if (host.capture.isIgnored(path)) return;
+    const paused = options.pace?.();
+    if (paused) await paused;
+    if (host.capture.isIgnored(path) || options.skip?.(path)) return;
     progress.total += 1;
     const row = host.state.index.get(host.projectId, path);
     if (row) {
@@ -85,11 +107,13 @@ export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanPr
       if (page.length === 0) break;
       after = page.at(-1)!;
       for (const path of page) {
-        if (host.capture.isIgnored(path)) continue;
+        const paused = options.pace?.();
+        if (paused) await paused;
+        if (host.capture.isIgnored(path) || options.skip?.(path)) continue;
         const st = await lstat(join(host.dir, path)).catch(() => null);
         if (st?.isFile()) continue;
         progress.total += 1;
-        run(path);
+        run(path, true);
         if (inFlight.size >= SCAN_WINDOW) await Promise.race(inFlight);
       }
     }

@@ -2,7 +2,7 @@
 // Only HMAC-SHA256(pepper, secret) is stored: a stolen database without the pepper yields nothing a
 // client could present, and the pepper lives outside the database.
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 import type { IdGenerator } from '../ports/world.js';
 
 export const ENVIRONMENT_RE = /^[a-z0-9]{1,16}$/;
@@ -42,7 +42,7 @@ export function generateKeyMaterial(ids: IdGenerator): { keyId: string; secret: 
   return { keyId, secret };
 }
 
-export function hmacSecret(pepper: Buffer, secret: string): string {
+export function hmacSecret(pepper: Buffer | KeyObject, secret: string): string {
   return createHmac('sha256', pepper).update(secret, 'utf8').digest('hex');
 }
 
@@ -51,7 +51,7 @@ export function hmacSecret(pepper: Buffer, secret: string): string {
 const DUMMY_HMAC = Buffer.alloc(32);
 
 /** Constant-time comparison of the HMAC of `secret` with the stored hex digest (or a dummy). */
-export function secretMatches(pepper: Buffer, secret: string, storedHex: string | null): boolean {
+export function secretMatches(pepper: Buffer | KeyObject, secret: string, storedHex: string | null): boolean {
   const computed = Buffer.from(hmacSecret(pepper, secret), 'hex');
   const stored = storedHex !== null && /^[0-9a-f]{64}$/.test(storedHex) ? Buffer.from(storedHex, 'hex') : null;
   const equal = timingSafeEqual(computed, stored ?? DUMMY_HMAC);

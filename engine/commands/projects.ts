@@ -1,5 +1,6 @@
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
+import { DEFAULT_DATASET_RULES } from '../datasets/rules.js';
 import { mergePolicy } from '../policy.js';
 import type { Project, VersioningPolicy } from '../types.js';
 
@@ -21,6 +22,7 @@ export async function createProject(ctx: EngineContext, input: { orgId: string; 
     createdAt: ctx.now(),
     policy: mergePolicy(ctx.defaultPolicy, input.policy),
     retention: { maxVersions: 0 },
+    datasets: { ...DEFAULT_DATASET_RULES, tracked: [...DEFAULT_DATASET_RULES.tracked] },
   };
   if (!(await ctx.repository.access.getOrganization(input.orgId))) {
     throw new StrataError('ORG_NOT_FOUND', { details: { orgId: input.orgId } });

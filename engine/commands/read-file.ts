@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
+import { openDataset } from '../datasets/read-dataset.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import type { ReadRange } from '../ports/content-store.js';
@@ -50,7 +51,8 @@ export async function readFile(ctx: EngineContext, input: ReadFileInput): Promis
       throw new StrataError('INVALID_ARGUMENT', { message: 'The range is not satisfiable', details: { field: 'range', size } });
     }
     const clamped = { start, end: Math.min(end, size - 1) };
-    return { stream: await ctx.store.open(hash, clamped), size: clamped.end - clamped.start + 1, version };
+    const stream = version.dataset ? await openDataset(ctx, hash, clamped) : await ctx.store.open(hash, clamped);
+    return { stream, size: clamped.end - clamped.start + 1, version };
   }
-  return { stream: await ctx.store.open(hash), size, version };
+  return { stream: version.dataset ? await openDataset(ctx, hash) : await ctx.store.open(hash), size, version };
 }

@@ -1,10 +1,12 @@
 import type { EngineContext } from '../context.js';
+import { isDataset } from '../datasets/rules.js';
+import { type StoredDataset, storeDatasetFile, storeDatasetFromObject } from '../datasets/store-dataset.js';
 import type { WriteInput, WriteResult } from '../engine-api.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import { isVersioned } from '../policy.js';
 import type { VersionCommit } from '../ports/metadata-repository.js';
-import type { Entry, VersionRecord } from '../types.js';
+import type { ContentHash, Entry, Project, VersionRecord } from '../types.js';
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 ** 3;
 
@@ -16,19 +18,10 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   // Shared GC lock from "bytes in the store" to "record committed": see rw-lock.ts.
   const result = await ctx.gcLock.shared(async (): Promise<WriteResult> => {
     const options = { maxBytes: input.maxBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
-    const progress = input.onProgress ? { onProgress: input.onProgress } : {};
-    const { content } = input;
-    const stored =
-      content instanceof Uint8Array
-        ? await ctx.store.putBuffer(content, options)
-        : 'file' in content
-          ? content.adopt === true && ctx.store.adoptFile !== undefined
-            ? await ctx.store.adoptFile(content.file, { ...options, ...(content.knownHash === undefined ? {} : { knownHash: content.knownHash }) })
-            : await ctx.store.putFile(content.file, { ...options, ...progress })
-          : await ctx.store.put(content, { ...options, ...progress });
+    const stored = await storeContent(ctx, project, path, input, options);
     const executable = input.executable === true;
     if (input.ifChanged === true) {
-      const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, executable);
+      const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, executable, stored.dataset !== null);
       if (current) return current;
     }
     const record = ctx.newVersion({
@@ -39,16 +32,71 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
       actor: input.actor,
       kind: input.kind ?? 'write',
       executable,
+      dataset: stored.dataset !== null,
     });
     const commit: VersionCommit = { record };
+    if (stored.dataset !== null) commit.shards = stored.dataset.shards;
     if (input.baseVersionId !== undefined) commit.expectedCurrent = input.baseVersionId;
     return commitOne(ctx, commit);
   });
   if (result.unchanged === true) return result;
 
-  const versioned = isVersioned(project.policy, path, result.version.size);
+  // Manifests are always versioned, whatever the size policy says (their shards are only referenced).
+  const versioned = result.version.dataset || isVersioned(project.policy, path, result.version.size);
   ctx.retention.schedule(project.projectId, path, versioned ? 0 : 1);
   return result;
+}
+
+/**
+ * Puts the content into the store: as one object, or as a dataset (shards + manifest) when the
+ * project's dataset rules say so. A file input whose size is known goes straight to shards; content
+ * whose size shows only at its end (a stream) is stored whole first and re-cut if it turns out to be
+ * a dataset (the whole object is then garbage for gc).
+ */
+async function storeContent(
+  ctx: EngineContext,
+  project: Project,
+  path: string,
+  input: WriteInput,
+  options: { maxBytes: number },
+): Promise<{ hash: ContentHash; size: number; dataset: StoredDataset | null }> {
+  const { content } = input;
+  const datasets = ctx.store.putDatasetFile !== undefined;
+  if (datasets && !(content instanceof Uint8Array) && 'file' in content) {
+    const size = content.size ?? input.sizeHint ?? null;
+    if (isDataset(project.datasets, path, size)) {
+      // Never consumed here, even with `adopt`: the caller's file (the mount's staging file, which its
+      // crash journal points to) must outlive the commit; the caller removes it afterwards.
+      const dataset = await storeDatasetFile(ctx, content.file, { consume: false, maxBytes: options.maxBytes });
+      return { hash: dataset.manifestHash, size: dataset.size, dataset };
+    }
+  }
+  // A stream that is a dataset by its path or declared size: spooled to a store temp file and cut
+  // from there, so only its new shards are stored.
+  const spool = ctx.store.stageStream !== undefined && ctx.store.discardStaged !== undefined;
+  if (datasets && spool && !(content instanceof Uint8Array) && !('file' in content) && isDataset(project.datasets, path, input.sizeHint ?? null)) {
+    const staged = await ctx.store.stageStream!(content, options);
+    try {
+      const dataset = await storeDatasetFile(ctx, staged.path, { consume: true, maxBytes: options.maxBytes });
+      return { hash: dataset.manifestHash, size: dataset.size, dataset };
+    } finally {
+      await ctx.store.discardStaged!(staged.path);
+    }
+  }
+  const progress = input.onProgress ? { onProgress: input.onProgress } : {};
+  const stored =
+    content instanceof Uint8Array
+      ? await ctx.store.putBuffer(content, options)
+      : 'file' in content
+        ? content.adopt === true && ctx.store.adoptFile !== undefined
+          ? await ctx.store.adoptFile(content.file, { ...options, ...(content.knownHash === undefined ? {} : { knownHash: content.knownHash }) })
+          : await ctx.store.putFile(content.file, { ...options, ...progress })
+        : await ctx.store.put(content, { ...options, ...progress });
+  if (datasets && isDataset(project.datasets, path, stored.size)) {
+    const dataset = await storeDatasetFromObject(ctx, stored.hash, stored.size);
+    return { hash: dataset.manifestHash, size: dataset.size, dataset };
+  }
+  return { hash: stored.hash, size: stored.size, dataset: null };
 }
 
 /** The current entry and version when they already hold this content and exec bit; else null. */
@@ -58,9 +106,10 @@ async function unchangedEntry(
   path: string,
   hash: Entry['contentHash'],
   executable: boolean,
+  dataset: boolean,
 ): Promise<WriteResult | null> {
   const entry = await ctx.repository.versions.getEntry(projectId, path);
-  if (!entry || entry.contentHash !== hash || entry.executable !== executable) return null;
+  if (!entry || entry.contentHash !== hash || entry.executable !== executable || entry.dataset !== dataset) return null;
   const version = await ctx.repository.versions.get(projectId, entry.versionId);
   return version ? { entry, version, unchanged: true } : null;
 }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { ChunkerParams } from '../datasets/chunker-params.js';
 import type { ContentHash } from '../types.js';
 
 export interface PutResult {
@@ -22,6 +23,24 @@ export interface AdoptOptions {
   knownHash?: ContentHash;
   /** Reject with BODY_TOO_LARGE (leaving the file in place) if the file is larger. */
   maxBytes?: number;
+}
+
+export interface DatasetFileOptions {
+  /** remove the file once its shards are stored (the mount's staging files); kept on failure */
+  consume?: boolean;
+  /** Reject with BODY_TOO_LARGE (storing nothing) if the file is larger. */
+  maxBytes?: number;
+}
+
+export interface DatasetIngest {
+  /** BLAKE3 of the whole file, and its size */
+  hash: ContentHash;
+  size: number;
+  /** the file's content-defined chunks, in order (a repeated chunk appears each time) */
+  shards: Array<{ hash: ContentHash; size: number }>;
+  /** shards this call stored (the others were already in the store) */
+  newShards: number;
+  newBytes: number;
 }
 
 export interface ObjectInfo {
@@ -71,12 +90,31 @@ export interface ContentStore {
    * Throws CONTENT_NOT_FOUND if absent.
    */
   objectFile?(hash: ContentHash): Promise<string | null>;
+  /**
+   * Optional: store a local file as content-defined shards, each an ordinary object; only shards not
+   * stored yet are written. Chunking and hashing run off the event loop. If the file changes while
+   * it is read, a shard fails its hash check and the call rejects with CONTENT_CORRUPT, storing no
+   * manifest (the caller writes that). Without it, datasets are not available on this store.
+   */
+  putDatasetFile?(absolutePath: string, params: ChunkerParams, options?: DatasetFileOptions): Promise<DatasetIngest>;
+  /**
+   * Optional (with putDatasetFile): writes a stream to a private temp file of the store, unhashed, for
+   * putDatasetFile(..., {consume: true}) to cut; BODY_TOO_LARGE past maxBytes (the file is removed).
+   * The caller must consume or discard the file (`discardStaged`).
+   */
+  stageStream?(source: AsyncIterable<Uint8Array>, options?: { maxBytes?: number }): Promise<{ path: string; size: number }>;
+  discardStaged?(path: string): Promise<void>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */
   open(hash: ContentHash, range?: ReadRange): Promise<Readable>;
   /** Whole object into memory: only for small objects (the caller knows the size). */
   readBuffer(hash: ContentHash): Promise<Buffer>;
+  /**
+   * Optional: several small objects at once, each verified like readBuffer (a git export reads
+   * thousands in a row). CONTENT_NOT_FOUND / CONTENT_CORRUPT as readBuffer.
+   */
+  readBuffers?(hashes: ContentHash[]): Promise<Map<ContentHash, Buffer>>;
   /** Re-hash the stored bytes; false if missing or corrupt. */
   verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'>;
   delete(hash: ContentHash): Promise<void>;

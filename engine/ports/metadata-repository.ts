@@ -37,7 +37,7 @@ export interface ProjectRepository {
   get(projectId: string): Promise<Project | null>;
   /** all projects of the organization, by name */
   list(orgId: string): Promise<Project[]>;
-  update(projectId: string, patch: Partial<Pick<Project, 'name' | 'policy' | 'retention'>>): Promise<Project>;
+  update(projectId: string, patch: Partial<Pick<Project, 'name' | 'policy' | 'retention' | 'datasets'>>): Promise<Project>;
 }
 
 /** A version to commit, with an optional precondition on the path's current version. */
@@ -48,6 +48,11 @@ export interface VersionCommit {
    * (null = the path must not exist). Otherwise the record is rejected with STALE_BASE_VERSION.
    */
   expectedCurrent?: string | null;
+  /**
+   * For a dataset record: the shard hashes its manifest lists (distinct). They count as referenced
+   * (gc, fsck) for as long as a version references the manifest.
+   */
+  shards?: ContentHash[];
 }
 
 export type VersionCommitResult =
@@ -104,6 +109,13 @@ export interface SnapshotCreate {
   message: string;
   actor: Snapshot['actor'];
   timestamp: string;
+  git?: Snapshot['git'];
+}
+
+export interface ParentChange {
+  path: string;
+  /** the snapshot's pin of the path; null when the path is gone */
+  after: SnapshotEntry | null;
 }
 
 export interface SnapshotRestorePlanItem {
@@ -127,6 +139,14 @@ export interface SnapshotRepository {
   entries(snapshotId: string, options: { prefix?: string; cursor?: string; limit: number }): Promise<Page<SnapshotEntry>>;
   /** `to` null = the current tree. Paths in path order. */
   diff(projectId: string, from: string, to: string | null): Promise<DiffItem[]>;
+  /**
+   * For each snapshot: the paths whose pinned version differs from the parent snapshot's, with the new pin (null: gone),
+   * from the change set recorded when the snapshot was taken — cheap: proportional to the changes, not
+   * the tree. A listed path may hold equal content under a new version (diff() would omit it). Null
+   * when none was recorded (snapshots older than the record, the first of a chain): use diff() then.
+   * One result per requested snapshot, in order (many at once: a chain walk asks for all of them).
+   */
+  changesFromParents(projectId: string, snapshotIds: string[]): Promise<Array<ParentChange[] | null>>;
   /** The paths whose current state differs from the snapshot (the only ones a restore touches). */
   restorePlan(projectId: string, snapshotId: string): Promise<SnapshotRestorePlanItem[]>;
   /** Throws TAG_TAKEN if the tag exists in the project. */

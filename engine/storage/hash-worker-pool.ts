@@ -87,7 +87,7 @@ export class HashWorkerPool {
       slot.sessions -= 1;
       throw error;
     }
-    return new HashSession(this, slot, sid, HASH_CHUNK_BYTES);
+    return new HashSession(this, slot, sid, HASH_CHUNK_BYTES, tmpPath);
   }
 
   /** Used by HashSession; every call gets exactly one reply from the worker. */

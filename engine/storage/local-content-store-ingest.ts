@@ -140,10 +140,14 @@ export async function ingestFile(ctx: IngestContext, absolutePath: string, optio
     const maxBytes = Number.isFinite(limits.maxBytes) ? limits.maxBytes : null;
     if (maxBytes !== null && (await stat(absolutePath)).size > maxBytes) throw tooLarge(limits.maxBytes);
     await copySource(absolutePath, tmpPath);
-    const result = await ctx.pool.hashFile(tmpPath, null, maxBytes, options.onProgress);
+    // Hash (a worker reading the page cache) and fsync (the disk) at the same time: neither waits
+    // for the other, and the copy is not renamed into place before both finished.
+    const [hashed, synced] = await Promise.allSettled([ctx.pool.hashFile(tmpPath, null, maxBytes, options.onProgress), syncReadOnly(tmpPath)]);
+    if (hashed.status === 'rejected') throw hashed.reason;
+    if (synced.status === 'rejected') throw storageError(synced.reason, 'Syncing an object');
+    const result = hashed.value;
     if (result.kind === 'tooLarge') throw tooLarge(limits.maxBytes);
     checkExpected(limits, result.hash);
-    await syncReadOnly(tmpPath);
     staged = false;
     const created = await commitStaged(ctx, tmpPath, result.hash, result.size);
     return { hash: result.hash, size: result.size, created };

@@ -6,16 +6,19 @@
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
 // threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
-import { open as openFile, readFile } from 'node:fs/promises';
+import { open as openFile, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
-import type { AdoptOptions, ContentStore, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { ChunkerParams } from '../datasets/chunker-params.js';
+import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
 import { adoptFile, objectFile } from './local-content-store-adopt.js';
+import { putDatasetFile, stageStream } from './local-content-store-dataset.js';
+import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
@@ -59,8 +62,12 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
   return new LocalContentStore({ smallObjectMaxBytes, pool: new HashWorkerPool(), pack, loose });
 }
 
+/** readBuffers of at least this many objects go to the batch reader thread. */
+const BATCH_READ_MIN = 16;
+
 class LocalContentStore implements ContentStore {
   private closed = false;
+  private batchReader: BatchReader | null = null;
 
   constructor(private readonly ctx: IngestContext) {}
 
@@ -84,6 +91,20 @@ class LocalContentStore implements ContentStore {
   async adoptFile(absolutePath: string, options: AdoptOptions = {}): Promise<PutResult> {
     this.assertOpen();
     return adoptFile(this.ctx, absolutePath, options);
+  }
+
+  async putDatasetFile(absolutePath: string, params: ChunkerParams, options: DatasetFileOptions = {}): Promise<DatasetIngest> {
+    this.assertOpen();
+    return putDatasetFile(this, absolutePath, params, options);
+  }
+
+  async stageStream(source: AsyncIterable<Uint8Array>, options: { maxBytes?: number } = {}): Promise<{ path: string; size: number }> {
+    this.assertOpen();
+    return stageStream(this.ctx.loose.newTempPath(), source, options.maxBytes ?? Number.POSITIVE_INFINITY);
+  }
+
+  async discardStaged(path: string): Promise<void> {
+    await rm(path, { force: true });
   }
 
   async objectFile(hash: ContentHash): Promise<string | null> {
@@ -139,6 +160,22 @@ class LocalContentStore implements ContentStore {
     return data;
   }
 
+  async readBuffers(hashes: ContentHash[]): Promise<Map<ContentHash, Buffer>> {
+    const valid = hashes.map((hash) => this.check(hash));
+    // Enough of them to be worth a thread hop: read and verified off the event loop.
+    if (valid.length >= BATCH_READ_MIN) {
+      this.batchReader ??= new BatchReader(this.ctx.pack.path, (hash) => this.ctx.loose.pathOf(hash));
+      return this.batchReader.read(valid);
+    }
+    const found = this.ctx.pack.getMany(valid);
+    for (const hash of valid) if (!found.has(hash)) found.set(hash, await this.readBuffer(hash));
+    for (const [hash, data] of found) {
+      const actual = hashBuffer(data);
+      if (actual !== hash) throw corruptError(hash, actual);
+    }
+    return found;
+  }
+
   async verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'> {
     const valid = this.check(hash);
     const packed = this.ctx.pack.get(valid);
@@ -179,6 +216,7 @@ class LocalContentStore implements ContentStore {
     // and remove their temp files.
     await this.ctx.pack.close();
     await this.ctx.pool.close();
+    await this.batchReader?.close();
   }
 
   private check(hash: ContentHash): ContentHash {

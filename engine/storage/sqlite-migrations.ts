@@ -161,6 +161,54 @@ ALTER TABLE versions ADD COLUMN executable INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE entries ADD COLUMN executable INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 3,
+    name: 'datasets',
+    // A dataset version points to its manifest; dataset_shards lists the manifest's shards so that
+    // garbage collection and fsck see shards as referenced while a version references the manifest
+    // (the rows are written with the version; rows of a manifest nothing references any more are
+    // inert). Rules: the JSON of DatasetRules, 64 MiB threshold and nothing tracked by default.
+    sql: `
+ALTER TABLE versions ADD COLUMN dataset INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN dataset INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE projects ADD COLUMN datasets TEXT NOT NULL DEFAULT '{"tracked":[],"thresholdBytes":67108864}';
+CREATE TABLE dataset_shards (
+  manifest_hash TEXT NOT NULL,
+  shard_hash TEXT NOT NULL,
+  PRIMARY KEY (manifest_hash, shard_hash)
+) WITHOUT ROWID;
+CREATE INDEX dataset_shards_by_shard ON dataset_shards (shard_hash);
+`,
+  },
+  {
+    version: 4,
+    name: 'git identity of imported snapshots',
+    // A snapshot made from a received git commit keeps the commit's author and committer lines, so
+    // exporting it again yields the very same commit id (push, then pull, stays one history).
+    sql: `
+ALTER TABLE snapshots ADD COLUMN git_ident TEXT;
+`,
+  },
+  {
+    version: 5,
+    name: 'snapshot change sets',
+    // watermark: the project's highest version seq when the snapshot was taken. Every path whose pinned
+    // version differs from the parent snapshot's has a version in (parent watermark, watermark] — and
+    // at creation that version cannot have been pruned yet (it is the newest of its path) — so those
+    // paths and their new pinned version (NULL: gone) are recorded once in snapshot_changes, and a
+    // chain can be walked (git export) without diffing whole trees: measured 150 µs per snapshot with
+    // snapshot_entries lookups at 10,000 files, ~25 µs from this table. Snapshots from before this
+    // migration have no watermark: they are diffed in full.
+    sql: `
+ALTER TABLE snapshots ADD COLUMN watermark INTEGER;
+CREATE TABLE snapshot_changes (
+  snap INTEGER NOT NULL REFERENCES snapshots (snap),
+  path TEXT NOT NULL,
+  version_seq INTEGER REFERENCES versions (seq),
+  PRIMARY KEY (snap, path)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

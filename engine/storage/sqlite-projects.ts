@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
 import type { ProjectRepository } from '../ports/metadata-repository.js';
-import type { Project, VersioningPolicy } from '../types.js';
+import type { DatasetRules, Project, VersioningPolicy } from '../types.js';
 import { run } from './sqlite-rows.js';
 
 interface ProjectRow {
@@ -11,6 +11,7 @@ interface ProjectRow {
   created_at: string;
   policy: string;
   max_versions: number;
+  datasets: string;
 }
 
 function toProject(row: ProjectRow): Project {
@@ -22,16 +23,17 @@ function toProject(row: ProjectRow): Project {
     // Stored as the JSON the engine gave us, so the object round-trips key for key.
     policy: JSON.parse(row.policy) as VersioningPolicy,
     retention: { maxVersions: row.max_versions },
+    datasets: JSON.parse(row.datasets) as DatasetRules,
   };
 }
 
 export function createSqliteProjects(db: Database): ProjectRepository {
   const insert = db.prepare(
-    'INSERT INTO projects (project_id, org_id, name, created_at, policy, max_versions) VALUES (?, ?, ?, ?, ?, ?)',
+    'INSERT INTO projects (project_id, org_id, name, created_at, policy, max_versions, datasets) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const byId = db.prepare('SELECT * FROM projects WHERE project_id = ?');
   const byOrg = db.prepare('SELECT * FROM projects WHERE org_id = ? ORDER BY name, project_id');
-  const write = db.prepare('UPDATE projects SET name = ?, policy = ?, max_versions = ? WHERE project_id = ?');
+  const write = db.prepare('UPDATE projects SET name = ?, policy = ?, max_versions = ?, datasets = ? WHERE project_id = ?');
 
   const get = (projectId: string): Project | null => {
     const row = byId.get(projectId) as ProjectRow | undefined;
@@ -39,7 +41,7 @@ export function createSqliteProjects(db: Database): ProjectRepository {
   };
 
   const update = db.transaction(
-    (projectId: string, patch: Partial<Pick<Project, 'name' | 'policy' | 'retention'>>): Project => {
+    (projectId: string, patch: Partial<Pick<Project, 'name' | 'policy' | 'retention' | 'datasets'>>): Project => {
       const current = get(projectId);
       if (current === null) throw new StrataError('PROJECT_NOT_FOUND', { details: { projectId } });
       const next: Project = {
@@ -47,8 +49,9 @@ export function createSqliteProjects(db: Database): ProjectRepository {
         name: patch.name ?? current.name,
         policy: patch.policy ?? current.policy,
         retention: patch.retention ?? current.retention,
+        datasets: patch.datasets ?? current.datasets,
       };
-      write.run(next.name, JSON.stringify(next.policy), next.retention.maxVersions, projectId);
+      write.run(next.name, JSON.stringify(next.policy), next.retention.maxVersions, JSON.stringify(next.datasets), projectId);
       return next;
     },
   );
@@ -63,6 +66,7 @@ export function createSqliteProjects(db: Database): ProjectRepository {
           project.createdAt,
           JSON.stringify(project.policy),
           project.retention.maxVersions,
+          JSON.stringify(project.datasets),
         );
       }),
     get: (projectId) => run(() => get(projectId)),

@@ -44,6 +44,14 @@ export function createSqlitePrune(db: Database): PruneMethods {
   const firstHashes = db.prepare(
     'SELECT DISTINCT content_hash FROM versions WHERE content_hash > ? ORDER BY content_hash LIMIT ?',
   ).pluck();
+  // A shard is referenced while some version references a manifest that lists it.
+  const firstShards = db.prepare(
+    `SELECT DISTINCT ds.shard_hash FROM dataset_shards ds
+     WHERE ds.shard_hash > ? AND EXISTS (SELECT 1 FROM versions v WHERE v.content_hash = ds.manifest_hash)
+     ORDER BY ds.shard_hash LIMIT ?`,
+  ).pluck();
+
+  const shardsOf = db.prepare('SELECT shard_hash FROM dataset_shards WHERE manifest_hash = ?').pluck();
 
   const prune = db.transaction((projectId: string, keep: number, paths: string[] | undefined): PruneResult => {
     const candidates: Candidate[] = [];
@@ -55,7 +63,12 @@ export function createSqlitePrune(db: Database): PruneMethods {
     const released = new Set<ContentHash>();
     for (const candidate of candidates) {
       deleteVersion.run(candidate.seq);
-      if (candidate.content_hash !== null) released.add(candidate.content_hash as ContentHash);
+      if (candidate.content_hash === null) continue;
+      // A released manifest releases its shards too (the caller re-checks each against every reference).
+      if (!released.has(candidate.content_hash as ContentHash)) {
+        for (const shard of shardsOf.all(candidate.content_hash) as ContentHash[]) released.add(shard);
+      }
+      released.add(candidate.content_hash as ContentHash);
     }
     return { prunedVersions: candidates.length, releasedHashes: [...released] };
   });
@@ -69,6 +82,13 @@ export function createSqlitePrune(db: Database): PruneMethods {
         .prepare(`SELECT DISTINCT content_hash FROM versions WHERE content_hash IN (${chunk.map(() => '?').join(', ')})`)
         .pluck();
       for (const hash of statement.all(...chunk) as ContentHash[]) found.add(hash);
+      const shards = db
+        .prepare(
+          `SELECT DISTINCT ds.shard_hash FROM dataset_shards ds WHERE ds.shard_hash IN (${chunk.map(() => '?').join(', ')})
+           AND EXISTS (SELECT 1 FROM versions v WHERE v.content_hash = ds.manifest_hash)`,
+        )
+        .pluck();
+      for (const hash of shards.all(...chunk) as ContentHash[]) found.add(hash);
     }
     return found;
   };
@@ -87,13 +107,16 @@ export function createSqlitePrune(db: Database): PruneMethods {
     // Paged by key rather than one open .iterate(): better-sqlite3 refuses every other statement on
     // the connection while an iterator is open, and the consumer (gc, fsck) awaits between items,
     // during which writes must keep working. Each page is its own consistent read.
+    // Version contents first, then dataset shards: a hash that is both may appear twice.
     allReferencedHashes: async function* () {
-      let after = '';
-      for (;;) {
-        const page = await run(() => firstHashes.all(after, STREAM_PAGE) as ContentHash[]);
-        yield* page;
-        if (page.length < STREAM_PAGE) return;
-        after = page[page.length - 1]!;
+      for (const statement of [firstHashes, firstShards]) {
+        let after = '';
+        for (;;) {
+          const page = await run(() => statement.all(after, STREAM_PAGE) as ContentHash[]);
+          yield* page;
+          if (page.length < STREAM_PAGE) break;
+          after = page[page.length - 1]!;
+        }
       }
     },
   };

@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { StrataError } from '../errors.js';
-import type { ActorKind, ContentHash, Entry, Snapshot, SnapshotEntry, VersionKind, VersionRecord } from '../types.js';
+import type { ActorKind, ContentHash, Entry, Snapshot, SnapshotEntry, SnapshotGitIdent, VersionKind, VersionRecord } from '../types.js';
 
 // Row shapes as SQLite returns them (snake_case) and their mapping to the camelCase resources.
 
@@ -18,10 +18,11 @@ export interface VersionRow {
   kind: string;
   restored_from: string | null;
   executable: number;
+  dataset: number;
 }
 
 export const VERSION_COLUMNS =
-  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable';
+  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset';
 
 export function toVersion(row: VersionRow): VersionRecord {
   return {
@@ -35,6 +36,7 @@ export function toVersion(row: VersionRow): VersionRecord {
     kind: row.kind as VersionKind,
     restoredFrom: row.restored_from,
     executable: row.executable === 1,
+    dataset: row.dataset === 1,
   };
 }
 
@@ -45,6 +47,7 @@ export interface EntryRow {
   size: number;
   timestamp: string;
   executable: number;
+  dataset: number;
 }
 
 export function toEntry(row: EntryRow): Entry {
@@ -55,6 +58,7 @@ export function toEntry(row: EntryRow): Entry {
     size: row.size,
     timestamp: row.timestamp,
     executable: row.executable === 1,
+    dataset: row.dataset === 1,
   };
 }
 
@@ -65,6 +69,7 @@ export function toSnapshotEntry(row: Omit<EntryRow, 'timestamp'>): SnapshotEntry
     contentHash: row.content_hash as ContentHash,
     size: row.size,
     executable: row.executable === 1,
+    dataset: row.dataset === 1,
   };
 }
 
@@ -81,13 +86,14 @@ export interface SnapshotRow {
   timestamp: string;
   file_count: number;
   total_size: number;
+  git_ident: string | null;
 }
 
 export const SNAPSHOT_COLUMNS =
-  'snap, snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size';
+  'snap, snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size, git_ident';
 
 export function toSnapshot(row: SnapshotRow, tags: string[]): Snapshot {
-  return {
+  const snapshot: Snapshot = {
     snapshotId: row.snapshot_id,
     projectId: row.project_id,
     parentId: row.parent_id,
@@ -99,6 +105,8 @@ export function toSnapshot(row: SnapshotRow, tags: string[]): Snapshot {
     fileCount: row.file_count,
     totalSize: row.total_size,
   };
+  if (row.git_ident !== null) snapshot.git = JSON.parse(row.git_ident) as SnapshotGitIdent;
+  return snapshot;
 }
 
 /**

@@ -18,13 +18,24 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     'SELECT count(*) AS file_count, coalesce(sum(size), 0) AS total_size FROM entries WHERE project_id = ?',
   );
   const insertSnapshot = db.prepare(
-    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size, git_ident)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   // The entries table is clustered on (project_id, path), so rows arrive in snapshot_entries' key
   // order and the insert appends to its b-tree instead of splitting pages at random.
   const pinEntries = db.prepare(
     'INSERT INTO snapshot_entries (snap, path, version_seq) SELECT ?, path, version_seq FROM entries WHERE project_id = ? ORDER BY path',
+  );
+  const maxSeq = db.prepare('SELECT max(seq) FROM versions WHERE project_id = ?').pluck();
+  const watermarkOf = db.prepare('SELECT watermark FROM snapshots WHERE snap = ?').pluck();
+  const setWatermark = db.prepare('UPDATE snapshots SET watermark = ? WHERE snap = ?');
+  const recordChanges = db.prepare(
+    `INSERT INTO snapshot_changes (snap, path, version_seq)
+     SELECT @snap, c.path, e.version_seq
+     FROM (SELECT DISTINCT path FROM versions WHERE project_id = @project AND seq > @from AND seq <= @to) c
+     LEFT JOIN entries e ON e.project_id = @project AND e.path = c.path
+     LEFT JOIN snapshot_entries pe ON pe.snap = @parent AND pe.path = c.path
+     WHERE e.version_seq IS NOT pe.version_seq`,
   );
   const tagsOf = db.prepare('SELECT tag FROM tags WHERE snap = ? ORDER BY tag').pluck();
   const insertTag = db.prepare('INSERT INTO tags (project_id, tag, snap) VALUES (?, ?, ?) ON CONFLICT DO NOTHING');
@@ -57,9 +68,16 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
       input.timestamp,
       file_count,
       total_size,
+      input.git === undefined ? null : JSON.stringify(input.git),
     );
     pinEntries.run(lastInsertRowid, input.projectId);
-    return {
+    const watermark = (maxSeq.get(input.projectId) as number | null) ?? 0;
+    setWatermark.run(watermark, lastInsertRowid);
+    const parentWatermark = tip === undefined ? null : (watermarkOf.get(tip.snap) as number | null);
+    if (parentWatermark !== null) {
+      recordChanges.run({ snap: lastInsertRowid, project: input.projectId, from: parentWatermark, to: watermark, parent: tip!.snap });
+    }
+    const created: Snapshot = {
       snapshotId: input.snapshotId,
       projectId: input.projectId,
       parentId,
@@ -71,6 +89,8 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
       fileCount: file_count,
       totalSize: total_size,
     };
+    if (input.git !== undefined) created.git = { ...input.git };
+    return created;
   });
 
   const list = (projectId: string, options: { cursor?: string; limit: number }): Page<Snapshot> => {
@@ -92,9 +112,9 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     if (snap === undefined) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId } });
     const range = pathRange('se.path', options.prefix ?? '', after);
     const rows = prepared(
-      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable FROM snapshot_entries se JOIN versions v ON v.seq = se.version_seq
+      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable, v.dataset FROM snapshot_entries se JOIN versions v ON v.seq = se.version_seq
        WHERE se.snap = ? AND ${range.sql} ORDER BY se.path LIMIT ?`,
-    ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number; executable: number }>;
+    ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number; executable: number; dataset: number }>;
     const result: Page<SnapshotEntry> = { items: rows.slice(0, limit).map(toSnapshotEntry) };
     if (rows.length > limit) result.nextCursor = encodeCursor('snapshot-entries', rows[limit - 1]!.path);
     return result;

@@ -6,19 +6,21 @@ import { createSqlitePrune } from './sqlite-prune.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable';
+const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, dataset';
 
 export function createSqliteVersions(db: Database): VersionRepository {
   const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
   const insertVersion = db.prepare(
-    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const upsertEntry = db.prepare(
-    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, dataset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
-       content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable`,
+       content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
+       dataset = excluded.dataset`,
   );
+  const insertShard = db.prepare('INSERT OR IGNORE INTO dataset_shards (manifest_hash, shard_hash) VALUES (?, ?)');
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
   const versionById = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = ? AND project_id = ?`);
   const pathHistory = db.prepare(
@@ -51,7 +53,11 @@ export function createSqliteVersions(db: Database): VersionRepository {
       record.kind,
       record.restoredFrom,
       record.executable ? 1 : 0,
+      record.dataset ? 1 : 0,
     );
+    if (record.dataset && record.contentHash !== null) {
+      for (const shard of commit.shards ?? []) insertShard.run(record.contentHash, shard);
+    }
     if (record.contentHash === null) {
       deleteEntry.run(record.projectId, record.path);
       return { ok: true, entry: null };
@@ -63,6 +69,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
       size: record.size,
       timestamp: record.timestamp,
       executable: record.executable,
+      dataset: record.dataset,
     };
     upsertEntry.run(
       record.projectId,
@@ -73,6 +80,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
       entry.size,
       entry.timestamp,
       entry.executable ? 1 : 0,
+      entry.dataset ? 1 : 0,
     );
     return { ok: true, entry };
   };

@@ -21,6 +21,7 @@ function project(projectId: string, name: string, orgId = ORG): Project {
     createdAt: at(1),
     policy: { alwaysExtensions: ['.m', '.py'], sizeThreshold: 52_428_800, largeFileAllowlist: ['.h5'] },
     retention: { maxVersions: 0 },
+    datasets: { tracked: [], thresholdBytes: 67_108_864 },
   };
 }
 

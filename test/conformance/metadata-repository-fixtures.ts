@@ -43,6 +43,7 @@ export function recordMaker(projectId = PROJECT) {
       actor: ACTOR,
       timestamp: at(counter),
       restoredFrom: null,
+      dataset: false,
       executable: false,
     };
   };

@@ -6,6 +6,7 @@ import {
   collectAll,
   commitAll,
   expectStrataError,
+  hashOf,
   OTHER_PROJECT,
   PROJECT,
   type RepositoryGetter,
@@ -25,7 +26,7 @@ export function snapshotInput(n: number, projectId = PROJECT): SnapshotCreate {
 }
 
 export function pinOf(record: VersionRecord): SnapshotEntry {
-  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size, executable: record.executable };
+  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size, executable: record.executable, dataset: record.dataset };
 }
 
 export function snapshotConformance(repo: RepositoryGetter): void {
@@ -83,6 +84,25 @@ export function snapshotConformance(repo: RepositoryGetter): void {
       expect([0, 200]).toContain(snapshot.fileCount);
       const pinned = await repo().snapshots.entries(snapshot.snapshotId, { limit: 1_000 });
       expect(pinned.items).toHaveLength(snapshot.fileCount);
+    });
+
+    it('changesFromParents equals the full diff against the parent, including changes undone and deletions', async () => {
+      const make = recordMaker();
+      await commitAll(repo(), [make.write('a.txt', 'a1'), make.write('b.txt', 'b1'), make.write('c.txt', 'c1')]);
+      const first = await repo().snapshots.create(snapshotInput(1));
+      expect(await repo().snapshots.changesFromParents(PROJECT, [first.snapshotId])).toEqual([null]);
+      await commitAll(repo(), [make.write('a.txt', 'a2'), make.write('b.txt', 'b2'), make.write('b.txt', 'b1'), make.remove('c.txt'), make.write('d.txt', 'd1')]);
+      const second = await repo().snapshots.create(snapshotInput(2));
+      const third = await repo().snapshots.create(snapshotInput(3));
+      const [viaChanges, none, unknown] = await repo().snapshots.changesFromParents(PROJECT, [second.snapshotId, third.snapshotId, uuidFor(99, 9)]);
+      const diff = await repo().snapshots.diff(PROJECT, first.snapshotId, second.snapshotId);
+      // Every real change is there with the same new side; b.txt (new version, same content) may be too.
+      expect(viaChanges!.filter((c) => c.path !== 'b.txt')).toEqual(diff.map((d) => ({ path: d.path, after: d.after })));
+      expect(viaChanges!.map((c) => c.path)).toEqual(['a.txt', 'b.txt', 'c.txt', 'd.txt']);
+      expect(diff).toHaveLength(3);
+      expect(viaChanges!.find((c) => c.path === 'b.txt')!.after!.contentHash).toBe(hashOf('b1'));
+      expect(none).toEqual([]);
+      expect(unknown).toBeNull();
     });
 
     it('pages entries by prefix and lists snapshots newest first', async () => {

@@ -1,0 +1,198 @@
+// `strata git clone|pull`: the project's snapshot chain as a git repository, with the real git binary
+// doing the git side. Clone imports the whole chain (one commit per snapshot on main, tags as tags);
+// pull asks only for what follows the local main (GET fs/git/upload?have=) and fast-forwards the work
+// tree. The clone records the project and server in its git config (never the API key).
+import { spawn } from 'node:child_process';
+import { mkdir, readdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
+import type { Command } from 'commander';
+import type { GitReceiveResult, GitRefs } from '../../engine/engine-api.js';
+import { contextFor } from '../context.js';
+import { CliError, EXIT } from '../errors.js';
+
+interface GitResult {
+  stdout: string;
+}
+
+/** Runs git (async, no shell), optionally streaming `input` into its stdin. */
+function runGit(cwd: string, args: string[], input?: AsyncIterable<Uint8Array>): Promise<GitResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('git', args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+    child.on('error', (error) => reject(new CliError('GIT_FAILED', `could not run git: ${error.message}`, { exitCode: EXIT.unexpected, cause: error })));
+    child.on('close', (code) => {
+      if (code === 0) resolvePromise({ stdout: Buffer.concat(out).toString('utf8') });
+      else reject(new CliError('GIT_FAILED', `git ${args[0]} failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, { exitCode: EXIT.unexpected }));
+    });
+    child.stdin.on('error', () => {
+      // git exited early; its exit code and stderr tell why
+    });
+    if (input === undefined) child.stdin.end();
+    else Readable.from(input).pipe(child.stdin);
+  });
+}
+
+async function revParse(cwd: string, rev: string): Promise<string | null> {
+  try {
+    return (await runGit(cwd, ['rev-parse', '-q', '--verify', `${rev}^{commit}`])).stdout.trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+async function gitConfig(cwd: string, key: string): Promise<string | null> {
+  try {
+    return (await runGit(cwd, ['config', '--get', key])).stdout.trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** git fast-export's stdout as a web stream (the request body of a push); rejects `done` if git fails. */
+function exportStream(cwd: string, args: string[]): { body: ReadableStream<Uint8Array>; done: Promise<void> } {
+  const child = spawn('git', ['fast-export', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const err: Buffer[] = [];
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  const done = new Promise<void>((resolvePromise, reject) => {
+    child.on('error', (error) => reject(new CliError('GIT_FAILED', `could not run git: ${error.message}`, { exitCode: EXIT.unexpected })));
+    child.on('close', (code) => {
+      if (code === 0) resolvePromise();
+      else reject(new CliError('GIT_FAILED', `git fast-export failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, { exitCode: EXIT.unexpected }));
+    });
+  });
+  return { body: Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>, done };
+}
+
+async function projectOf(ctx: ReturnType<typeof contextFor>, cwd: string): Promise<string> {
+  const projectId = ctx.flags.project ?? process.env['STRATA_PROJECT_ID'] ?? (await gitConfig(cwd, 'strata.project'));
+  if (!projectId) throw new CliError('NOT_A_STRATA_CLONE', 'this is not a clone made by `strata git clone` (no strata.project in git config); pass --project', { exitCode: EXIT.usage });
+  return projectId;
+}
+
+interface SyncTarget {
+  cwd: string;
+  projectId: string;
+  client: ReturnType<ReturnType<typeof contextFor>['client']>;
+  base: string;
+}
+
+async function syncTarget(ctx: ReturnType<typeof contextFor>, cwd: string): Promise<SyncTarget> {
+  const projectId = await projectOf(ctx, cwd);
+  return { cwd, projectId, client: ctx.client(), base: `/v1/projects/${encodeURIComponent(projectId)}` };
+}
+
+/** The project's snapshots after the local main, fast-forwarding main and the work tree. */
+async function pullFromStrata(t: SyncTarget): Promise<{ projectId: string; head: string | null; updated: boolean; commits: number }> {
+  const before = await revParse(t.cwd, 'refs/heads/main');
+  const refs = await t.client.json<GitRefs>('GET', `${t.base}/fs/git/refs`);
+  if (refs.head === null || refs.head.commitId === before) return { projectId: t.projectId, head: before, updated: false, commits: 0 };
+  const response = await t.client.raw('GET', `${t.base}/fs/git/upload`, before === null ? {} : { query: { have: before } });
+  await runGit(t.cwd, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
+  const after = await revParse(t.cwd, 'refs/heads/main');
+  // fast-import moved main; bring the work tree along (a two-tree merge refuses to clobber local edits)
+  if (before === null) await runGit(t.cwd, ['checkout', '-q', '-f', 'main']);
+  else await runGit(t.cwd, ['read-tree', '-m', '-u', before, 'main']);
+  const range = before === null ? 'main' : `${before}..main`;
+  const commits = Number((await runGit(t.cwd, ['rev-list', '--count', range])).stdout.trim());
+  return { projectId: t.projectId, head: after, updated: true, commits };
+}
+
+/** The local commits of main the project lacks, as a fast-export stream to fs/git/receive. */
+async function pushToStrata(t: SyncTarget): Promise<GitReceiveResult & { projectId: string }> {
+  const local = await revParse(t.cwd, 'refs/heads/main');
+  if (local === null) throw new CliError('USAGE', 'nothing to push: this repository has no main branch', { exitCode: EXIT.usage });
+  const refs = await t.client.json<GitRefs>('GET', `${t.base}/fs/git/refs`);
+  const remote = refs.head?.commitId ?? null;
+  if (remote === local) return { projectId: t.projectId, applied: [], alreadyPresent: 0, head: refs.head };
+  if (remote !== null) {
+    // Fast-forward only, checked here first for a clear message (the server checks again).
+    const known = (await revParse(t.cwd, remote)) !== null;
+    const ancestor = known && (await runGit(t.cwd, ['merge-base', '--is-ancestor', remote, local]).then(() => true, () => false));
+    if (!ancestor) {
+      throw new CliError('GIT_NOT_FAST_FORWARD', `the project has snapshots this repository lacks (its main is ${remote}): run \`strata git pull\` first`, { exitCode: EXIT.conflict });
+    }
+  }
+  // --show-original-ids lets the server check it stores each commit so that it exports identically;
+  // --reference-excluded-parents names the project's tip as the first commit's parent.
+  const range = remote === null ? ['main'] : ['main', `^${remote}`];
+  const exported = exportStream(t.cwd, ['--show-original-ids', '--reference-excluded-parents', '--signed-tags=strip', '--tag-of-filtered-object=drop', ...range]);
+  const [result] = await Promise.all([t.client.json<GitReceiveResult>('POST', `${t.base}/fs/git/receive`, { stream: exported.body }), exported.done]);
+  return { projectId: t.projectId, ...result };
+}
+
+export function registerGitCommands(program: Command): void {
+  const git = program.command('git').description("the project's snapshots as a git repository (one commit per snapshot), through the git binary");
+
+  git
+    .command('clone')
+    .description('create DIR as a git repository of PROJECT: every snapshot a commit on main, tags as tags')
+    .argument('<project>', 'project id')
+    .argument('<dir>', 'a new (or empty) directory')
+    .action(async (projectId: string, dirArg: string, _options: unknown, command: Command) => {
+      const ctx = contextFor(command);
+      const dir = resolve(dirArg);
+      await mkdir(dir, { recursive: true });
+      if ((await readdir(dir)).length > 0) throw new CliError('USAGE', `${dir} is not empty`, { exitCode: EXIT.usage });
+      const client = ctx.client();
+      const base = `/v1/projects/${encodeURIComponent(projectId)}`;
+      await runGit(dir, ['init', '-q', '-b', 'main']);
+      const response = await client.raw('GET', `${base}/fs/git/upload`);
+      await runGit(dir, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
+      const head = await revParse(dir, 'refs/heads/main');
+      if (head !== null) await runGit(dir, ['checkout', '-q', '-f', 'main']);
+      await runGit(dir, ['config', 'strata.project', projectId]);
+      await runGit(dir, ['config', 'strata.server', client.serverUrl]);
+      const commits = head === null ? 0 : Number((await runGit(dir, ['rev-list', '--count', 'main'])).stdout.trim());
+      ctx.output.result({ projectId, dir, head, commits }, () => ctx.output.line(`cloned ${projectId} into ${dir}: ${commits} commit(s), main at ${head ?? '(empty)'}`));
+    });
+
+  git
+    .command('pull')
+    .description("bring the project's new snapshots into this clone (only what follows main); with REMOTE, bring REMOTE's new commits of main into the project instead (git fetch + fast-forward, then push)")
+    .argument('[remote]', 'an ordinary git remote of this repository (e.g. origin)')
+    .action(async (remote: string | undefined, _options: unknown, command: Command) => {
+      const ctx = contextFor(command);
+      const cwd = process.cwd();
+      const sync = await syncTarget(ctx, cwd);
+      if (remote === undefined) {
+        const pulled = await pullFromStrata(sync);
+        ctx.output.result(pulled, () => ctx.output.line(pulled.updated ? `pulled ${pulled.commits} commit(s): main at ${pulled.head}` : 'already up to date'));
+        return;
+      }
+      // The project first (so a fast-forward from REMOTE lands on top of it), then REMOTE, then the project.
+      const fromStrata = await pullFromStrata(sync);
+      await runGit(cwd, ['fetch', '-q', remote, 'main']);
+      await runGit(cwd, ['merge', '-q', '--ff-only', 'FETCH_HEAD']);
+      const pushed = await pushToStrata(sync);
+      ctx.output.result({ remote, fromProject: fromStrata, toProject: pushed }, () =>
+        ctx.output.line(`${remote} → project: ${pushed.applied.length} new snapshot(s); project at ${pushed.head?.commitId ?? '(empty)'}`),
+      );
+    });
+
+  git
+    .command('push')
+    .description('send the commits of main the project lacks (only those), each becoming a snapshot; with REMOTE, publish the project to REMOTE instead (pull from the project, then git push main and tags)')
+    .argument('[remote]', 'an ordinary git remote of this repository (e.g. origin)')
+    .action(async (remote: string | undefined, _options: unknown, command: Command) => {
+      const ctx = contextFor(command);
+      const cwd = process.cwd();
+      const sync = await syncTarget(ctx, cwd);
+      if (remote === undefined) {
+        const result = await pushToStrata(sync);
+        ctx.output.result(result, () =>
+          ctx.output.line(`pushed ${result.applied.length} commit(s)${result.alreadyPresent > 0 ? ` (${result.alreadyPresent} already there)` : ''}: project at ${result.head?.commitId ?? '(empty)'}`),
+        );
+        return;
+      }
+      const pulled = await pullFromStrata(sync);
+      const pushed = await pushToStrata(sync);
+      // git push sends only what REMOTE lacks.
+      await runGit(cwd, ['push', '-q', remote, 'refs/heads/main:refs/heads/main', 'refs/tags/*:refs/tags/*']);
+      const head = await revParse(cwd, 'refs/heads/main');
+      ctx.output.result({ remote, head, fromProject: pulled, toProject: pushed }, () => ctx.output.line(`published main at ${head} to ${remote}`));
+    });
+}

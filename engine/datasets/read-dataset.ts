@@ -1,0 +1,28 @@
+// Reading a dataset: the manifest says which shards hold which bytes, so a read (whole or a range)
+// streams exactly the shards it needs, one after another, never the whole dataset in memory. Whole
+// shards are verified against their hash by the store as they stream; so is the manifest.
+import { Readable } from 'node:stream';
+import type { EngineContext } from '../context.js';
+import type { ReadRange } from '../ports/content-store.js';
+import type { ContentHash } from '../types.js';
+import { type DatasetManifest, parseManifest, ShardIndex } from './manifest.js';
+
+export async function loadManifest(ctx: EngineContext, manifestHash: ContentHash): Promise<DatasetManifest> {
+  return parseManifest(await ctx.store.readBuffer(manifestHash), manifestHash);
+}
+
+/** The assembled bytes of [range.start, range.end] (default: all) of the dataset. */
+export async function openDataset(ctx: EngineContext, manifestHash: ContentHash, range?: ReadRange): Promise<Readable> {
+  const index = new ShardIndex(await loadManifest(ctx, manifestHash));
+  const size = index.manifest.size;
+  const pieces = size === 0 ? [] : index.pieces(range?.start ?? 0, range?.end ?? size - 1);
+  const store = ctx.store;
+  async function* assemble(): AsyncGenerator<Uint8Array> {
+    for (const piece of pieces) {
+      // A whole shard is opened without a range, so the store verifies it.
+      const stream = piece.whole ? await store.open(piece.hash) : await store.open(piece.hash, { start: piece.from, end: piece.to });
+      yield* stream as AsyncIterable<Uint8Array>;
+    }
+  }
+  return Readable.from(assemble(), { objectMode: false });
+}

@@ -1,0 +1,192 @@
+// Reading a pushed `git fast-export` stream into something the engine can check before it changes
+// anything: every blob goes into the content store as it streams by (with its git blob id computed on
+// the way), and the commits that end up on refs/heads/main are resolved into one linear list with
+// their parent. Merges, other branches and anything we could not export back identically are refused
+// here, before a single version is written (blobs stored meanwhile are unreferenced: gc takes them).
+//
+// Branch semantics follow git-fast-import(1): a `commit <ref>` without `from` continues the ref's
+// current tip — the project's tip for refs/heads/main until the stream resets it — and a `reset <ref>`
+// without `from` makes the next commit on it a root.
+import { createHash } from 'node:crypto';
+import { StrataError } from '../errors.js';
+import type { ContentHash } from '../types.js';
+import type { BlobEvent, CommitEvent, CommitIsh, DataRef, GitIdent } from './fast-export-events.js';
+import { parseFastExport } from './fast-export-parser.js';
+
+export interface ReceivedBlob {
+  hash: ContentHash;
+  size: number;
+  gitId: string;
+}
+
+export type ReceivedChange =
+  | { kind: 'modify'; path: string; executable: boolean; blob: ReceivedBlob | { oid: string } }
+  | { kind: 'delete'; path: string }
+  | { kind: 'rename'; from: string; to: string }
+  | { kind: 'copy'; from: string; to: string }
+  | { kind: 'deleteall' };
+
+export interface ReceivedCommit {
+  author: string;
+  committer: string;
+  message: string;
+  originalOid: string | null;
+  changes: ReceivedChange[];
+  /** lightweight or annotated tags that point here */
+  tags: string[];
+}
+
+export interface ReceivedHistory {
+  /** the commit the first one continues: null = a root commit, 'tip' = the project's tip as it is */
+  base: string | null | 'tip';
+  commits: ReceivedCommit[];
+}
+
+type Tip = { kind: 'commit'; commit: Parsed } | { kind: 'oid'; oid: string } | { kind: 'root' } | { kind: 'project-tip' };
+interface Parsed {
+  event: CommitEvent;
+  parent: Tip;
+  changes: ReceivedChange[];
+  tags: string[];
+}
+
+const MAIN = 'refs/heads/main';
+const TAG_PREFIX = 'refs/tags/';
+
+function notLinear(message: string): StrataError {
+  return new StrataError('GIT_NOT_LINEAR', { message });
+}
+
+function unsupported(message: string): StrataError {
+  return new StrataError('GIT_NOT_REPRESENTABLE', { message });
+}
+
+export function identLine(ident: GitIdent): string {
+  return `${ident.name} <${ident.email}> ${ident.timeSec} ${ident.tz}`;
+}
+
+export async function readPushedHistory(
+  input: AsyncIterable<Uint8Array>,
+  storeBlob: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>,
+): Promise<ReceivedHistory> {
+  const blobsByMark = new Map<number, ReceivedBlob>();
+  const inline = new Map<number, ReceivedBlob>();
+  const commitsByMark = new Map<number, Parsed>();
+  const refs = new Map<string, Tip>([[MAIN, { kind: 'project-tip' }]]);
+  const tagTargets: Array<{ name: string; target: Tip }> = [];
+
+  const resolve = (ish: CommitIsh): Tip => {
+    if (ish.kind === 'oid') return { kind: 'oid', oid: ish.oid };
+    if (ish.kind === 'mark') {
+      const commit = commitsByMark.get(ish.mark);
+      if (commit === undefined) throw notLinear(`mark :${ish.mark} is not a commit of this stream`);
+      return { kind: 'commit', commit };
+    }
+    const tip = refs.get(ish.ref);
+    if (tip === undefined) throw notLinear(`unknown ref ${ish.ref}`);
+    return tip;
+  };
+
+  for await (const event of parseFastExport(input)) {
+    if (event.type === 'blob') {
+      const blob = await receiveBlob(event, storeBlob);
+      if (event.inlineIndex !== null) inline.set(event.inlineIndex, blob);
+      else if (event.mark !== null) blobsByMark.set(event.mark, blob);
+    } else if (event.type === 'commit') {
+      if (event.merges.length > 0) throw notLinear('the stream contains a merge commit');
+      if (event.ref !== MAIN && !event.ref.startsWith(TAG_PREFIX)) throw notLinear(`the stream writes ${event.ref}; only ${MAIN} is received`);
+      if (event.encoding !== null && event.encoding.toUpperCase() !== 'UTF-8') throw unsupported(`commit encoding ${event.encoding}`);
+      const parent = event.from === null ? (refs.get(event.ref) ?? { kind: 'root' }) : resolve(event.from);
+      const parsed: Parsed = { event, parent, changes: event.fileChanges.map((c) => toChange(c, blobsByMark, inline)), tags: [] };
+      if (event.mark !== null) commitsByMark.set(event.mark, parsed);
+      refs.set(event.ref, { kind: 'commit', commit: parsed });
+    } else if (event.type === 'reset') {
+      if (event.ref !== MAIN && !event.ref.startsWith(TAG_PREFIX)) throw notLinear(`the stream writes ${event.ref}; only ${MAIN} is received`);
+      refs.set(event.ref, event.from === null ? { kind: 'root' } : resolve(event.from));
+    } else if (event.type === 'tag') {
+      tagTargets.push({ name: event.name, target: resolve(event.from) });
+    } else if (event.type === 'alias') {
+      throw unsupported('alias commands are not supported');
+    }
+  }
+
+  for (const [ref, target] of refs) if (ref.startsWith(TAG_PREFIX)) tagTargets.push({ name: ref.slice(TAG_PREFIX.length), target });
+  // The chain main ends at, walked back to where it leaves the stream.
+  const chain: Parsed[] = [];
+  let at = refs.get(MAIN)!;
+  while (at.kind === 'commit') {
+    chain.push(at.commit);
+    at = at.commit.parent;
+  }
+  chain.reverse();
+  const onChain = new Set(chain);
+  for (const parsed of commitsByMark.values()) {
+    if (!onChain.has(parsed)) throw notLinear('the stream has commits that are not on refs/heads/main');
+  }
+  for (const { name, target } of tagTargets) {
+    if (target.kind !== 'commit') continue; // a tag on a commit the project has already: nothing new
+    target.commit.tags.push(name);
+  }
+  const base = at.kind === 'root' ? null : at.kind === 'oid' ? at.oid : 'tip';
+  return {
+    base,
+    commits: chain.map((p) => ({
+      author: identLine(p.event.author ?? p.event.committer),
+      committer: identLine(p.event.committer),
+      message: utf8(p.event.message),
+      originalOid: p.event.originalOid,
+      changes: p.changes,
+      tags: [...new Set(p.tags)].sort(),
+    })),
+  };
+}
+
+async function receiveBlob(event: BlobEvent, storeBlob: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>): Promise<ReceivedBlob> {
+  // The git blob id needs the size first; the delimited form only knows it at its end, so it is
+  // hashed after storing, from the store (rare: git fast-export never writes that form).
+  const sha = createHash('sha1');
+  if (event.size !== null) sha.update(`blob ${event.size}\0`);
+  async function* tee(): AsyncGenerator<Uint8Array> {
+    for await (const chunk of event.data) {
+      if (event.size !== null) sha.update(chunk);
+      yield chunk;
+    }
+  }
+  const stored = await storeBlob(tee());
+  if (event.size === null) throw unsupported('data <<delimiter blobs are not supported; use git fast-export');
+  return { hash: stored.hash, size: stored.size, gitId: sha.digest('hex') };
+}
+
+function toChange(change: CommitEvent['fileChanges'][number], blobsByMark: Map<number, ReceivedBlob>, inline: Map<number, ReceivedBlob>): ReceivedChange {
+  switch (change.kind) {
+    case 'modify': {
+      if (change.mode !== '100644' && change.mode !== '100755') throw unsupported(`file mode ${change.mode} at ${change.path} (symlinks and submodules are not stored)`);
+      return { kind: 'modify', path: change.path, executable: change.mode === '100755', blob: blobOf(change.dataref, blobsByMark, inline) };
+    }
+    case 'delete':
+      return { kind: 'delete', path: change.path };
+    case 'rename':
+      return { kind: 'rename', from: change.from, to: change.to };
+    case 'copy':
+      return { kind: 'copy', from: change.from, to: change.to };
+    case 'deleteall':
+      return { kind: 'deleteall' };
+    default:
+      throw unsupported('notes are not stored');
+  }
+}
+
+function blobOf(ref: DataRef, blobsByMark: Map<number, ReceivedBlob>, inline: Map<number, ReceivedBlob>): ReceivedBlob | { oid: string } {
+  if (ref.kind === 'oid') return { oid: ref.oid };
+  const blob = ref.kind === 'mark' ? blobsByMark.get(ref.mark) : inline.get(ref.inlineIndex);
+  if (blob === undefined) throw new StrataError('GIT_STREAM_INVALID', { message: 'A file change names a blob the stream did not send', details: { reason: 'unknown blob' } });
+  return blob;
+}
+
+function utf8(bytes: Buffer): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    throw unsupported('a commit message is not UTF-8');
+  }
+}

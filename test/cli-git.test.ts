@@ -1,0 +1,93 @@
+// `strata git clone` and `strata git pull` against a live `strata serve`, with the real git binary:
+// the clone holds one commit per snapshot with the snapshot's files; a pull brings only the new
+// snapshots and fast-forwards the work tree; refs name the same commits as the clone has.
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { baseEnv, parseJson, runCli, type ServeHandle, startServe, tempDir } from './cli-harness.js';
+import { git } from './helpers/git.js';
+
+let dir: { path: string; remove(): Promise<void> };
+let server: ServeHandle | undefined;
+let env: NodeJS.ProcessEnv;
+let projectId = '';
+
+async function ok<T>(args: string[], cwd?: string): Promise<T> {
+  const result = await runCli([...args, '--json'], env, { timeoutMs: 60_000, ...(cwd === undefined ? {} : { cwd }) });
+  if (result.code !== 0) throw new Error(`strata ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
+  return parseJson<T>(result);
+}
+
+beforeAll(async () => {
+  dir = await tempDir('strata-cli-git-');
+  const home = join(dir.path, 'home');
+  env = baseEnv(join(dir.path, 'config'));
+  const boot = await runCli(['admin', 'bootstrap', '--home', home, '--json'], env);
+  expect(boot.code, boot.stderr).toBe(0);
+  server = await startServe(home, env);
+  env = { ...env, STRATA_SERVER_URL: server.url, STRATA_API_KEY: parseJson<{ apiKey: string }>(boot).apiKey, HOME: dir.path, GIT_CONFIG_NOSYSTEM: '1' };
+  projectId = (await ok<{ projectId: string }>(['project', 'create', 'gitty'])).projectId;
+  env = { ...env, STRATA_PROJECT_ID: projectId };
+}, 60_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await dir?.remove();
+}, 30_000);
+
+describe('strata git', () => {
+  const clone = () => join(dir.path, 'clone');
+  const put = async (path: string, text: string) => {
+    const local = join(dir.path, 'src.tmp');
+    await writeFile(local, text);
+    await ok(['put', local, path]);
+  };
+
+  it('clones the snapshot chain: one commit per snapshot, tags, the latest files in the work tree', async () => {
+    await put('fit.m', 'x = 1;\n');
+    await put('data/notes.md', '# notes\n');
+    await ok(['snapshot', 'create', '-m', 'first']);
+    await put('fit.m', 'x = 2;\n');
+    const second = await ok<{ snapshotId: string }>(['snapshot', 'create', '-m', 'second']);
+    await ok(['tag', 'add', second.snapshotId, 'v2']);
+
+    const result = await ok<{ head: string; commits: number }>(['git', 'clone', projectId, clone()]);
+    expect(result.commits).toBe(2);
+    expect(await readFile(join(clone(), 'fit.m'), 'utf8')).toBe('x = 2;\n');
+    expect(await readFile(join(clone(), 'data/notes.md'), 'utf8')).toBe('# notes\n');
+    const log = (await git(clone(), dir.path, ['log', '--format=%s', 'main'])).toString().trim().split('\n');
+    expect(log).toEqual(['second', 'first']);
+    expect((await git(clone(), dir.path, ['rev-parse', 'v2^{commit}'])).toString().trim()).toBe(result.head);
+    expect((await git(clone(), dir.path, ['status', '--porcelain'])).toString()).toBe('');
+    const again = await ok<{ head: string }>(['git', 'clone', projectId, join(dir.path, 'clone2')]);
+    expect(again.head).toBe(result.head);
+  });
+
+  it('pulls only the new snapshots and fast-forwards the work tree', async () => {
+    const up = await ok<{ updated: boolean }>(['git', 'pull'], clone());
+    expect(up.updated).toBe(false);
+    await put('fit.m', 'x = 3;\n');
+    await put('new.txt', 'new\n');
+    await ok(['snapshot', 'create', '-m', 'third']);
+    const pulled = await ok<{ updated: boolean; commits: number; head: string }>(['git', 'pull'], clone());
+    expect(pulled).toMatchObject({ updated: true, commits: 1 });
+    expect(await readFile(join(clone(), 'fit.m'), 'utf8')).toBe('x = 3;\n');
+    expect(await readFile(join(clone(), 'new.txt'), 'utf8')).toBe('new\n');
+    expect((await git(clone(), dir.path, ['rev-list', '--count', 'main'])).toString().trim()).toBe('3');
+    // the same commit a fresh clone gets: the export is deterministic
+    const fresh = await ok<{ head: string }>(['git', 'clone', projectId, join(dir.path, 'clone3')]);
+    expect(fresh.head).toBe(pulled.head);
+    await git(clone(), dir.path, ['fsck', '--strict', '--no-progress']);
+  });
+
+  it('refuses to pull over a history that diverged, changing nothing', async () => {
+    await git(clone(), dir.path, ['commit', '-q', '--allow-empty', '-m', 'local only']);
+    const head = (await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim();
+    await put('fit.m', 'x = 4;\n');
+    await ok(['snapshot', 'create', '-m', 'fourth']);
+    const result = await runCli(['git', 'pull', '--json'], env, { cwd: clone() });
+    expect(result.code).toBe(4);
+    expect(JSON.parse(result.stdout || result.stderr).error.code).toBe('GIT_UNKNOWN_COMMIT');
+    expect((await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim()).toBe(head);
+  });
+});
