@@ -127,14 +127,11 @@ export async function commitOne(ctx: EngineContext, commit: VersionCommit): Prom
 
 /** A file cannot be written where a directory is, nor below an existing file. */
 export async function assertWritablePath(ctx: EngineContext, projectId: string, path: string): Promise<void> {
-  if (await ctx.repository.versions.isDirectory(projectId, path)) {
-    throw new StrataError('PATH_IS_DIRECTORY', { details: { path } });
-  }
-  const segments = path.split('/');
-  for (let i = 1; i < segments.length; i++) {
-    const ancestor = segments.slice(0, i).join('/');
-    if (await ctx.repository.versions.getEntry(projectId, ancestor)) {
-      throw new StrataError('PATH_EXISTS', { message: `'${ancestor}' is a file, so '${path}' cannot be created below it`, details: { path, conflictingPath: ancestor } });
-    }
-  }
+  const conflict = await ctx.repository.versions.writeConflict(projectId, path);
+  if (conflict === null) return;
+  if (conflict.kind === 'directory') throw new StrataError('PATH_IS_DIRECTORY', { details: { path } });
+  throw new StrataError('PATH_EXISTS', {
+    message: `'${conflict.ancestor}' is a file, so '${path}' cannot be created below it`,
+    details: { path, conflictingPath: conflict.ancestor },
+  });
 }

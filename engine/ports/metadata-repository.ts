@@ -92,6 +92,11 @@ export interface VersionRepository {
   /** true if any entry lives strictly below `dirPath/` */
   isDirectory(projectId: string, dirPath: string): Promise<boolean>;
   /**
+   * Why a file cannot be written at `path`, or null if it can: entries live below it (it is a
+   * directory), or one of its ancestors is a file. One call for the check every write makes.
+   */
+  writeConflict(projectId: string, path: string): Promise<WriteConflict | null>;
+  /**
    * Retention: for each path (all paths of the project if `paths` is omitted) keep the newest
    * `keep` versions; older ones are deleted unless pinned by a snapshot or current.
    */
@@ -102,6 +107,8 @@ export interface VersionRepository {
   allReferencedHashes(): AsyncIterable<ContentHash>;
   countVersions(projectId: string): Promise<number>;
 }
+
+export type WriteConflict = { kind: 'directory' } | { kind: 'file-ancestor'; ancestor: string };
 
 export interface SnapshotCreate {
   snapshotId: string;

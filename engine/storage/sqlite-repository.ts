@@ -6,6 +6,7 @@ import { createSqliteProjects } from './sqlite-projects.js';
 import { storageError } from './sqlite-rows.js';
 import { createSqliteSnapshots } from './sqlite-snapshots.js';
 import { createSqliteVersions } from './sqlite-versions.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { acknowledgeDurably, WalSync } from './sqlite-wal-sync.js';
 
 export interface SqliteRepositoryOptions {
@@ -39,20 +40,28 @@ export function openSqliteRepository(options: SqliteRepositoryOptions): Metadata
     db.pragma('cache_size = -65536');
     applyMigrations(db);
     db.pragma('synchronous = NORMAL');
+    // Checkpoints run on their own thread (sqlite-checkpointer.ts), not inside our commits.
+    db.pragma('wal_autocheckpoint = 0');
   } catch (error) {
     db.close();
     throw storageError(error);
   }
   const open = db;
   const totalChanges = open.prepare('SELECT total_changes()').pluck();
+  const checkpointer = new SqliteCheckpointer(options.file, () => {
+    if (open.open) open.pragma('wal_autocheckpoint = 1000');
+  });
   const repository: MetadataRepository = {
     projects: createSqliteProjects(open),
     versions: createSqliteVersions(open),
     snapshots: createSqliteSnapshots(open),
     access: createSqliteAccess(open),
     close: async () => {
+      // The checkpoint thread's connection closes first, so ours is the last one: closing it
+      // checkpoints what is left and removes the WAL.
+      await checkpointer.close();
       if (open.open) open.close();
     },
   };
-  return acknowledgeDurably(repository, () => (open.open ? (totalChanges.get() as number) : 0), new WalSync(`${options.file}-wal`));
+  return acknowledgeDurably(repository, () => (open.open ? (totalChanges.get() as number) : 0), new WalSync(`${options.file}-wal`), checkpointer);
 }

@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import type { VersionCommit, VersionCommitResult, VersionRepository } from '../ports/metadata-repository.js';
+import type { VersionCommit, VersionCommitResult, VersionRepository, WriteConflict } from '../ports/metadata-repository.js';
 import type { Entry, Page, VersionRecord } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { createSqlitePrune } from './sqlite-prune.js';
@@ -145,6 +145,16 @@ export function createSqliteVersions(db: Database): VersionRepository {
     return prepared(`SELECT 1 FROM entries WHERE project_id = ? AND ${range.sql} LIMIT 1`).get(projectId, ...range.params) !== undefined;
   };
 
+  const entryExists = db.prepare('SELECT 1 FROM entries WHERE project_id = ? AND path = ?').pluck();
+  const writeConflict = (projectId: string, path: string): WriteConflict | null => {
+    if (isDirectory(projectId, path)) return { kind: 'directory' };
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
+      const ancestor = path.slice(0, slash);
+      if (entryExists.get(projectId, ancestor) !== undefined) return { kind: 'file-ancestor', ancestor };
+    }
+    return null;
+  };
+
   return {
     // IMMEDIATE: take the write lock before reading the preconditions, so another process cannot
     // commit between our check and our write (and we never hit SQLITE_BUSY on lock upgrade).
@@ -163,6 +173,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
       }),
     listEntries: (projectId, options) => run(() => listEntries(projectId, options)),
     isDirectory: (projectId, dirPath) => run(() => isDirectory(projectId, dirPath)),
+    writeConflict: (projectId, path) => run(() => writeConflict(projectId, path)),
     countVersions: (projectId) => run(() => countVersions.get(projectId) as number),
     ...createSqlitePrune(db),
   };

@@ -106,12 +106,18 @@ export class WalSync {
  * counter moved while it ran; every method runs its transaction synchronously inside the call) resolves
  * only after the WAL is synced. Read-only calls pass straight through.
  */
-export function acknowledgeDurably(repository: MetadataRepository, changeCount: () => number, wal: WalSync): MetadataRepository {
+export function acknowledgeDurably(
+  repository: MetadataRepository,
+  changeCount: () => number,
+  wal: WalSync,
+  checkpoints?: { changed(): void; barrier(): Promise<void> | null },
+): MetadataRepository {
+  const sync = { changeCount, wal, afterChange: () => checkpoints?.changed(), barrier: () => checkpoints?.barrier() ?? null };
   return {
-    projects: wrapGroup(repository.projects, changeCount, wal),
-    versions: wrapGroup(repository.versions, changeCount, wal),
-    snapshots: wrapGroup(repository.snapshots, changeCount, wal),
-    access: wrapGroup(repository.access, changeCount, wal),
+    projects: wrapGroup(repository.projects, sync),
+    versions: wrapGroup(repository.versions, sync),
+    snapshots: wrapGroup(repository.snapshots, sync),
+    access: wrapGroup(repository.access, sync),
     close: async () => {
       await wal.close();
       await repository.close();
@@ -119,7 +125,15 @@ export function acknowledgeDurably(repository: MetadataRepository, changeCount: 
   };
 }
 
-function wrapGroup<T extends object>(group: T, changeCount: () => number, wal: WalSync): T {
+interface SyncHooks {
+  changeCount: () => number;
+  wal: WalSync;
+  afterChange: () => void;
+  /** a rewinding checkpoint is running: calls wait for it (sqlite-checkpointer.ts) */
+  barrier: () => Promise<void> | null;
+}
+
+function wrapGroup<T extends object>(group: T, { changeCount, wal, afterChange, barrier }: SyncHooks): T {
   const wrapped: Record<string, unknown> = {};
   for (const [name, member] of Object.entries(group)) {
     if (typeof member !== 'function') {
@@ -127,10 +141,11 @@ function wrapGroup<T extends object>(group: T, changeCount: () => number, wal: W
       continue;
     }
     const method = member as (...args: unknown[]) => unknown;
-    wrapped[name] = (...args: unknown[]) => {
+    const call = (args: unknown[]): unknown => {
       const before = changeCount();
       const result = method.apply(group, args);
       if (changeCount() === before || !(result instanceof Promise)) return result;
+      afterChange();
       return result.then(
         async (value) => {
           await wal.sync();
@@ -143,6 +158,12 @@ function wrapGroup<T extends object>(group: T, changeCount: () => number, wal: W
           throw error;
         },
       );
+    };
+    // Iterables (allReferencedHashes) page through their own calls: only promise methods wait.
+    const iterates = name === 'allReferencedHashes';
+    wrapped[name] = (...args: unknown[]) => {
+      const held = iterates ? null : barrier();
+      return held === null ? call(args) : held.then(() => call(args));
     };
   }
   return wrapped as T;

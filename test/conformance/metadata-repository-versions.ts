@@ -264,5 +264,23 @@ export function versionReadConformance(repo: RepositoryGetter): void {
       for (const [dir, expected] of cases) expect(await repo().versions.isDirectory(PROJECT, dir), dir).toBe(expected);
       expect(await repo().versions.isDirectory(OTHER_PROJECT, 'a')).toBe(false);
     });
+
+    it('says why a file cannot be written at a path: a directory there, or a file above it', async () => {
+      const make = recordMaker();
+      await commitAll(repo(), ['a/b', 'a/c/d', 'a.txt', 'x/y.txt'].map((p) => make.write(p, p)));
+      const cases: Array<[string, unknown]> = [
+        ['a', { kind: 'directory' }],
+        ['a/c', { kind: 'directory' }],
+        ['a/b', null],
+        ['a/b/new.txt', { kind: 'file-ancestor', ancestor: 'a/b' }],
+        ['a/c/d/e/f', { kind: 'file-ancestor', ancestor: 'a/c/d' }],
+        ['a.txt/z', { kind: 'file-ancestor', ancestor: 'a.txt' }],
+        ['a/new.txt', null],
+        ['x/y.txt', null],
+        ['fresh/deep/file', null],
+      ];
+      for (const [path, expected] of cases) expect(await repo().versions.writeConflict(PROJECT, path), path).toStrictEqual(expected);
+      expect(await repo().versions.writeConflict(OTHER_PROJECT, 'a/b/new.txt')).toBeNull();
+    });
   });
 }
