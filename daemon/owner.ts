@@ -6,8 +6,8 @@
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { parseApiKey } from '../engine/access/api-key-format.js';
-import { issueApiKey } from '../engine/access/api-keys.js';
-import { audit } from '../engine/access/audit.js';
+import { mintApiKey } from '../engine/access/api-keys.js';
+import { auditChange } from '../engine/access/audit.js';
 import { bootstrapOrganization } from '../engine/access/bootstrap.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { StrataError } from '../engine/errors.js';
@@ -64,9 +64,7 @@ export async function ensureLocalOwner(home: string, deps: AccessDeps): Promise<
     const orgId = organizations[0]!.orgId;
     const createdAt = new Date(deps.clock.now()).toISOString();
     const identityId = deps.ids.uuid();
-    await deps.repository.access.createIdentity({ identityId, kind: 'service', name: 'local daemon', email: null, createdAt });
-    await deps.repository.access.setOrgRole({ orgId, identityId, role: 'owner' });
-    const issued = await issueApiKey(deps, {
+    const issued = mintApiKey(deps, {
       orgId,
       identityId,
       projectId: null,
@@ -75,7 +73,12 @@ export async function ensureLocalOwner(home: string, deps: AccessDeps): Promise<
       expiresAt: null,
       rotateBy: null,
     });
-    await audit(deps, { orgId, actorId: identityId, action: 'key.create', target: issued.record.keyId, details: { keyId: issued.record.keyId, purpose: 'local daemon owner key' } });
+    await deps.repository.access.applyAccessChanges([
+      { kind: 'createIdentity', identity: { identityId, kind: 'service', name: 'local daemon', email: null, createdAt } },
+      { kind: 'setOrgRole', membership: { orgId, identityId, role: 'owner' } },
+      { kind: 'createApiKey', key: issued.record },
+      auditChange(deps, { orgId, actorId: identityId, action: 'key.create', target: issued.record.keyId, details: { keyId: issued.record.keyId, purpose: 'local daemon owner key' } }),
+    ]);
     apiKey = issued.apiKey;
   }
   // Two first starts racing: both minted a key, the file keeps the first; use whatever it holds.

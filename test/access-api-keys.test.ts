@@ -136,6 +136,19 @@ describe('API keys (engine/access)', () => {
     expect((await local.repository.access.getApiKey(keyId))!.lastUsedAt).toBe(new Date(clock.now()).toISOString());
   });
 
+  it('rotates a key once when two rotations race; the loser changes nothing', async () => {
+    const ci = await createApiKey(deps, owner, { purpose: 'ci', role: 'member' });
+    const before = (await local.repository.access.listApiKeys(orgId)).length;
+    const results = await Promise.allSettled([rotateApiKey(deps, owner, ci.key.keyId), rotateApiKey(deps, owner, ci.key.keyId)]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost.map((r) => (r.reason as { code?: string }).code)).toEqual(['KEY_ROTATED']);
+    expect((await local.repository.access.listApiKeys(orgId)).length).toBe(before + 1);
+    const rotations = (await local.repository.access.listAudit(orgId, { limit: 50 })).items.filter((r) => r.action === 'key.rotate');
+    expect(rotations).toHaveLength(1);
+  });
+
   it('rotates: the old key works until the grace ends, then only the new one', async () => {
     const ci = await createApiKey(deps, owner, { purpose: 'ci', role: 'member' });
     const rotated = await rotateApiKey(deps, owner, ci.key.keyId, { graceSeconds: 3600 });

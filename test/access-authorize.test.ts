@@ -143,6 +143,20 @@ describe('authorization (engine/access)', () => {
     expect((await rejection(setOrgRole(deps, owner, { orgId, identityId: 'nobody', role: 'member' }))).code).toBe('USER_NOT_FOUND');
   });
 
+  it('lets exactly one of two owners demoting each other at once succeed', async () => {
+    const second = await principalWith('owner');
+    const [a, b] = await Promise.all([
+      outcome(setOrgRole(deps, owner, { orgId, identityId: second.identity.identityId, role: 'member' })),
+      outcome(setOrgRole(deps, second, { orgId, identityId: owner.identity.identityId, role: 'member' })),
+    ]);
+    expect([a, b].sort()).toEqual(['MEMBERSHIP_LAST_OWNER', 'ok']);
+    const owners = (await local.repository.access.listOrgMembers(orgId)).filter((m) => m.role === 'owner');
+    expect(owners).toHaveLength(1);
+    // the refused change left no audit record behind
+    const audited = (await local.repository.access.listAudit(orgId, { limit: 50 })).items.filter((r) => r.action === 'org.role.set');
+    expect(audited).toHaveLength(1);
+  });
+
   it('audits role and membership changes', async () => {
     const member = await principalWith('member');
     const id = member.identity.identityId;

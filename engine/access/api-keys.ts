@@ -5,10 +5,11 @@
 // of create/rotate; it is shown once and never stored, logged or audited.
 
 import { StrataError } from '../errors.js';
+import type { AccessChange } from '../ports/metadata-repository.js';
 import { isoTimestamp } from '../ports/world.js';
 import type { ApiKeyRecord, OrgRole } from '../types.js';
 import { formatApiKey, generateKeyMaterial, hmacSecret, isValidEnvironment } from './api-key-format.js';
-import { audit } from './audit.js';
+import { auditChange } from './audit.js';
 import { keyIsUsable } from './authenticate.js';
 import { authorizeOrg, authorizeProject, defaultOrgId } from './authorize.js';
 import type { Principal } from './context.js';
@@ -42,8 +43,11 @@ export interface IssueApiKeyInput {
   rotateBy: string | null;
 }
 
-/** Mints and stores a key for an existing identity. No authorization: callers decide who may. */
-export async function issueApiKey(deps: AccessDeps, input: IssueApiKeyInput): Promise<{ apiKey: string; record: ApiKeyRecord }> {
+/**
+ * Mints a key for an identity: the plaintext and the record to store (with `createApiKey` in the
+ * caller's change list). Writes nothing. No authorization: callers decide who may.
+ */
+export function mintApiKey(deps: AccessDeps, input: IssueApiKeyInput): { apiKey: string; record: ApiKeyRecord } {
   if (!isValidEnvironment(deps.environment)) throw new TypeError('environment must match [a-z0-9]{1,16}');
   const { keyId, secret } = generateKeyMaterial(deps.ids);
   const record: ApiKeyRecord = {
@@ -63,7 +67,6 @@ export async function issueApiKey(deps: AccessDeps, input: IssueApiKeyInput): Pr
     replacedBy: null,
     graceUntil: null,
   };
-  await deps.repository.access.createApiKey(record);
   return { apiKey: formatApiKey({ environment: deps.environment, keyId, secret }), record };
 }
 
@@ -108,14 +111,9 @@ export async function createApiKey(deps: AccessDeps, principal: Principal, input
     throw new StrataError('FORBIDDEN', { message: 'A key cannot have a higher role than its creator', details: { field: 'role' } });
   }
 
-  const access = deps.repository.access;
   const now = deps.clock.now();
   const identityId = deps.ids.uuid();
-  await access.createIdentity({ identityId, kind: 'service', name: input.purpose, email: null, createdAt: new Date(now).toISOString() });
-  await access.setOrgRole({ orgId, identityId, role });
-  await copyNarrowing(deps, principal.identity.identityId, identityId, orgId, projectId);
-
-  const { apiKey, record } = await issueApiKey(deps, {
+  const { apiKey, record } = mintApiKey(deps, {
     orgId,
     identityId,
     projectId,
@@ -124,24 +122,34 @@ export async function createApiKey(deps: AccessDeps, principal: Principal, input
     expiresAt: input.expiresInDays === undefined ? null : new Date(now + input.expiresInDays * DAY_MS).toISOString(),
     rotateBy: input.rotateInDays === undefined ? null : new Date(now + input.rotateInDays * DAY_MS).toISOString(),
   });
-  await audit(deps, {
-    orgId,
-    actorId: principal.identity.identityId,
-    action: 'key.create',
-    target: record.keyId,
-    details: { keyId: record.keyId, identityId, projectId, role, purpose: input.purpose, expiresAt: record.expiresAt },
-  });
+  // The service identity, its role and narrowing, the key and the audit record: one transaction, so
+  // a crash or a failure half-way leaves no identity without a key and no unaudited key.
+  await deps.repository.access.applyAccessChanges([
+    { kind: 'createIdentity', identity: { identityId, kind: 'service', name: input.purpose, email: null, createdAt: new Date(now).toISOString() } },
+    { kind: 'setOrgRole', membership: { orgId, identityId, role } },
+    ...(await copyNarrowing(deps, principal.identity.identityId, identityId, orgId, projectId)),
+    { kind: 'createApiKey', key: record },
+    auditChange(deps, {
+      orgId,
+      actorId: principal.identity.identityId,
+      action: 'key.create',
+      target: record.keyId,
+      details: { keyId: record.keyId, identityId, projectId, role, purpose: input.purpose, expiresAt: record.expiresAt },
+    }),
+  ]);
   return { apiKey, key: await keyMetadata(deps, record) };
 }
 
 /** The creator's project narrowing applies to the key too (for its one project, or all of the org's). */
-async function copyNarrowing(deps: AccessDeps, from: string, to: string, orgId: string, projectId: string | null): Promise<void> {
+async function copyNarrowing(deps: AccessDeps, from: string, to: string, orgId: string, projectId: string | null): Promise<AccessChange[]> {
   const access = deps.repository.access;
   const projectIds = projectId !== null ? [projectId] : (await deps.repository.projects.list(orgId)).map((p) => p.projectId);
+  const changes: AccessChange[] = [];
   for (const id of projectIds) {
     const narrowed = await access.getProjectAccess(id, from);
-    if (narrowed !== null) await access.setProjectAccess({ projectId: id, identityId: to, access: narrowed });
+    if (narrowed !== null) changes.push({ kind: 'setProjectAccess', membership: { projectId: id, identityId: to, access: narrowed } });
   }
+  return changes;
 }
 
 export async function listApiKeys(deps: AccessDeps, principal: Principal, input: { orgId?: string }): Promise<ApiKeyMetadata[]> {
@@ -187,7 +195,7 @@ export async function rotateApiKey(
   const now = deps.clock.now();
   // The new key keeps the old one's lifetime and rotation period, counted from now.
   const shift = (end: string | null) => (end === null ? null : new Date(now + (Date.parse(end) - Date.parse(old.createdAt))).toISOString());
-  const { apiKey, record } = await issueApiKey(deps, {
+  const { apiKey, record } = mintApiKey(deps, {
     orgId: old.orgId,
     identityId: old.identityId,
     projectId: old.projectId,
@@ -197,14 +205,20 @@ export async function rotateApiKey(
     rotateBy: shift(old.rotateBy),
   });
   const graceUntil = new Date(now + (options.graceSeconds ?? DEFAULT_ROTATION_GRACE_SECONDS) * 1000).toISOString();
-  await deps.repository.access.updateApiKey(old.keyId, { replacedBy: record.keyId, graceUntil });
-  await audit(deps, {
-    orgId: old.orgId,
-    actorId: principal.identity.identityId,
-    action: 'key.rotate',
-    target: old.keyId,
-    details: { keyId: old.keyId, newKeyId: record.keyId, graceUntil },
-  });
+  // The guard re-reads the old key inside the transaction: of two concurrent rotations one wins and
+  // the other gets KEY_ROTATED, instead of two live successors.
+  await deps.repository.access.applyAccessChanges([
+    { kind: 'requireKeyActive', keyId: old.keyId },
+    { kind: 'createApiKey', key: record },
+    { kind: 'updateApiKey', keyId: old.keyId, patch: { replacedBy: record.keyId, graceUntil } },
+    auditChange(deps, {
+      orgId: old.orgId,
+      actorId: principal.identity.identityId,
+      action: 'key.rotate',
+      target: old.keyId,
+      details: { keyId: old.keyId, newKeyId: record.keyId, graceUntil },
+    }),
+  ]);
   const replaced = await keyMetadata(deps, { ...old, replacedBy: record.keyId, graceUntil });
   return { apiKey, key: await keyMetadata(deps, record), replaced };
 }
@@ -213,7 +227,10 @@ export async function revokeApiKey(deps: AccessDeps, principal: Principal, keyId
   const record = await administrableKey(deps, principal, keyId);
   if (record.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
   const revokedAt = isoTimestamp(deps.clock);
-  await deps.repository.access.updateApiKey(keyId, { revokedAt });
-  await audit(deps, { orgId: record.orgId, actorId: principal.identity.identityId, action: 'key.revoke', target: keyId, details: { keyId } });
+  await deps.repository.access.applyAccessChanges([
+    { kind: 'requireKeyActive', keyId, allowReplaced: true },
+    { kind: 'updateApiKey', keyId, patch: { revokedAt } },
+    auditChange(deps, { orgId: record.orgId, actorId: principal.identity.identityId, action: 'key.revoke', target: keyId, details: { keyId } }),
+  ]);
   return keyMetadata(deps, { ...record, revokedAt });
 }

@@ -1,7 +1,7 @@
 import { StrataError } from '../errors.js';
 import type { Identity } from '../types.js';
-import { issueApiKey } from './api-keys.js';
-import { audit } from './audit.js';
+import { mintApiKey } from './api-keys.js';
+import { auditChange } from './audit.js';
 import type { AccessDeps } from './deps.js';
 
 export interface BootstrapResult {
@@ -21,15 +21,11 @@ export async function bootstrapOrganization(
   deps: AccessDeps,
   input: { orgName?: string; ownerName?: string } = {},
 ): Promise<BootstrapResult> {
-  const access = deps.repository.access;
-  if ((await access.listOrganizations()).length > 0) throw new StrataError('ALREADY_BOOTSTRAPPED');
+  if ((await deps.repository.access.listOrganizations()).length > 0) throw new StrataError('ALREADY_BOOTSTRAPPED');
   const createdAt = new Date(deps.clock.now()).toISOString();
   const orgId = deps.ids.uuid();
-  await access.createOrganization({ orgId, name: input.orgName ?? 'local', createdAt });
   const identity: Identity = { identityId: deps.ids.uuid(), kind: 'service', name: input.ownerName ?? 'local owner', email: null, createdAt };
-  await access.createIdentity(identity);
-  await access.setOrgRole({ orgId, identityId: identity.identityId, role: 'owner' });
-  const { apiKey, record } = await issueApiKey(deps, {
+  const { apiKey, record } = mintApiKey(deps, {
     orgId,
     identityId: identity.identityId,
     projectId: null,
@@ -38,13 +34,22 @@ export async function bootstrapOrganization(
     expiresAt: null,
     rotateBy: null,
   });
-  await audit(deps, { orgId, actorId: identity.identityId, action: 'org.create', target: orgId, details: { orgId } });
-  await audit(deps, {
-    orgId,
-    actorId: identity.identityId,
-    action: 'key.create',
-    target: record.keyId,
-    details: { keyId: record.keyId, identityId: identity.identityId, projectId: null, role: 'owner', purpose: record.purpose, expiresAt: null },
-  });
+  // One transaction, its guard re-checked inside it: two bootstraps racing make one organization,
+  // and a crash leaves either nothing or a complete organization with its owner key.
+  await deps.repository.access.applyAccessChanges([
+    { kind: 'requireNoOrganization' },
+    { kind: 'createOrganization', org: { orgId, name: input.orgName ?? 'local', createdAt } },
+    { kind: 'createIdentity', identity },
+    { kind: 'setOrgRole', membership: { orgId, identityId: identity.identityId, role: 'owner' } },
+    { kind: 'createApiKey', key: record },
+    auditChange(deps, { orgId, actorId: identity.identityId, action: 'org.create', target: orgId, details: { orgId } }),
+    auditChange(deps, {
+      orgId,
+      actorId: identity.identityId,
+      action: 'key.create',
+      target: record.keyId,
+      details: { keyId: record.keyId, identityId: identity.identityId, projectId: null, role: 'owner', purpose: record.purpose, expiresAt: null },
+    }),
+  ]);
   return { apiKey, orgId, keyId: record.keyId, identityId: identity.identityId };
 }

@@ -8,13 +8,13 @@ export {
   createApiKey,
   DEFAULT_ROTATION_GRACE_SECONDS,
   type IssuedApiKey,
-  issueApiKey,
+  mintApiKey,
   keyMetadata,
   listApiKeys,
   revokeApiKey,
   rotateApiKey,
 } from './api-keys.js';
-export { audit } from './audit.js';
+export { audit, auditChange } from './audit.js';
 export { authenticateApiKey, bearerCredential, LAST_USED_RESOLUTION_MS, unauthenticated } from './authenticate.js';
 export {
   authorizeOrg,

@@ -3,7 +3,7 @@
 
 import { StrataError } from '../errors.js';
 import type { AuditRecord, Identity, IdentityKind, OrgMembership, OrgRole, Page, ProjectAccess, ProjectMembership } from '../types.js';
-import { audit } from './audit.js';
+import { auditChange } from './audit.js';
 import { authorizeOrg, authorizeProject } from './authorize.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
@@ -14,13 +14,6 @@ function requireOwnerFor(actorRole: OrgRole, ...roles: Array<OrgRole | null>): v
   }
 }
 
-async function ensureAnotherOwner(deps: AccessDeps, orgId: string, identityId: string): Promise<void> {
-  const members = await deps.repository.access.listOrgMembers(orgId);
-  const others = members.filter((m) => m.role === 'owner' && m.identityId !== identityId);
-  // Not atomic with the write that follows: two owners demoting each other concurrently could both
-  // pass. The repository has no compare-and-set for roles yet; the window is one request long.
-  if (others.length === 0) throw new StrataError('MEMBERSHIP_LAST_OWNER', { details: { orgId, identityId } });
-}
 
 export async function listOrgMembers(deps: AccessDeps, principal: Principal, orgId: string): Promise<OrgMembership[]> {
   await authorizeOrg(deps, principal, orgId, 'read');
@@ -42,16 +35,18 @@ export async function createOrgIdentity(
     email: input.email ?? null,
     createdAt: new Date(deps.clock.now()).toISOString(),
   };
-  await deps.repository.access.createIdentity(identity);
   const membership: OrgMembership = { orgId: input.orgId, identityId: identity.identityId, role };
-  await deps.repository.access.setOrgRole(membership);
-  await audit(deps, {
-    orgId: input.orgId,
-    actorId: principal.identity.identityId,
-    action: 'identity.create',
-    target: identity.identityId,
-    details: { identityId: identity.identityId, kind: identity.kind, role },
-  });
+  await deps.repository.access.applyAccessChanges([
+    { kind: 'createIdentity', identity },
+    { kind: 'setOrgRole', membership },
+    auditChange(deps, {
+      orgId: input.orgId,
+      actorId: principal.identity.identityId,
+      action: 'identity.create',
+      target: identity.identityId,
+      details: { identityId: identity.identityId, kind: identity.kind, role },
+    }),
+  ]);
   return { identity, membership };
 }
 
@@ -65,17 +60,21 @@ export async function setOrgRole(
   if ((await access.getIdentity(input.identityId)) === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
   const current = await access.getOrgRole(input.orgId, input.identityId);
   requireOwnerFor(grant.role, current, input.role);
-  if (current === 'owner' && input.role !== 'owner') await ensureAnotherOwner(deps, input.orgId, input.identityId);
   const membership: OrgMembership = { orgId: input.orgId, identityId: input.identityId, role: input.role };
   if (current !== input.role) {
-    await access.setOrgRole(membership);
-    await audit(deps, {
-      orgId: input.orgId,
-      actorId: principal.identity.identityId,
-      action: 'org.role.set',
-      target: input.identityId,
-      details: { identityId: input.identityId, from: current, to: input.role },
-    });
+    // The last-owner guard runs inside the write's transaction: two owners demoting each other at
+    // once cannot both succeed.
+    await access.applyAccessChanges([
+      ...(current === 'owner' ? [{ kind: 'requireAnotherOwner' as const, orgId: input.orgId, identityId: input.identityId }] : []),
+      { kind: 'setOrgRole', membership },
+      auditChange(deps, {
+        orgId: input.orgId,
+        actorId: principal.identity.identityId,
+        action: 'org.role.set',
+        target: input.identityId,
+        details: { identityId: input.identityId, from: current, to: input.role },
+      }),
+    ]);
   }
   return membership;
 }
@@ -86,15 +85,17 @@ export async function removeOrgMember(deps: AccessDeps, principal: Principal, in
   const current = await access.getOrgRole(input.orgId, input.identityId);
   if (current === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
   requireOwnerFor(grant.role, current);
-  if (current === 'owner') await ensureAnotherOwner(deps, input.orgId, input.identityId);
-  await access.removeOrgMember(input.orgId, input.identityId);
-  await audit(deps, {
-    orgId: input.orgId,
-    actorId: principal.identity.identityId,
-    action: 'org.member.remove',
-    target: input.identityId,
-    details: { identityId: input.identityId, from: current },
-  });
+  await access.applyAccessChanges([
+    ...(current === 'owner' ? [{ kind: 'requireAnotherOwner' as const, orgId: input.orgId, identityId: input.identityId }] : []),
+    { kind: 'removeOrgMember', orgId: input.orgId, identityId: input.identityId },
+    auditChange(deps, {
+      orgId: input.orgId,
+      actorId: principal.identity.identityId,
+      action: 'org.member.remove',
+      target: input.identityId,
+      details: { identityId: input.identityId, from: current },
+    }),
+  ]);
 }
 
 export async function listProjectMembers(deps: AccessDeps, principal: Principal, projectId: string): Promise<ProjectMembership[]> {
@@ -115,14 +116,16 @@ export async function setProjectAccess(
   }
   const previous = await access.getProjectAccess(input.projectId, input.identityId);
   const membership: ProjectMembership = { projectId: input.projectId, identityId: input.identityId, access: input.access };
-  await access.setProjectAccess(membership);
-  await audit(deps, {
-    orgId: project.orgId,
-    actorId: principal.identity.identityId,
-    action: 'project.access.set',
-    target: input.identityId,
-    details: { projectId: input.projectId, identityId: input.identityId, from: previous, to: input.access },
-  });
+  await access.applyAccessChanges([
+    { kind: 'setProjectAccess', membership },
+    auditChange(deps, {
+      orgId: project.orgId,
+      actorId: principal.identity.identityId,
+      action: 'project.access.set',
+      target: input.identityId,
+      details: { projectId: input.projectId, identityId: input.identityId, from: previous, to: input.access },
+    }),
+  ]);
   return membership;
 }
 
@@ -131,14 +134,16 @@ export async function removeProjectAccess(deps: AccessDeps, principal: Principal
   const access = deps.repository.access;
   const previous = await access.getProjectAccess(input.projectId, input.identityId);
   if (previous === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
-  await access.removeProjectMember(input.projectId, input.identityId);
-  await audit(deps, {
-    orgId: project.orgId,
-    actorId: principal.identity.identityId,
-    action: 'project.access.remove',
-    target: input.identityId,
-    details: { projectId: input.projectId, identityId: input.identityId, from: previous },
-  });
+  await access.applyAccessChanges([
+    { kind: 'removeProjectMember', projectId: input.projectId, identityId: input.identityId },
+    auditChange(deps, {
+      orgId: project.orgId,
+      actorId: principal.identity.identityId,
+      action: 'project.access.remove',
+      target: input.identityId,
+      details: { projectId: input.projectId, identityId: input.identityId, from: previous },
+    }),
+  ]);
 }
 
 export async function listAudit(

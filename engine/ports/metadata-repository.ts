@@ -193,4 +193,30 @@ export interface AccessRepository {
 
   appendAudit(record: AuditRecord): Promise<void>;
   listAudit(orgId: string, options: { cursor?: string; limit: number }): Promise<Page<AuditRecord>>;
+
+  /**
+   * Applies the changes in order in ONE transaction: all of them or none. Access changes come in
+   * groups (a key's service identity, its role, its narrowing, the key and the audit record), and a
+   * crash or a failed guard between two separate calls would leave an orphan identity or an unaudited
+   * change. Guards (`kind: 'require…'`) are checked inside the transaction, where no concurrent
+   * request can change what they read; a failing guard throws its coded error and nothing is written.
+   */
+  applyAccessChanges(changes: readonly AccessChange[]): Promise<void>;
 }
+
+export type AccessChange =
+  | { kind: 'createOrganization'; org: Organization }
+  | { kind: 'createIdentity'; identity: Identity }
+  | { kind: 'setOrgRole'; membership: OrgMembership }
+  | { kind: 'removeOrgMember'; orgId: string; identityId: string }
+  | { kind: 'setProjectAccess'; membership: ProjectMembership }
+  | { kind: 'removeProjectMember'; projectId: string; identityId: string }
+  | { kind: 'createApiKey'; key: ApiKeyRecord }
+  | { kind: 'updateApiKey'; keyId: string; patch: Partial<Omit<ApiKeyRecord, 'keyId'>> }
+  | { kind: 'appendAudit'; record: AuditRecord }
+  /** MEMBERSHIP_LAST_OWNER unless the organization has an owner other than `identityId` */
+  | { kind: 'requireAnotherOwner'; orgId: string; identityId: string }
+  /** KEY_NOT_FOUND if missing, KEY_REVOKED if revoked, KEY_ROTATED if replaced (unless `allowReplaced`) */
+  | { kind: 'requireKeyActive'; keyId: string; allowReplaced?: boolean }
+  /** ALREADY_BOOTSTRAPPED if any organization exists */
+  | { kind: 'requireNoOrganization' };

@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
-import type { AccessRepository } from '../ports/metadata-repository.js';
+import { StrataError } from '../errors.js';
+import type { AccessChange, AccessRepository } from '../ports/metadata-repository.js';
 import type {
   Identity,
   IdentityKind,
@@ -72,11 +73,79 @@ export function createSqliteAccess(db: Database): AccessRepository {
   const projectAccess = db.prepare('SELECT access FROM project_members WHERE project_id = ? AND identity_id = ?').pluck();
   const projectMembers = db.prepare('SELECT * FROM project_members WHERE project_id = ? ORDER BY identity_id');
 
+  const countOrgs = db.prepare('SELECT count(*) FROM organizations').pluck();
+  const otherOwner = db
+    .prepare("SELECT 1 FROM org_members WHERE org_id = ? AND role = 'owner' AND identity_id <> ? LIMIT 1")
+    .pluck();
+
+  const writeOrg = (org: Organization): void => {
+    insertOrg.run(org.orgId, org.name, org.createdAt);
+  };
+  const writeIdentity = (identity: Identity): void => {
+    insertIdentity.run(identity.identityId, identity.kind, identity.name, identity.email, identity.createdAt);
+  };
+  const writeOrgRole = (m: OrgMembership): void => {
+    upsertOrgRole.run(m.orgId, m.identityId, m.role);
+  };
+  const writeProjectAccess = (m: ProjectMembership): void => {
+    upsertProjectAccess.run(m.projectId, m.identityId, m.access);
+  };
+  const keys = createSqliteApiKeys(db);
+
+  const applyOne = (change: AccessChange): void => {
+    switch (change.kind) {
+      case 'createOrganization':
+        writeOrg(change.org);
+        return;
+      case 'createIdentity':
+        writeIdentity(change.identity);
+        return;
+      case 'setOrgRole':
+        writeOrgRole(change.membership);
+        return;
+      case 'removeOrgMember':
+        deleteOrgMember.run(change.orgId, change.identityId);
+        return;
+      case 'setProjectAccess':
+        writeProjectAccess(change.membership);
+        return;
+      case 'removeProjectMember':
+        deleteProjectMember.run(change.projectId, change.identityId);
+        return;
+      case 'createApiKey':
+        keys.writes.insertKey(change.key);
+        return;
+      case 'updateApiKey':
+        keys.writes.updateKey(change.keyId, change.patch);
+        return;
+      case 'appendAudit':
+        keys.writes.insertAudit(change.record);
+        return;
+      case 'requireAnotherOwner':
+        if (otherOwner.get(change.orgId, change.identityId) === undefined) {
+          throw new StrataError('MEMBERSHIP_LAST_OWNER', { details: { orgId: change.orgId, identityId: change.identityId } });
+        }
+        return;
+      case 'requireKeyActive': {
+        const key = keys.writes.getKey(change.keyId);
+        if (key === null) throw new StrataError('KEY_NOT_FOUND', { details: { keyId: change.keyId } });
+        if (key.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId: change.keyId } });
+        if (key.replacedBy !== null && change.allowReplaced !== true) throw new StrataError('KEY_ROTATED', { details: { keyId: change.keyId, replacedBy: key.replacedBy } });
+        return;
+      }
+      case 'requireNoOrganization':
+        if ((countOrgs.get() as number) > 0) throw new StrataError('ALREADY_BOOTSTRAPPED');
+        return;
+    }
+  };
+  // IMMEDIATE: the write lock is taken before the guards read, so two requests racing on the same
+  // rows (two owners demoting each other, two rotations of one key) are serialized, not both admitted.
+  const applyAll = db.transaction((changes: readonly AccessChange[]) => {
+    for (const change of changes) applyOne(change);
+  });
+
   return {
-    createOrganization: (org) =>
-      run(() => {
-        insertOrg.run(org.orgId, org.name, org.createdAt);
-      }),
+    createOrganization: (org) => run(() => writeOrg(org)),
     getOrganization: (orgId) =>
       run(() => {
         const row = orgById.get(orgId) as OrgRow | undefined;
@@ -84,10 +153,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
       }),
     listOrganizations: () => run(() => (allOrgs.all() as OrgRow[]).map(toOrg)),
 
-    createIdentity: (identity) =>
-      run(() => {
-        insertIdentity.run(identity.identityId, identity.kind, identity.name, identity.email, identity.createdAt);
-      }),
+    createIdentity: (identity) => run(() => writeIdentity(identity)),
     getIdentity: (identityId) =>
       run((): Identity | null => {
         const row = identityById.get(identityId) as IdentityRow | undefined;
@@ -101,10 +167,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
         };
       }),
 
-    setOrgRole: (m) =>
-      run(() => {
-        upsertOrgRole.run(m.orgId, m.identityId, m.role);
-      }),
+    setOrgRole: (m) => run(() => writeOrgRole(m)),
     removeOrgMember: (orgId, identityId) =>
       run(() => {
         deleteOrgMember.run(orgId, identityId);
@@ -113,10 +176,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
     listOrgMembers: (orgId) => run(() => (orgMembers.all(orgId) as MemberRow[]).map(toMember)),
     listOrgsOf: (identityId) => run(() => (orgsOf.all(identityId) as MemberRow[]).map(toMember)),
 
-    setProjectAccess: (m) =>
-      run(() => {
-        upsertProjectAccess.run(m.projectId, m.identityId, m.access);
-      }),
+    setProjectAccess: (m) => run(() => writeProjectAccess(m)),
     removeProjectMember: (projectId, identityId) =>
       run(() => {
         deleteProjectMember.run(projectId, identityId);
@@ -126,6 +186,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
     listProjectMembers: (projectId) =>
       run(() => (projectMembers.all(projectId) as ProjectMemberRow[]).map(toProjectMember)),
 
-    ...createSqliteApiKeys(db),
+    ...keys.methods,
+    applyAccessChanges: (changes) => run(() => applyAll.immediate(changes)),
   };
 }

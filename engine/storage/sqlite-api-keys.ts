@@ -79,7 +79,15 @@ type KeyAndAuditMethods = Pick<
   'createApiKey' | 'getApiKey' | 'listApiKeys' | 'updateApiKey' | 'touchApiKey' | 'appendAudit' | 'listAudit'
 >;
 
-export function createSqliteApiKeys(db: Database): KeyAndAuditMethods {
+/** The synchronous writes, for composing into one transaction (sqlite-access.ts applyAccessChanges). */
+export interface KeyAndAuditWrites {
+  getKey(keyId: string): ApiKeyRecord | null;
+  insertKey(key: ApiKeyRecord): void;
+  updateKey(keyId: string, patch: Partial<Omit<ApiKeyRecord, 'keyId'>>): void;
+  insertAudit(record: AuditRecord): void;
+}
+
+export function createSqliteApiKeys(db: Database): { methods: KeyAndAuditMethods; writes: KeyAndAuditWrites } {
   const insertKey = db.prepare(
     `INSERT INTO api_keys (environment, secret_hmac, identity_id, org_id, project_id, owner_id, purpose, created_at,
        expires_at, rotate_by, revoked_at, last_used_at, replaced_by, grace_until, key_id)
@@ -134,30 +142,26 @@ export function createSqliteApiKeys(db: Database): KeyAndAuditMethods {
     return page;
   };
 
+  const insertAuditRecord = (record: AuditRecord): void => {
+    insertAudit.run(record.auditId, record.orgId, record.actorId, record.action, record.target, JSON.stringify(record.details), record.timestamp);
+  };
+  const insertKeyRecord = (key: ApiKeyRecord): void => {
+    insertKey.run(...keyParams(key));
+  };
+
   return {
-    createApiKey: (key) =>
-      run(() => {
-        insertKey.run(...keyParams(key));
-      }),
-    getApiKey: (keyId) => run(() => getKey(keyId)),
-    listApiKeys: (orgId) => run(() => (keysOfOrg.all(orgId) as ApiKeyRow[]).map(toApiKey)),
-    updateApiKey: (keyId, patch) => run(() => updateKey.immediate(keyId, patch)),
-    touchApiKey: (keyId, at) =>
-      run(() => {
-        touch.run(at, keyId, at);
-      }),
-    appendAudit: (record) =>
-      run(() => {
-        insertAudit.run(
-          record.auditId,
-          record.orgId,
-          record.actorId,
-          record.action,
-          record.target,
-          JSON.stringify(record.details),
-          record.timestamp,
-        );
-      }),
-    listAudit: (orgId, options) => run(() => listAudit(orgId, options)),
+    methods: {
+      createApiKey: (key) => run(() => insertKeyRecord(key)),
+      getApiKey: (keyId) => run(() => getKey(keyId)),
+      listApiKeys: (orgId) => run(() => (keysOfOrg.all(orgId) as ApiKeyRow[]).map(toApiKey)),
+      updateApiKey: (keyId, patch) => run(() => updateKey.immediate(keyId, patch)),
+      touchApiKey: (keyId, at) =>
+        run(() => {
+          touch.run(at, keyId, at);
+        }),
+      appendAudit: (record) => run(() => insertAuditRecord(record)),
+      listAudit: (orgId, options) => run(() => listAudit(orgId, options)),
+    },
+    writes: { getKey, insertKey: insertKeyRecord, updateKey, insertAudit: insertAuditRecord },
   };
 }

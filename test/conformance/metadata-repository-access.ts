@@ -157,5 +157,81 @@ export function accessConformance(repo: RepositoryGetter): void {
       expect(listed).toStrictEqual(records.filter((r) => r.orgId === ORG).reverse());
       expect((await repo().access.listAudit(OTHER_ORG, { limit: 10 })).items).toStrictEqual([records[3]]);
     });
+
+    it('applies a list of access changes all together, or nothing when a guard or a write fails', async () => {
+      const owner: Identity = { identityId: uuidFor(1, 0xd), kind: 'user', name: 'Ada', email: 'ada@example.org', createdAt: at(0) };
+      const service: Identity = { identityId: uuidFor(2, 0xd), kind: 'service', name: 'ci', email: null, createdAt: at(1) };
+      const record: AuditRecord = {
+        auditId: uuidFor(1, 0xa0e),
+        orgId: ORG,
+        actorId: owner.identityId,
+        action: 'key.create',
+        target: 'k',
+        details: { n: 1 },
+        timestamp: at(2),
+      };
+      await repo().projects.create(project(PROJECT, 'p'));
+      await repo().access.applyAccessChanges([
+        { kind: 'requireNoOrganization' },
+        { kind: 'createOrganization', org: { orgId: ORG, name: 'Lab', createdAt: at(0) } },
+        { kind: 'createIdentity', identity: owner },
+        { kind: 'setOrgRole', membership: { orgId: ORG, identityId: owner.identityId, role: 'owner' } },
+      ]);
+      await expectStrataError(repo().access.applyAccessChanges([{ kind: 'requireNoOrganization' }]), 'ALREADY_BOOTSTRAPPED');
+
+      // A guard that fails after writes in the same list: none of those writes remain.
+      const key = { ...apiKey(2), identityId: service.identityId };
+      await expectStrataError(
+        repo().access.applyAccessChanges([
+          { kind: 'createIdentity', identity: service },
+          { kind: 'setOrgRole', membership: { orgId: ORG, identityId: service.identityId, role: 'member' } },
+          { kind: 'setProjectAccess', membership: { projectId: PROJECT, identityId: service.identityId, access: 'read' } },
+          { kind: 'createApiKey', key },
+          { kind: 'appendAudit', record },
+          { kind: 'requireAnotherOwner', orgId: ORG, identityId: owner.identityId },
+        ]),
+        'MEMBERSHIP_LAST_OWNER',
+      );
+      expect(await repo().access.getIdentity(service.identityId)).toBeNull();
+      expect(await repo().access.getOrgRole(ORG, service.identityId)).toBeNull();
+      expect(await repo().access.getProjectAccess(PROJECT, service.identityId)).toBeNull();
+      expect(await repo().access.getApiKey(key.keyId)).toBeNull();
+      expect((await repo().access.listAudit(ORG, { limit: 10 })).items).toStrictEqual([]);
+
+      // A write that fails (a duplicate identity) undoes the earlier ones too.
+      await expect(
+        repo().access.applyAccessChanges([
+          { kind: 'createApiKey', key },
+          { kind: 'createIdentity', identity: owner },
+        ]),
+      ).rejects.toThrow();
+      expect(await repo().access.getApiKey(key.keyId)).toBeNull();
+
+      // The same list without the failing guard commits whole.
+      await repo().access.applyAccessChanges([
+        { kind: 'createIdentity', identity: service },
+        { kind: 'setOrgRole', membership: { orgId: ORG, identityId: service.identityId, role: 'owner' } },
+        { kind: 'createApiKey', key },
+        { kind: 'appendAudit', record },
+        { kind: 'requireAnotherOwner', orgId: ORG, identityId: owner.identityId },
+        { kind: 'removeOrgMember', orgId: ORG, identityId: owner.identityId },
+      ]);
+      expect(await repo().access.getOrgRole(ORG, owner.identityId)).toBeNull();
+      expect(await repo().access.getApiKey(key.keyId)).toStrictEqual(key);
+      expect((await repo().access.listAudit(ORG, { limit: 10 })).items).toStrictEqual([record]);
+
+      // Key guards: missing, rotated (unless allowed), revoked.
+      await expectStrataError(repo().access.applyAccessChanges([{ kind: 'requireKeyActive', keyId: uuidFor(404) }]), 'KEY_NOT_FOUND');
+      await repo().access.applyAccessChanges([{ kind: 'updateApiKey', keyId: key.keyId, patch: { replacedBy: uuidFor(9, 0xe) } }]);
+      await expectStrataError(repo().access.applyAccessChanges([{ kind: 'requireKeyActive', keyId: key.keyId }]), 'KEY_ROTATED');
+      await repo().access.applyAccessChanges([
+        { kind: 'requireKeyActive', keyId: key.keyId, allowReplaced: true },
+        { kind: 'updateApiKey', keyId: key.keyId, patch: { revokedAt: at(9) } },
+      ]);
+      await expectStrataError(
+        repo().access.applyAccessChanges([{ kind: 'requireKeyActive', keyId: key.keyId, allowReplaced: true }]),
+        'KEY_REVOKED',
+      );
+    });
   });
 }
