@@ -9,6 +9,7 @@ import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
+import { isTempName, TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import {
@@ -28,6 +29,12 @@ export interface WatchOptions {
   settleMs?: number;
   /** a path that never goes quiet (a log written every 50 ms) is still examined this often (default 2 s) */
   maxWaitMs?: number;
+  /**
+   * quiet time before a NEW file with a temp-file name (tmpXXXXXXXX, *.tmp, .name.XXXXXX, *.part…) is
+   * versioned, so a slow atomic save (write temp, pause, rename over the target) versions only the
+   * target (default 5 s; see capture/temp-names.ts)
+   */
+  tempSettleMs?: number;
   /** polling interval on network filesystems (default 5 s) */
   pollMs?: number;
   /** poll even on a local filesystem (tests, or inotify unwanted) */
@@ -45,6 +52,14 @@ export interface WatchOptions {
 }
 
 const TRACKED_TTL_MS = 1_000;
+
+interface PathTimer {
+  timer: NodeJS.Timeout;
+  firstAt: number;
+  /** a new temp-named file, held until quiet for tempSettleMs (see #checkTemp) */
+  temp: boolean;
+  lastAt: number;
+}
 /** Files above this size are only captured once quiet (see #examineOverdue). */
 const OVERDUE_MAX_BYTES = 16 * 1024 * 1024;
 
@@ -65,7 +80,8 @@ class WatchHost implements ProjectHost {
   readonly #options: WatchOptions;
   readonly #settleMs: number;
   readonly #maxWaitMs: number;
-  readonly #timers = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
+  readonly #tempSettleMs: number;
+  readonly #timers = new Map<string, PathTimer>();
   readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
   readonly #warnings: string[] = [];
   #watcher: TreeWatcher | null = null;
@@ -86,6 +102,7 @@ class WatchHost implements ProjectHost {
     this.#options = options;
     this.#settleMs = options.settleMs ?? 100;
     this.#maxWaitMs = options.maxWaitMs ?? 2_000;
+    this.#tempSettleMs = options.tempSettleMs ?? TEMP_SETTLE_MS;
     this.#examineCtx = {
       host: ctx,
       onDirectory: async (path) => {
@@ -167,6 +184,11 @@ class WatchHost implements ProjectHost {
     const existing = this.#timers.get(path);
     if (existing) clearTimeout(existing.timer);
     const firstAt = existing?.firstAt ?? now;
+    // Decided once per pending period: an index lookup only for names that look like temp files.
+    if (existing?.temp ?? this.#isNewTemp(path)) {
+      this.#armTemp(path, firstAt, now, this.#settleMs);
+      return;
+    }
     const overdue = now - firstAt >= this.#maxWaitMs;
     const timer = setTimeout(
       () => {
@@ -176,7 +198,40 @@ class WatchHost implements ProjectHost {
       },
       overdue ? 0 : this.#settleMs,
     );
-    this.#timers.set(path, { timer, firstAt });
+    this.#timers.set(path, { timer, firstAt, temp: false, lastAt: now });
+  }
+
+  #isNewTemp(path: string): boolean {
+    return isTempName(path) && this.#ctx.state.index.get(this.#ctx.projectId, path) === undefined && !this.#ctx.capture.isIgnored(path);
+  }
+
+  #armTemp(path: string, firstAt: number, lastAt: number, delayMs: number): void {
+    const timer = setTimeout(() => void this.#checkTemp(path), delayMs);
+    this.#timers.set(path, { timer, firstAt, temp: true, lastAt });
+  }
+
+  /**
+   * A held temp file's check, first after the ordinary settle delay: renamed away (the usual end of an
+   * atomic save) it is examined at once — nothing to record, and the wait ends as fast as for any
+   * other path; still there, it waits until quiet for tempSettleMs (or written to for TEMP_MAX_WAIT_MS).
+   */
+  async #checkTemp(path: string): Promise<void> {
+    const held = this.#timers.get(path);
+    if (held === undefined) return;
+    const present = await lstat(join(this.#ctx.dir, path)).then(
+      () => true,
+      () => false,
+    );
+    // A new event re-armed it meanwhile (or stop() took it): that timer decides.
+    if (this.#timers.get(path) !== held || this.#stopped) return;
+    const now = Date.now();
+    const quietAt = held.lastAt + this.#tempSettleMs;
+    if (present && now < quietAt && now - held.firstAt < TEMP_MAX_WAIT_MS) {
+      this.#armTemp(path, held.firstAt, held.lastAt, quietAt - now);
+      return;
+    }
+    this.#timers.delete(path);
+    await this.#examine(path);
   }
 
   /**
@@ -192,7 +247,7 @@ class WatchHost implements ProjectHost {
           this.#timers.delete(path);
           void this.#examine(path);
         }, this.#settleMs);
-        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY });
+        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY, temp: false, lastAt: Date.now() });
       }
       return;
     }
