@@ -153,6 +153,13 @@ export interface CapturePipeline {
    * deletion of either path. 'absent' when the engine has no `from`: capture `to` as a new file then.
    */
   captureRename(from: string, to: string): Promise<CaptureOutcome>;
+  /**
+   * Mount mode: asked before the host itself deletes a versioned path (an unlink through the mount;
+   * `dir` for an rmdir). Counts a file towards the mass-delete guard; false while the guard is tripped,
+   * or when this deletion trips it: the host refuses it (EPERM) and the file stays. Directories only
+   * check, they do not count.
+   */
+  admitDelete(path: string, dir: boolean): boolean;
   /** Resolves when every capture submitted so far is durable. */
   flush(): Promise<void>;
   stats(): CaptureStats;

@@ -23,6 +23,8 @@ export async function unlink(state: MountState, path: string): Promise<void> {
       return state.backing.unlink(path);
     case 'node':
     case 'entry':
+      // The mass-delete guard: once tripped, versioned files stay (EPERM) until `strata guard reset`.
+      if (!(await state.admitDelete(path, false))) fail(E.PERM);
       await removeVersioned(state, path, resolved.kind === 'node' ? resolved.node : null);
   }
 }
