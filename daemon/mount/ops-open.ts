@@ -119,10 +119,13 @@ export async function fsync(state: MountState, fh: number): Promise<void> {
   else if (content.kind === 'memory' && node.dirty) {
     // A new temp file (write tmp; fsync; rename tmp target — Python's and most editors' safe save) is
     // made durable in the journal instead of being versioned: its version would outlive the rename.
+    // If the journal cannot be written, durability wins: the file is versioned as before.
     if (state.isHeldTemp(node.path)) {
       await state.logNode(node);
-      await state.journal.sync();
-    } else await state.reconciler.now(node.path, true);
+      const synced = state.journal.problem === null && (await state.journal.sync().then(() => true, () => false));
+      if (synced) return;
+    }
+    await state.reconciler.now(node.path, true);
   }
 }
 
