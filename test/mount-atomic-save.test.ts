@@ -2,9 +2,12 @@
 // longer than the 100 ms settle delay, then renamed over its target gives exactly one version of the
 // target and none of the temp path. `strata mount` runs in a child process; dispose() unmounts.
 
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { VersionRecord } from '../engine/types.js';
-import { inMount, type MountedDir, mountProject, sh, waitFor } from './mount-harness.js';
+import { forceUnmount, inMount, type MountedDir, mountProject, sh, waitExit, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 
@@ -59,5 +62,50 @@ describe('strata mount: slow atomic saves', () => {
     await m.idle();
     expect((await m.history('keep/notes.tmp')).map((v) => v.kind)).toEqual(['write', 'write']);
     expect((await m.read('keep/notes.tmp')).toString()).toBe('keep me too\n');
+  });
+});
+
+describe('strata mount: a held temp file and kill -9', () => {
+  let root: string | undefined;
+  afterAll(async () => {
+    if (root === undefined) return;
+    await forceUnmount(join(root, 'mnt'));
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('an fsynced temp file (held, not versioned) is journaled: after kill -9 and a restart its bytes are there', async () => {
+    root = await mkdtemp(join(tmpdir(), 'strata-mount-tempcrash-'));
+    const first = await mountProject({ root });
+    try {
+      // Written, fsynced and still open when the mount process dies (inside the 5 s hold).
+      const script = `
+python3 -c "
+import os, time
+f = open('tmpab12cd34', 'wb')
+f.write(b'T' * 5000)
+f.flush(); os.fsync(f.fileno())
+open('${root}/synced', 'w').write('ok')
+time.sleep(30)
+" &
+HOLDER=$!
+for i in $(seq 1 200); do sleep 0.05; test -s ${root}/synced && break; done
+kill -9 ${first.child.pid}
+kill $HOLDER 2>/dev/null || true
+wait || true
+`;
+      await sh('bash', ['-c', script], { cwd: first.dir, timeoutMs: 60_000, allowFail: true });
+      expect(await readFile(join(root, 'synced'), 'utf8')).toBe('ok');
+      await waitExit(first.child, 10_000);
+    } finally {
+      if (first.child.exitCode === null && first.child.signalCode === null) first.child.kill('SIGKILL');
+    }
+    const second = await mountProject({ root });
+    try {
+      await second.idle();
+      expect((await second.read('tmpab12cd34')).toString()).toBe('T'.repeat(5000));
+      expect((await inMount(second, 'stat -c %s tmpab12cd34')).stdout).toBe('5000\n');
+    } finally {
+      await second.stop();
+    }
   });
 });
