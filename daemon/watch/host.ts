@@ -1,15 +1,14 @@
 // Watch mode: versions what lands in an ordinary directory. Events (one inotify watch per directory,
-// tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (the settle delay,
-// so a burst of writes is one version and an editor's temp file is gone before we look), then
-// examine.ts decides. A scan at start catches up with what changed while the daemon was down.
+// tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (settle.ts: the
+// settle delay, so a burst of writes is one version and an editor's temp file is gone before we look),
+// then examine.ts decides. A scan at start catches up with what changed while the daemon was down.
 // Network filesystems and an exhausted inotify limit fall back to polling, loudly. A periodic
 // reconciliation (reconcile.ts) catches what events missed.
 
-import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
-import { isTempName, TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
+import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import {
@@ -22,6 +21,7 @@ import {
   reconcileIntervalFromEnv,
 } from './reconcile.js';
 import { plainWalk, scanTree, type Walk } from './scan.js';
+import { SettleTimers } from './settle.js';
 import { TreeWatcher } from './tree-watcher.js';
 
 export interface WatchOptions {
@@ -53,16 +53,6 @@ export interface WatchOptions {
 
 const TRACKED_TTL_MS = 1_000;
 
-interface PathTimer {
-  timer: NodeJS.Timeout;
-  firstAt: number;
-  /** a new temp-named file, held until quiet for tempSettleMs (see #checkTemp) */
-  temp: boolean;
-  lastAt: number;
-}
-/** Files above this size are only captured once quiet (see #examineOverdue). */
-const OVERDUE_MAX_BYTES = 16 * 1024 * 1024;
-
 export function watchHostFactory(options: WatchOptions = {}): HostFactory {
   return (ctx) => new WatchHost(ctx, options);
 }
@@ -78,10 +68,7 @@ export function inotifyLimitMessage(): string {
 class WatchHost implements ProjectHost {
   readonly #ctx: HostContext;
   readonly #options: WatchOptions;
-  readonly #settleMs: number;
-  readonly #maxWaitMs: number;
-  readonly #tempSettleMs: number;
-  readonly #timers = new Map<string, PathTimer>();
+  readonly #timers: SettleTimers;
   readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
   readonly #warnings: string[] = [];
   #watcher: TreeWatcher | null = null;
@@ -100,9 +87,14 @@ class WatchHost implements ProjectHost {
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
     this.#options = options;
-    this.#settleMs = options.settleMs ?? 100;
-    this.#maxWaitMs = options.maxWaitMs ?? 2_000;
-    this.#tempSettleMs = options.tempSettleMs ?? TEMP_SETTLE_MS;
+    this.#timers = new SettleTimers({
+      dir: ctx.dir,
+      settleMs: options.settleMs ?? 100,
+      maxWaitMs: options.maxWaitMs ?? 2_000,
+      tempSettleMs: options.tempSettleMs ?? TEMP_SETTLE_MS,
+      isNewTemp: (path) => isTempName(path) && ctx.state.index.get(ctx.projectId, path) === undefined && !ctx.capture.isIgnored(path),
+      examine: (path) => this.#examine(path),
+    });
     this.#examineCtx = {
       host: ctx,
       onDirectory: async (path) => {
@@ -180,78 +172,7 @@ class WatchHost implements ProjectHost {
       // Files the old rules ignored may now be wanted: look at the tree again (stat-only for the rest).
       void this.rescan().catch((error: unknown) => this.#ctx.logger.warn({ err: (error as Error).message }, 'rescan failed'));
     }
-    const now = Date.now();
-    const existing = this.#timers.get(path);
-    if (existing) clearTimeout(existing.timer);
-    const firstAt = existing?.firstAt ?? now;
-    // Decided once per pending period: an index lookup only for names that look like temp files.
-    if (existing?.temp ?? this.#isNewTemp(path)) {
-      this.#armTemp(path, firstAt, now, this.#settleMs);
-      return;
-    }
-    const overdue = now - firstAt >= this.#maxWaitMs;
-    const timer = setTimeout(
-      () => {
-        this.#timers.delete(path);
-        if (overdue) void this.#examineOverdue(path);
-        else void this.#examine(path);
-      },
-      overdue ? 0 : this.#settleMs,
-    );
-    this.#timers.set(path, { timer, firstAt, temp: false, lastAt: now });
-  }
-
-  #isNewTemp(path: string): boolean {
-    return isTempName(path) && this.#ctx.state.index.get(this.#ctx.projectId, path) === undefined && !this.#ctx.capture.isIgnored(path);
-  }
-
-  #armTemp(path: string, firstAt: number, lastAt: number, delayMs: number): void {
-    const timer = setTimeout(() => void this.#checkTemp(path), delayMs);
-    this.#timers.set(path, { timer, firstAt, temp: true, lastAt });
-  }
-
-  /**
-   * A held temp file's check, first after the ordinary settle delay: renamed away (the usual end of an
-   * atomic save) it is examined at once — nothing to record, and the wait ends as fast as for any
-   * other path; still there, it waits until quiet for tempSettleMs (or written to for TEMP_MAX_WAIT_MS).
-   */
-  async #checkTemp(path: string): Promise<void> {
-    const held = this.#timers.get(path);
-    if (held === undefined) return;
-    const present = await lstat(join(this.#ctx.dir, path)).then(
-      () => true,
-      () => false,
-    );
-    // A new event re-armed it meanwhile (or stop() took it): that timer decides.
-    if (this.#timers.get(path) !== held || this.#stopped) return;
-    const now = Date.now();
-    const quietAt = held.lastAt + this.#tempSettleMs;
-    if (present && now < quietAt && now - held.firstAt < TEMP_MAX_WAIT_MS) {
-      this.#armTemp(path, held.firstAt, held.lastAt, quietAt - now);
-      return;
-    }
-    this.#timers.delete(path);
-    await this.#examine(path);
-  }
-
-  /**
-   * A path that has not been quiet for maxWaitMs: a log file appended to all day is versioned every
-   * few seconds anyway, but a large file still being copied is not (each partial version would be
-   * hashed in full), it waits for its quiet period.
-   */
-  async #examineOverdue(path: string): Promise<void> {
-    const st = await lstat(join(this.#ctx.dir, path)).catch(() => null);
-    if (st?.isFile() && st.size > OVERDUE_MAX_BYTES) {
-      if (!this.#timers.has(path)) {
-        const timer = setTimeout(() => {
-          this.#timers.delete(path);
-          void this.#examine(path);
-        }, this.#settleMs);
-        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY, temp: false, lastAt: Date.now() });
-      }
-      return;
-    }
-    await this.#examine(path);
+    this.#timers.schedule(path);
   }
 
   #examine(path: string): Promise<void> {
@@ -368,9 +289,7 @@ class WatchHost implements ProjectHost {
     const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();
     // Whatever was written just before the stop is still captured.
-    const due = [...this.#timers.keys()];
-    for (const { timer } of this.#timers.values()) clearTimeout(timer);
-    this.#timers.clear();
+    const due = this.#timers.stop();
     await Promise.all(due.map((path) => this.#examine(path)));
     await Promise.all([...this.#running.values()].map((slot) => slot.done));
     await reconciling;
