@@ -154,12 +154,11 @@ export interface CapturePipeline {
    */
   captureRename(from: string, to: string): Promise<CaptureOutcome>;
   /**
-   * Mount mode: asked before the host itself deletes a versioned path (an unlink through the mount;
-   * `dir` for an rmdir). Counts a file towards the mass-delete guard; false while the guard is tripped,
-   * or when this deletion trips it: the host refuses it (EPERM) and the file stays. Directories only
-   * check, they do not count.
+   * Mount mode: asked before the host itself deletes a tracked file (an unlink through the mount).
+   * Counts it towards the mass-delete guard; false while the guard is tripped, or when this deletion
+   * trips it: the host refuses it (EPERM) and the file stays.
    */
-  admitDelete(path: string, dir: boolean): boolean;
+  admitDelete(path: string): boolean;
   /** Resolves when every capture submitted so far is durable. */
   flush(): Promise<void>;
   stats(): CaptureStats;

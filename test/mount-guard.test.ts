@@ -1,6 +1,7 @@
 // The mass-delete guard through a real FUSE mount (issue 3): deletions before it trips are tombstones
-// (restorable); once many tracked files go at once, further unlinks and rmdirs fail with EPERM, the
-// files stay readable, status says so — across a restart — until `strata guard reset`.
+// (restorable); once many tracked files go at once, further unlinks of tracked files fail with EPERM,
+// the files stay readable, status says so — across a restart — until `strata guard reset`. Scratch
+// files a tool creates and deletes before they are versioned neither count nor get refused.
 // `strata mount` runs in a child process; real `rm`, `rmdir`, `cat`; dispose() unmounts.
 
 import { afterEach, describe, expect, it } from 'vitest';
@@ -35,8 +36,12 @@ describe('strata mount: mass-delete guard', () => {
   it('tombstones a few deletions; refuses unlinks with EPERM once 80 of 100 go at once, keeps them across a restart, until reset', async () => {
     m = await mountProject();
     root = m.root;
-    await inMount(m, 'mkdir g e && for i in $(seq 0 99); do echo "file $i" > g/f$i.txt; done');
+    await inMount(m, 'mkdir g && for i in $(seq 0 99); do echo "file $i" > g/f$i.txt; done');
     await m.idle();
+
+    // 40 scratch files created and deleted at once (held as temp names, never versioned): not counted.
+    await inMount(m, 'for i in $(seq 1 40); do printf x > g/s$i.tmp; rm g/s$i.tmp; done');
+    expect((await projectStatus(m)).massDeleteGuard.tripped).toBe(false);
 
     // An ordinary deletion is a tombstone.
     await inMount(m, 'rm g/f99.txt');
@@ -62,9 +67,10 @@ describe('strata mount: mass-delete guard', () => {
     expect(status.warnings.join('\n')).toMatch(/MASS-DELETE GUARD TRIPPED.*EPERM.*strata guard reset/);
     expect((await inMount(m, 'cat g/f79.txt')).stdout).toBe('file 79\n');
 
-    // Refused again (and counted), rmdir too; writes go on as usual.
+    // Refused again (and counted); scratch files and empty directories (no data) come and go; writes
+    // go on as usual.
     expect((await tryInMount(m, 'rm g/f79.txt')).stderr).toMatch(/Operation not permitted/);
-    expect((await tryInMount(m, 'rmdir e')).stderr).toMatch(/Operation not permitted/);
+    await inMount(m, 'printf x > g/scratch.tmp && rm g/scratch.tmp && mkdir e && rmdir e && mkdir e');
     await inMount(m, 'echo new > g/new.txt');
     await m.idle();
     expect(await m.history('g/new.txt')).toHaveLength(1);

@@ -235,16 +235,14 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       );
     },
 
-    admitDelete(path, dir) {
+    admitDelete(path) {
       if (guard.tripped) {
-        if (!dir) {
-          guard.hold();
-          persistGuard();
-          stats.massDeleteGuard = guard.state;
-        }
+        guard.hold();
+        persistGuard();
+        stats.massDeleteGuard = guard.state;
         return false;
       }
-      if (dir || !guard.note(1, now(), options.tracked())) return true;
+      if (!guard.note(1, now(), options.tracked())) return true;
       logger.error(
         { since: guard.state.since, path },
         'MASS DELETE GUARD TRIPPED: many tracked files were deleted through the mount at once; further deletions are refused (EPERM) and every file is kept. Check what is deleting them, then run `strata guard reset`.',

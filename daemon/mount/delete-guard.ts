@@ -47,19 +47,17 @@ export class MountDeleteGuard {
     this.#writesSinceCount += 1;
   }
 
-  /** Asked before an unlink (or rmdir, `dir`) of a versioned path; false = refuse with EPERM. */
-  async admit(path: string, dir: boolean): Promise<boolean> {
-    if (!dir) {
-      const now = this.now();
-      this.#trim(now);
-      const age = this.#count === null ? Number.POSITIVE_INFINITY : now - this.#count.at;
-      const stale = age > TRACKED_MAX_AGE_MS || (this.#writesSinceCount > 0 && age > RECOUNT_MIN_INTERVAL_MS);
-      // This deletion could trip the guard: decide against a count that knows of the files written.
-      if (this.#admitted.length + 1 >= GUARD_MIN_FILES && stale) await this.#recount().catch(() => undefined);
-      else if (age > TRACKED_MAX_AGE_MS) this.prime();
-    }
-    const admitted = this.capture.admitDelete(path, dir);
-    if (admitted && !dir) this.#admitted.push(this.now());
+  /** Asked before an unlink of a tracked file; false = refuse with EPERM. */
+  async admit(path: string): Promise<boolean> {
+    const now = this.now();
+    this.#trim(now);
+    const age = this.#count === null ? Number.POSITIVE_INFINITY : now - this.#count.at;
+    const stale = age > TRACKED_MAX_AGE_MS || (this.#writesSinceCount > 0 && age > RECOUNT_MIN_INTERVAL_MS);
+    // This deletion could trip the guard: decide against a count that knows of the files written.
+    if (this.#admitted.length + 1 >= GUARD_MIN_FILES && stale) await this.#recount().catch(() => undefined);
+    else if (age > TRACKED_MAX_AGE_MS) this.prime();
+    const admitted = this.capture.admitDelete(path);
+    if (admitted) this.#admitted.push(this.now());
     return admitted;
   }
 

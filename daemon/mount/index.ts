@@ -43,7 +43,7 @@ class MountHost implements ProjectHost {
       const guard = new MountDeleteGuard(ctx.engine, ctx.projectId, ctx.capture);
       this.guard = guard;
       const mountState = this.project.state;
-      mountState.admitDelete = (path, dir) => guard.admit(path, dir);
+      mountState.admitDelete = (path) => guard.admit(path);
       // A write may have created a file: the guard's count is retaken before it can trip (delete-guard.ts).
       const onCaptured = mountState.onCaptured;
       mountState.onCaptured = (path) => {

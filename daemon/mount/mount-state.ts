@@ -72,10 +72,10 @@ export class MountState {
   /** called after the mount recorded a version of `path` */
   onCaptured: (path: string) => void = () => {};
   /**
-   * Asked before an unlink or rmdir of a versioned path (the host wires in the mass-delete guard);
-   * false refuses it with EPERM. Set by the host right after start, before any request can arrive.
+   * Asked before an unlink of a tracked file (the host wires in the mass-delete guard); false refuses
+   * it with EPERM. Set by the host right after start.
    */
-  admitDelete: (path: string, dir: boolean) => Promise<boolean> | boolean = () => true;
+  admitDelete: (path: string) => Promise<boolean> | boolean = () => true;
   private nextHandle = 1;
   private readonly startMs: number;
 

@@ -36,8 +36,6 @@ export async function rmdir(state: MountState, path: string): Promise<void> {
   if (resolved.kind !== 'dir') fail(E.NOTDIR);
   if (path === '') fail(E.BUSY);
   if (!(await isEmpty(state, path, resolved.versioned))) fail(E.NOTEMPTY);
-  // While the mass-delete guard is tripped the tree keeps its shape too (`rm -rf` leaves it whole).
-  if (resolved.versioned && !(await state.admitDelete(path, true))) fail(E.PERM);
   if (resolved.versioned) hideVersionedDir(state, path);
   try {
     await state.backing.rmdir(path);
