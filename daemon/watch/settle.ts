@@ -90,20 +90,19 @@ export class SettleTimers {
   /**
    * A held temp file's check, first after the ordinary settle delay: renamed away (the usual end of an
    * atomic save) it is examined at once — nothing to record, and the wait ends as fast as for any
-   * other path; still there, it waits until quiet for tempSettleMs (or written to for TEMP_MAX_WAIT_MS).
+   * other path; still there, it waits until quiet for tempSettleMs — or, if small, until written to for
+   * TEMP_MAX_WAIT_MS (a `*.tmp` log); a large one still being written waits for quiet, as any does.
    */
   async #checkTemp(path: string): Promise<void> {
     const held = this.#timers.get(path);
     if (held === undefined) return;
-    const present = await lstat(join(this.#options.dir, path)).then(
-      () => true,
-      () => false,
-    );
+    const st = await lstat(join(this.#options.dir, path)).catch(() => null);
     // A new event re-armed it meanwhile (or stop() took it): that timer decides.
     if (this.#timers.get(path) !== held || this.#stopped) return;
     const now = Date.now();
     const quietAt = held.lastAt + this.#options.tempSettleMs;
-    if (present && now < quietAt && now - held.firstAt < TEMP_MAX_WAIT_MS) {
+    const capped = now - held.firstAt >= TEMP_MAX_WAIT_MS && (st?.size ?? 0) <= OVERDUE_MAX_BYTES;
+    if (st !== null && now < quietAt && !capped) {
       this.#armTemp(path, held.firstAt, held.lastAt, quietAt - now);
       return;
     }
