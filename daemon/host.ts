@@ -153,6 +153,12 @@ export interface CapturePipeline {
    * deletion of either path. 'absent' when the engine has no `from`: capture `to` as a new file then.
    */
   captureRename(from: string, to: string): Promise<CaptureOutcome>;
+  /**
+   * Mount mode: asked before the host itself deletes a tracked file (an unlink through the mount).
+   * Counts it towards the mass-delete guard; false while the guard is tripped, or when this deletion
+   * trips it: the host refuses it (EPERM) and the file stays.
+   */
+  admitDelete(path: string): boolean;
   /** Resolves when every capture submitted so far is durable. */
   flush(): Promise<void>;
   stats(): CaptureStats;

@@ -2,6 +2,7 @@ import { deleteFile } from './commands/delete-file.js';
 import { fsck } from './commands/fsck.js';
 import { gc } from './commands/gc.js';
 import { getVersion, history } from './commands/history.js';
+import { countFiles } from './commands/count-files.js';
 import { listDirectory } from './commands/list-directory.js';
 import { datasetHistory, getDatasetManifest, getDatasetRules, listDatasets, setDatasetThreshold, trackDataset, untrackDataset } from './commands/datasets.js';
 import { gitExport } from './commands/git-export.js';
@@ -33,6 +34,7 @@ export function createEngine(deps: EngineDeps): Engine {
     deleteFile: (input) => deleteFile(ctx, input),
     renameFile: (input) => renameFile(ctx, input),
     listDirectory: (input) => listDirectory(ctx, input),
+    countFiles: (projectId) => countFiles(ctx, projectId),
     async stat(input) {
       await ctx.requireProject(input.projectId);
       return ctx.repository.versions.getEntry(input.projectId, normalizeProjectPath(input.path));

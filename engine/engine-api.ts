@@ -135,6 +135,8 @@ export interface Engine {
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
   listDirectory(input: { projectId: string; path: string }): Promise<DirectoryListing>;
+  /** Files the project has now (deleted paths excluded). */
+  countFiles(projectId: string): Promise<number>;
   stat(input: { projectId: string; path: string }): Promise<Entry | null>;
 
   history(input: { projectId: string; path?: string; cursor?: string; limit?: number }): Promise<Page<VersionRecord>>;

@@ -182,8 +182,18 @@ describe('engine: files and history', () => {
     await expectCode(t.engine.readFile({ projectId: t.projectId, path: 'r.txt', range: { start: 10, end: 12 } }), 'INVALID_ARGUMENT');
   });
 
+  it('counts current files: nested ones, each path once however many versions, not tombstones', async () => {
+    expect(await t.engine.countFiles(t.projectId)).toBe(0);
+    for (const path of ['a.py', 'src/b.py', 'src/deep/c.py', 'd.txt']) await write(path, path);
+    await write('a.py', 'again');
+    await t.engine.deleteFile({ projectId: t.projectId, path: 'd.txt', actor: alice });
+    await t.engine.renameFile({ projectId: t.projectId, from: 'src/b.py', to: 'src/e.py', actor: alice });
+    expect(await t.engine.countFiles(t.projectId)).toBe(3);
+  });
+
   it('answers PROJECT_NOT_FOUND for unknown projects', async () => {
     await expectCode(t.engine.writeFile({ projectId: 'nope', path: 'a', actor: alice, content: Buffer.from('') }), 'PROJECT_NOT_FOUND');
     await expectCode(t.engine.history({ projectId: 'nope' }), 'PROJECT_NOT_FOUND');
+    await expectCode(t.engine.countFiles('nope'), 'PROJECT_NOT_FOUND');
   });
 });

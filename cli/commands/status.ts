@@ -79,7 +79,8 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     if (!('captured' in p)) continue;
     const label = sanitizeLine(p.name ?? p.projectId);
     renderDetails(ctx, p, label);
-    if (p.massDeleteGuard.tripped) {
+    // Mount mode says it in its own warning (below): there the deletions are refused, not unrecorded.
+    if (p.massDeleteGuard.tripped && p.mode !== 'mount') {
       ctx.output.warn(
         `${label}: MASS-DELETE GUARD TRIPPED since ${formatTime(p.massDeleteGuard.since)}: ${p.massDeleteGuard.missing} deletions not recorded (files kept). ` +
           'If the deletions are real: strata guard reset',

@@ -235,6 +235,24 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       );
     },
 
+    admitDelete(path) {
+      if (guard.tripped) {
+        guard.hold();
+        persistGuard();
+        stats.massDeleteGuard = guard.state;
+        return false;
+      }
+      if (!guard.note(1, now(), options.tracked())) return true;
+      logger.error(
+        { since: guard.state.since, path },
+        'MASS DELETE GUARD TRIPPED: many tracked files were deleted through the mount at once; further deletions are refused (EPERM) and every file is kept. Check what is deleting them, then run `strata guard reset`.',
+      );
+      guard.hold();
+      persistGuard();
+      stats.massDeleteGuard = guard.state;
+      return false;
+    },
+
     async flush() {
       for (;;) {
         if (pendingDeletes.size > 0) await flushDeletes();

@@ -2,6 +2,7 @@
 // import only when a project uses mount mode, so watch-only daemons never load fuse-native.
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
+import { MountDeleteGuard } from './delete-guard.js';
 import { MountedProject } from './mounted-project.js';
 import { createEngineSink } from './sink.js';
 
@@ -15,6 +16,7 @@ class MountHost implements ProjectHost {
   private project: MountedProject | null = null;
   private state: HostStatus['state'] = 'starting';
   private error: { code: string; message: string } | null = null;
+  private guard: MountDeleteGuard | null = null;
 
   constructor(private readonly ctx: MountHostContext) {}
 
@@ -36,6 +38,19 @@ class MountHost implements ProjectHost {
         sink: createEngineSink(ctx.engine, ctx.projectId, ctx.actor),
         logger: ctx.logger,
       });
+      // Wired as soon as the mount is up: MountedProject.start resolves in the same turn as the mount
+      // completes, so no unlink reaches the mount before this (the default admits).
+      const guard = new MountDeleteGuard(ctx.engine, ctx.projectId, ctx.capture);
+      this.guard = guard;
+      const mountState = this.project.state;
+      mountState.admitDelete = (path) => guard.admit(path);
+      // A write may have created a file: the guard's count is retaken before it can trip (delete-guard.ts).
+      const onCaptured = mountState.onCaptured;
+      mountState.onCaptured = (path) => {
+        onCaptured(path);
+        if (mountState.reconciler.stats.lastVersion?.kind === 'write') guard.noteWrite();
+      };
+      guard.prime();
       this.state = 'mounted';
     } catch (error) {
       this.state = 'error';
@@ -53,11 +68,19 @@ class MountHost implements ProjectHost {
 
   status(): HostStatus {
     const mount = this.project?.status();
+    const guard = this.ctx.capture.stats().massDeleteGuard;
+    const warnings = [...(mount?.warnings ?? [])];
+    if (guard.tripped) {
+      warnings.push(
+        `MASS-DELETE GUARD TRIPPED since ${guard.since}: ${guard.missing} deletion(s) through the mount were refused (EPERM); every file is kept. ` +
+          'If the deletions are real, run `strata guard reset` and delete again.',
+      );
+    }
     return {
-      state: this.state,
+      state: this.state === 'mounted' && guard.tripped ? 'guarded' : this.state,
       backend: 'fuse',
       scan: null,
-      warnings: mount?.warnings ?? [],
+      warnings,
       pending: mount?.pending ?? 0,
       ...(mount === undefined
         ? {}
@@ -69,8 +92,10 @@ class MountHost implements ProjectHost {
     };
   }
 
+  /** For the mass-delete guard: the engine's count (see delete-guard.ts). */
   trackedFiles(): number {
-    return this.project?.trackedFiles() ?? 0;
+    const local = this.project?.trackedFiles() ?? 0;
+    return this.guard?.tracked(local) ?? local;
   }
 }
 

@@ -59,6 +59,13 @@ export class MountJournal {
     }
   }
 
+  /** Makes everything appended so far durable (fsync of a file the mount holds without versioning it). */
+  async sync(): Promise<void> {
+    const fd = this.fd;
+    if (fd === null) return;
+    await new Promise<void>((resolve, reject) => fs.fdatasync(fd, (error) => (error ? reject(error) : resolve())));
+  }
+
   /** Everything logged so far is recorded in the engine: start the log over. */
   reset(): void {
     if (this.fd === null || this.size === 0) return;

@@ -4,6 +4,7 @@
 import type { Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
+import { isTempName } from '../capture/temp-names.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { Entry } from '../../engine/types.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
@@ -70,6 +71,11 @@ export class MountState {
   private windowStart = 0;
   /** called after the mount recorded a version of `path` */
   onCaptured: (path: string) => void = () => {};
+  /**
+   * Asked before an unlink of a tracked file (the host wires in the mass-delete guard); false refuses
+   * it with EPERM. Set by the host right after start.
+   */
+  admitDelete: (path: string) => Promise<boolean> | boolean = () => true;
   private nextHandle = 1;
   private readonly startMs: number;
 
@@ -105,6 +111,13 @@ export class MountState {
     if (now - this.windowStart >= 2 * ACTIVITY_WINDOW_MS) return false;
     const recent = now - this.windowStart >= ACTIVITY_WINDOW_MS ? this.opsNow : Math.max(this.opsNow, this.opsBefore);
     return recent > BUSY_OPS;
+  }
+
+  /** A file with a temp-file name that was never versioned: its capture waits longer (reconciler.ts). */
+  isHeldTemp(path: string): boolean {
+    if (!isTempName(path)) return false;
+    const node = this.ns.nodes.get(path);
+    return node !== undefined && !node.detached && node.enginePath === null;
   }
 
   isIgnored(path: string, dir: boolean): boolean {

@@ -22,8 +22,14 @@ export async function unlink(state: MountState, path: string): Promise<void> {
     case 'backing-file':
       return state.backing.unlink(path);
     case 'node':
-    case 'entry':
+    case 'entry': {
+      // The mass-delete guard: once tripped, tracked files stay (EPERM) until `strata guard reset`.
+      // A file never versioned (a tool's scratch file, still in its settle delay) is not counted and
+      // not refused, as in watch mode: tools that create and delete temp files keep working.
+      const tracked = resolved.kind === 'entry' || resolved.node.enginePath !== null;
+      if (tracked && !(await state.admitDelete(path))) fail(E.PERM);
       await removeVersioned(state, path, resolved.kind === 'node' ? resolved.node : null);
+    }
   }
 }
 

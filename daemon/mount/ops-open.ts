@@ -116,7 +116,17 @@ export async function fsync(state: MountState, fh: number): Promise<void> {
     await content.file.fsync();
     await state.journalStaged(node, true);
   }
-  else if (content.kind === 'memory' && node.dirty) await state.reconciler.now(node.path, true);
+  else if (content.kind === 'memory' && node.dirty) {
+    // A new temp file (write tmp; fsync; rename tmp target — Python's and most editors' safe save) is
+    // made durable in the journal instead of being versioned: its version would outlive the rename.
+    // If the journal cannot be written, durability wins: the file is versioned as before.
+    if (state.isHeldTemp(node.path)) {
+      await state.logNode(node);
+      const synced = state.journal.problem === null && (await state.journal.sync().then(() => true, () => false));
+      if (synced) return;
+    }
+    await state.reconciler.now(node.path, true);
+  }
 }
 
 export async function release(state: MountState, fh: number): Promise<void> {

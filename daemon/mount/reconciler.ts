@@ -5,7 +5,10 @@
 // no longer exists (its node moved to target), so only target is captured. The same holds for vim's
 // `rename target target~; write target`: the pending removal of target is dropped because target
 // holds a new file by then. Operations on one path run one at a time, in order (KeyedLocks).
+// A new file with a temp-file name (capture/temp-names.ts) waits longer (TEMP_SETTLE_MS), so a tool
+// that writes its temp file, pauses and only then renames it still gives the target the one version.
 import { StrataError } from '../../engine/errors.js';
+import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import type { FileNode, GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
 import type { MountState } from './mount-state.js';
@@ -39,6 +42,8 @@ export class Reconciler {
   private readonly running = new Map<string, Promise<void>>();
   private readonly attempts = new Map<string, number>();
   private readonly failures = new Map<string, Error>();
+  /** new temp-named files in their longer hold → when the hold began (TEMP_MAX_WAIT_MS caps it) */
+  private readonly heldSince = new Map<string, number>();
   readonly stats: ReconcileStats = { captured: 0, lastVersion: null, errors: [] };
   private stopping = false;
 
@@ -57,10 +62,23 @@ export class Reconciler {
   }
 
   /** (Re)starts the path's settle delay. */
-  schedule(path: string, delayMs = this.settleMs): void {
-    const at = this.state.now() + delayMs;
+  schedule(path: string, delayMs?: number): void {
+    const now = this.state.now();
+    const at = now + (delayMs ?? this.holdFor(path, now));
     this.due.set(path, at);
     if (at < this.timerAt) this.arm(at);
+  }
+
+  /** The settle delay, or the temp-file hold for a new temp-named file (see the top of this file). */
+  private holdFor(path: string, now: number): number {
+    if (!this.state.isHeldTemp(path)) {
+      this.heldSince.delete(path);
+      return this.settleMs;
+    }
+    const since = this.heldSince.get(path) ?? now;
+    this.heldSince.set(path, since);
+    // A temp-named file closed again and again (a `*.tmp` log) is versioned at least this often.
+    return now - since >= TEMP_MAX_WAIT_MS ? this.settleMs : Math.max(this.settleMs, TEMP_SETTLE_MS);
   }
 
   /**
@@ -126,6 +144,7 @@ export class Reconciler {
   private async run(path: string, force = false): Promise<void> {
     // One run per path at a time; a run requested meanwhile happens after it.
     const previous = this.running.get(path);
+    this.heldSince.delete(path);
     const next = (async () => {
       if (previous !== undefined) await previous.catch(() => {});
       await this.reconcile(path, force || this.stopping);

@@ -1,14 +1,14 @@
 // Watch mode: versions what lands in an ordinary directory. Events (one inotify watch per directory,
-// tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (the settle delay,
-// so a burst of writes is one version and an editor's temp file is gone before we look), then
-// examine.ts decides. A scan at start catches up with what changed while the daemon was down.
+// tree-watcher.ts) only say "look at this path"; each path waits for a quiet period (settle.ts: the
+// settle delay, so a burst of writes is one version and an editor's temp file is gone before we look),
+// then examine.ts decides. A scan at start catches up with what changed while the daemon was down.
 // Network filesystems and an exhausted inotify limit fall back to polling, loudly. A periodic
 // reconciliation (reconcile.ts) catches what events missed.
 
-import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
+import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import {
@@ -21,6 +21,7 @@ import {
   reconcileIntervalFromEnv,
 } from './reconcile.js';
 import { plainWalk, scanTree, type Walk } from './scan.js';
+import { SettleTimers } from './settle.js';
 import { TreeWatcher } from './tree-watcher.js';
 
 export interface WatchOptions {
@@ -28,6 +29,12 @@ export interface WatchOptions {
   settleMs?: number;
   /** a path that never goes quiet (a log written every 50 ms) is still examined this often (default 2 s) */
   maxWaitMs?: number;
+  /**
+   * quiet time before a NEW file with a temp-file name (tmpXXXXXXXX, *.tmp, .name.XXXXXX, *.part…) is
+   * versioned, so a slow atomic save (write temp, pause, rename over the target) versions only the
+   * target (default 5 s; see capture/temp-names.ts)
+   */
+  tempSettleMs?: number;
   /** polling interval on network filesystems (default 5 s) */
   pollMs?: number;
   /** poll even on a local filesystem (tests, or inotify unwanted) */
@@ -45,8 +52,6 @@ export interface WatchOptions {
 }
 
 const TRACKED_TTL_MS = 1_000;
-/** Files above this size are only captured once quiet (see #examineOverdue). */
-const OVERDUE_MAX_BYTES = 16 * 1024 * 1024;
 
 export function watchHostFactory(options: WatchOptions = {}): HostFactory {
   return (ctx) => new WatchHost(ctx, options);
@@ -63,9 +68,7 @@ export function inotifyLimitMessage(): string {
 class WatchHost implements ProjectHost {
   readonly #ctx: HostContext;
   readonly #options: WatchOptions;
-  readonly #settleMs: number;
-  readonly #maxWaitMs: number;
-  readonly #timers = new Map<string, { timer: NodeJS.Timeout; firstAt: number }>();
+  readonly #timers: SettleTimers;
   readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
   readonly #warnings: string[] = [];
   #watcher: TreeWatcher | null = null;
@@ -84,8 +87,14 @@ class WatchHost implements ProjectHost {
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
     this.#options = options;
-    this.#settleMs = options.settleMs ?? 100;
-    this.#maxWaitMs = options.maxWaitMs ?? 2_000;
+    this.#timers = new SettleTimers({
+      dir: ctx.dir,
+      settleMs: options.settleMs ?? 100,
+      maxWaitMs: options.maxWaitMs ?? 2_000,
+      tempSettleMs: options.tempSettleMs ?? TEMP_SETTLE_MS,
+      isNewTemp: (path) => isTempName(path) && ctx.state.index.get(ctx.projectId, path) === undefined && !ctx.capture.isIgnored(path),
+      examine: (path) => this.#examine(path),
+    });
     this.#examineCtx = {
       host: ctx,
       onDirectory: async (path) => {
@@ -163,40 +172,7 @@ class WatchHost implements ProjectHost {
       // Files the old rules ignored may now be wanted: look at the tree again (stat-only for the rest).
       void this.rescan().catch((error: unknown) => this.#ctx.logger.warn({ err: (error as Error).message }, 'rescan failed'));
     }
-    const now = Date.now();
-    const existing = this.#timers.get(path);
-    if (existing) clearTimeout(existing.timer);
-    const firstAt = existing?.firstAt ?? now;
-    const overdue = now - firstAt >= this.#maxWaitMs;
-    const timer = setTimeout(
-      () => {
-        this.#timers.delete(path);
-        if (overdue) void this.#examineOverdue(path);
-        else void this.#examine(path);
-      },
-      overdue ? 0 : this.#settleMs,
-    );
-    this.#timers.set(path, { timer, firstAt });
-  }
-
-  /**
-   * A path that has not been quiet for maxWaitMs: a log file appended to all day is versioned every
-   * few seconds anyway, but a large file still being copied is not (each partial version would be
-   * hashed in full), it waits for its quiet period.
-   */
-  async #examineOverdue(path: string): Promise<void> {
-    const st = await lstat(join(this.#ctx.dir, path)).catch(() => null);
-    if (st?.isFile() && st.size > OVERDUE_MAX_BYTES) {
-      if (!this.#timers.has(path)) {
-        const timer = setTimeout(() => {
-          this.#timers.delete(path);
-          void this.#examine(path);
-        }, this.#settleMs);
-        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY });
-      }
-      return;
-    }
-    await this.#examine(path);
+    this.#timers.schedule(path);
   }
 
   #examine(path: string): Promise<void> {
@@ -313,9 +289,7 @@ class WatchHost implements ProjectHost {
     const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();
     // Whatever was written just before the stop is still captured.
-    const due = [...this.#timers.keys()];
-    for (const { timer } of this.#timers.values()) clearTimeout(timer);
-    this.#timers.clear();
+    const due = this.#timers.stop();
     await Promise.all(due.map((path) => this.#examine(path)));
     await Promise.all([...this.#running.values()].map((slot) => slot.done));
     await reconciling;
