@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
 import { LowLevelSession, type NativeFuse } from './fuse-lowlevel.js';
 
-/** Times are milliseconds since the epoch (fuse-native converts numbers as-is). */
+/** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
   mode: number;
   uid: number;

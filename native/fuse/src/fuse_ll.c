@@ -281,20 +281,16 @@ static void stop_polling(mount_t *m) {
   }
 }
 
-// Reads every request the kernel has queued (the fd is non-blocking) and hands each to JS. One callback
-// scope for the batch: promises JS settled synchronously reply before we return to the loop.
+// Reads every request the kernel has queued (the fd is non-blocking) and hands each to JS, one callback
+// scope per batch of up to 64: promises JS settled synchronously reply when the scope closes. (Busy-
+// polling the fd for the next request before returning to epoll was tried: no gain, 5.61 s vs 5.56 s
+// with 50 us, 6.27 s with 200 us for the 20,000-file untar; the cost is CPU per request, not wake-ups.)
 static void on_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   mount_t *m = handle->data;
   napi_env env = m->env;
-  napi_handle_scope scope;
-  napi_callback_scope cscope;
-  napi_value resource;
-  napi_open_handle_scope(env, &scope);
-  napi_get_reference_value(env, m->resource, &resource);
-  napi_open_callback_scope(env, resource, m->actx, &cscope);
   int gone = status < 0;
-  for (int i = 0; i < 256 && !gone; i++) {
+  while (!gone && !m->closed) {
     int res = fuse_session_receive_buf(m->se, &m->buf);
     if (res == -EINTR) continue;
     if (res == -EAGAIN) break;
@@ -302,12 +298,35 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
       gone = 1;
       break;
     }
-    fuse_session_process_buf(m->se, &m->buf);
+    napi_handle_scope scope;
+    napi_callback_scope cscope;
+    napi_value resource;
+    napi_open_handle_scope(env, &scope);
+    napi_get_reference_value(env, m->resource, &resource);
+    napi_open_callback_scope(env, resource, m->actx, &cscope);
+    for (int i = 0; i < 64; i++) {
+      fuse_session_process_buf(m->se, &m->buf);
+      if (m->closed) break;
+      res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EAGAIN) break;
+      if (res <= 0 || fuse_session_exited(m->se)) {
+        gone = 1;
+        break;
+      }
+    }
+    napi_close_callback_scope(env, cscope);
+    napi_close_handle_scope(env, scope);
   }
   if (gone && !m->closed) {
     m->closed = 1;
     stop_polling(m);
-    napi_value fn, global, argv[7], result;
+    napi_handle_scope scope;
+    napi_callback_scope cscope;
+    napi_value resource, fn, global, argv[7], result;
+    napi_open_handle_scope(env, &scope);
+    napi_get_reference_value(env, m->resource, &resource);
+    napi_open_callback_scope(env, resource, m->actx, &cscope);
     napi_create_int32(env, OP_CLOSED, &argv[0]);
     for (int i = 1; i < 5; i++) napi_create_int32(env, 0, &argv[i]);
     napi_get_null(env, &argv[5]);
@@ -315,9 +334,9 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
     napi_get_reference_value(env, m->dispatch, &fn);
     napi_get_global(env, &global);
     napi_call_function(env, global, fn, 7, argv, &result);
+    napi_close_callback_scope(env, cscope);
+    napi_close_handle_scope(env, scope);
   }
-  napi_close_callback_scope(env, cscope);
-  napi_close_handle_scope(env, scope);
 }
 
 static mount_t *mount_of(napi_env env, napi_value v) {
@@ -370,6 +389,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   m->env = env;
   m->max_write = max_write;
+
   char *args[] = {"strata", "-o", opts, NULL};
   struct fuse_args fargs = FUSE_ARGS_INIT(opts[0] == '\0' ? 1 : 3, args);
   m->se = fuse_session_new(&fargs, &LL_OPS, sizeof LL_OPS, m);
