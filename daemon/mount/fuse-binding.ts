@@ -84,6 +84,8 @@ export interface MountOptions {
   entryTimeoutS: number;
   /** largest write request the kernel sends (bytes) */
   maxWrite: number;
+  /** per-request safety timeout (ms): a request JS never answers fails with EIO then */
+  opTimeoutMs: number;
   /** lazy unmount of the mount point (an argv-based child process, never a shell or a synchronous one) */
   unmount: (mnt: string) => Promise<void>;
 }

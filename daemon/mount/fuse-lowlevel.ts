@@ -62,7 +62,7 @@ export type Dispatch = (op: number, id: number, ino: number, n1: number, n2: num
 
 /** native/fuse's exports (src/fuse_ll.c). Replies return false when the request was already answered or interrupted. */
 export interface NativeFuse {
-  mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array): NativeHandle;
+  mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
   close(handle: NativeHandle): void;
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
   replyErr(id: number, errno: number): boolean;
@@ -81,6 +81,8 @@ export interface LowLevelOptions {
   attrTimeoutS: number;
   entryTimeoutS: number;
   maxWrite: number;
+  /** a request not answered by then fails with EIO (0 = never) */
+  opTimeoutMs: number;
 }
 
 interface Inode {
@@ -119,7 +121,7 @@ export class LowLevelSession {
   }
 
   mount(mnt: string, mountOptions: string): void {
-    this.handle = this.native.mount(mnt, mountOptions, this.dispatch, this.options.maxWrite, this.scratch);
+    this.handle = this.native.mount(mnt, mountOptions, this.dispatch, this.options.maxWrite, this.scratch, this.options.opTimeoutMs);
   }
 
   close(): void {

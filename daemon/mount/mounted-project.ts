@@ -61,6 +61,8 @@ export const FUSE_MOUNT_OPTIONS = ['fsname=strata', 'subtype=strata'];
 // 128 KiB write requests: each one is a trip through the event loop (measured with fuse-native: 29 MB/s
 // with 4 KiB requests, 530 MB/s with 128 KiB for a trivial passthrough).
 const MAX_WRITE = 131_072;
+/** What fuse-native's per-operation timeout was: long enough for a capture of a large file under load. */
+const OP_TIMEOUT_MS = 120_000;
 
 export class MountedProject {
   readonly warnings: string[] = [];
@@ -130,6 +132,7 @@ export class MountedProject {
         attrTimeoutS: options.attrTimeoutS ?? 0,
         entryTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
+        opTimeoutMs: OP_TIMEOUT_MS,
         unmount: detachMount,
       });
     } catch (error) {

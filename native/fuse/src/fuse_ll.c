@@ -20,6 +20,7 @@
 #include <node_api.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 enum {
@@ -43,6 +44,9 @@ typedef struct mount_s {
   napi_ref resource;
   napi_async_context actx;
   unsigned max_write;
+  uv_timer_t timer;
+  int timer_open;
+  double op_timeout_ms;
 } mount_t;
 
 // A request id is generation * 2^20 + slot: a late or duplicate reply to a reused slot is ignored
@@ -50,6 +54,7 @@ typedef struct mount_s {
 #define SLOT_BITS 20
 static fuse_req_t *g_reqs = NULL;
 static double *g_gen = NULL;
+static double *g_started = NULL;
 static unsigned *g_free = NULL;
 static unsigned g_cap = 0, g_nfree = 0;
 static double *g_scratch = NULL;
@@ -63,6 +68,12 @@ static napi_ref g_scratch_ref = NULL;
     }                                                                      \
   } while (0)
 
+static double coarse_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
 static double slot_put(fuse_req_t req) {
   if (g_nfree == 0) {
     unsigned cap = g_cap == 0 ? 64 : g_cap * 2;
@@ -73,6 +84,9 @@ static double slot_put(fuse_req_t req) {
     double *gen = realloc(g_gen, cap * sizeof *gen);
     if (gen == NULL) return -1;
     g_gen = gen;
+    double *started = realloc(g_started, cap * sizeof *started);
+    if (started == NULL) return -1;
+    g_started = started;
     unsigned *fr = realloc(g_free, cap * sizeof *fr);
     if (fr == NULL) return -1;
     g_free = fr;
@@ -86,6 +100,7 @@ static double slot_put(fuse_req_t req) {
   unsigned slot = g_free[--g_nfree];
   g_reqs[slot] = req;
   g_gen[slot] += 1;
+  g_started[slot] = coarse_ms();
   return g_gen[slot] * (double)(1u << SLOT_BITS) + slot;
 }
 
@@ -267,10 +282,35 @@ static void mount_free(mount_t *m) {
   free(m);
 }
 
+static void maybe_free(mount_t *m) {
+  if (m->destroyed && m->inflight == 0 && m->polling == 0 && m->timer_open == 0) mount_free(m);
+}
+
 static void on_poll_closed(uv_handle_t *handle) {
   mount_t *m = handle->data;
   m->polling = 0;
-  if (m->destroyed && m->inflight == 0) mount_free(m);
+  maybe_free(m);
+}
+
+static void on_timer_closed(uv_handle_t *handle) {
+  mount_t *m = handle->data;
+  m->timer_open = 0;
+  maybe_free(m);
+}
+
+// Safety net kept from fuse-native's per-operation timeout: a request JS has not answered within
+// op_timeout_ms fails with EIO, so a bug or a stalled engine cannot leave a tool hanging on the mount
+// forever. A late reply from JS then finds its slot answered and is ignored.
+static void on_timer(uv_timer_t *handle) {
+  mount_t *m = handle->data;
+  double limit = coarse_ms() - m->op_timeout_ms;
+  for (unsigned slot = 0; slot < g_cap; slot++) {
+    fuse_req_t req = g_reqs[slot];
+    if (req == NULL || g_started[slot] > limit || fuse_req_userdata(req) != m) continue;
+    g_reqs[slot] = NULL;
+    g_free[g_nfree++] = slot;
+    fuse_reply_err(req, EIO);
+  }
 }
 
 static void stop_polling(mount_t *m) {
@@ -356,13 +396,13 @@ static char *string_arg(napi_env env, napi_value v) {
   return s;
 }
 
-// mount(mountpoint, options: string, dispatch, maxWrite, scratch: Float64Array) -> handle
+// mount(mountpoint, options: string, dispatch, maxWrite, scratch: Float64Array, opTimeoutMs) -> handle
 static napi_value js_mount(napi_env env, napi_callback_info info) {
-  size_t argc = 5;
-  napi_value argv[5], out;
+  size_t argc = 6;
+  napi_value argv[6], out;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  if (argc < 5) {
-    napi_throw_type_error(env, NULL, "mount(mountpoint, options, dispatch, maxWrite, scratch)");
+  if (argc < 6) {
+    napi_throw_type_error(env, NULL, "mount(mountpoint, options, dispatch, maxWrite, scratch, opTimeoutMs)");
     return NULL;
   }
   napi_typedarray_type type;
@@ -389,6 +429,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   m->env = env;
   m->max_write = max_write;
+  napi_get_value_double(env, argv[5], &m->op_timeout_ms);
 
   char *args[] = {"strata", "-o", opts, NULL};
   struct fuse_args fargs = FUSE_ARGS_INIT(opts[0] == '\0' ? 1 : 3, args);
@@ -422,6 +463,14 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   m->poll.data = m;
   m->polling = 1;
   uv_poll_start(&m->poll, UV_READABLE, on_readable);
+  if (m->op_timeout_ms > 0) {
+    uv_timer_init(loop, &m->timer);
+    m->timer.data = m;
+    m->timer_open = 1;
+    uint64_t every = (uint64_t)(m->op_timeout_ms / 4);
+    uv_timer_start(&m->timer, on_timer, every < 1000 ? 1000 : every, every < 1000 ? 1000 : every);
+    uv_unref((uv_handle_t *)&m->timer);
+  }
   CHECK(napi_create_external(env, m, NULL, NULL, &out));
   return out;
 }
@@ -440,8 +489,13 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   napi_delete_reference(env, m->dispatch);
   napi_delete_reference(env, m->resource);
   napi_async_destroy(env, m->actx);
+  if (m->timer_open == 1) {
+    m->timer_open = 2;
+    uv_timer_stop(&m->timer);
+    uv_close((uv_handle_t *)&m->timer, on_timer_closed);
+  }
   if (m->polling == 1) stop_polling(m);
-  else if (m->polling == 0 && m->inflight == 0) mount_free(m);
+  maybe_free(m);
   return NULL;
 }
 
@@ -663,7 +717,7 @@ static void notify_complete(napi_env env, napi_status status, void *data) {
   napi_delete_async_work(env, n->work);
   mount_t *m = n->m;
   m->inflight -= 1;
-  if (m->destroyed && m->inflight == 0 && m->polling == 0) mount_free(m);
+  maybe_free(m);
   free(n->name);
   free(n);
 }
