@@ -11,6 +11,7 @@ import { detachMount } from '../daemon/mount/stale-mount.js';
 
 let root: string;
 let fuse: FuseMount | null = null;
+let second: FuseMount | null = null;
 
 beforeEach(async () => {
   root = await mkdtemp(join(tmpdir(), 'strata-binding-'));
@@ -18,7 +19,9 @@ beforeEach(async () => {
 
 afterEach(async () => {
   if (fuse !== null) await fuse.unmount().catch(() => detachMount(join(root, 'mnt')));
+  if (second !== null) await second.unmount().catch(() => detachMount(join(root, 'mnt2')));
   fuse = null;
+  second = null;
   await rm(root, { recursive: true, force: true });
 });
 
@@ -46,11 +49,11 @@ function tinyOps(files: { content: Buffer; mtime: number }): FuseOps {
   };
 }
 
-async function mountTiny(files: { content: Buffer; mtime: number }, options: { attrTimeoutS: number; opTimeoutMs: number }): Promise<string> {
-  const mnt = join(root, 'mnt');
+async function mountTiny(files: { content: Buffer; mtime: number }, options: { attrTimeoutS: number; opTimeoutMs: number }, name = 'mnt'): Promise<string> {
+  const mnt = join(root, name);
   await mkdir(mnt, { recursive: true });
   const native = await loadFuse();
-  fuse = await mountFuse(native, mnt, tinyOps(files), {
+  const mounted = await mountFuse(native, mnt, tinyOps(files), {
     options: ['fsname=strata-test', 'subtype=strata-test'],
     attrTimeoutS: options.attrTimeoutS,
     entryTimeoutS: options.attrTimeoutS,
@@ -58,6 +61,8 @@ async function mountTiny(files: { content: Buffer; mtime: number }, options: { a
     opTimeoutMs: options.opTimeoutMs,
     unmount: detachMount,
   });
+  if (name === 'mnt') fuse = mounted;
+  else second = mounted;
   return mnt;
 }
 
@@ -73,6 +78,15 @@ describe('native FUSE binding', () => {
     expect(error?.code).toBe('EIO');
     expect(Date.now() - started).toBeLessThan(10_000);
     expect(await readFile(join(mnt, 'data'), 'utf8')).toBe('hello\n');
+  }, 20_000);
+
+  it('two mounts served by one process answer each with its own attributes', async () => {
+    const a = await mountTiny({ content: Buffer.alloc(3), mtime: 1_700_000_000_000 }, { attrTimeoutS: 0, opTimeoutMs: 0 });
+    const b = await mountTiny({ content: Buffer.alloc(70_000), mtime: 1_600_000_000_000 }, { attrTimeoutS: 0, opTimeoutMs: 0 }, 'mnt2');
+    const [sa, sb] = await Promise.all([stat(join(a, 'data')), stat(join(b, 'data'))]);
+    expect([sa.size, sa.mtimeMs]).toEqual([3, 1_700_000_000_000]);
+    expect([sb.size, sb.mtimeMs]).toEqual([70_000, 1_600_000_000_000]);
+    expect((await readFile(join(b, 'data'))).length).toBe(70_000);
   }, 20_000);
 
   it('invalidate() drops the kernel cache: a changed size shows at once even with a long attribute timeout', async () => {

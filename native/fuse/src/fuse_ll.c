@@ -9,7 +9,7 @@
 // high-level API turned into two requests (create/mkdir/setattr + getattr).
 //
 // JS owns the inode table (ino <-> path); this file only moves requests and replies. Requests are
-// identified by slot numbers into `g_reqs`; stats travel through one shared Float64Array (`g_scratch`)
+// identified by slot numbers into `g_reqs`; stats travel through the mount's Float64Array (`scratch`)
 // that JS reads/fills synchronously around each call.
 #define FUSE_USE_VERSION 314
 #define _GNU_SOURCE
@@ -44,6 +44,8 @@ typedef struct mount_s {
   napi_ref resource;
   napi_async_context actx;
   unsigned max_write;
+  double *scratch;      // the session's Float64Array(16), kept alive by scratch_ref
+  napi_ref scratch_ref;
   uv_timer_t timer;
   int timer_open;
   double op_timeout_ms;
@@ -57,8 +59,6 @@ static double *g_gen = NULL;
 static double *g_started = NULL;
 static unsigned *g_free = NULL;
 static unsigned g_cap = 0, g_nfree = 0;
-static double *g_scratch = NULL;
-static napi_ref g_scratch_ref = NULL;
 
 #define CHECK(call)                                                        \
   do {                                                                     \
@@ -196,12 +196,13 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 }
 static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6; }
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
-  g_scratch[0] = attr->st_mode;
-  g_scratch[1] = attr->st_uid;
-  g_scratch[2] = attr->st_gid;
-  g_scratch[3] = (double)attr->st_size;
-  g_scratch[4] = ms_of(attr->st_atim);
-  g_scratch[5] = ms_of(attr->st_mtim);
+  double *scratch = ((mount_t *)fuse_req_userdata(req))->scratch;
+  scratch[0] = attr->st_mode;
+  scratch[1] = attr->st_uid;
+  scratch[2] = attr->st_gid;
+  scratch[3] = (double)attr->st_size;
+  scratch[4] = ms_of(attr->st_atim);
+  scratch[5] = ms_of(attr->st_mtim);
   dispatch(req, OP_SETATTR, (double)ino, fh_of(fi), to_set, NULL, NULL, NULL, 0);
 }
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino) { dispatch(req, OP_READLINK, (double)ino, 0, 0, NULL, NULL, NULL, 0); }
@@ -231,7 +232,7 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   dispatch(req, OP_OPEN, (double)ino, fi->flags, 0, NULL, NULL, NULL, 0);
 }
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-  g_scratch[0] = (double)off;
+  ((mount_t *)fuse_req_userdata(req))->scratch[0] = (double)off;
   dispatch(req, OP_READ, (double)ino, (double)fi->fh, (double)size, NULL, NULL, NULL, 0);
 }
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -252,7 +253,7 @@ static void ll_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
   dispatch(req, OP_OPENDIR, (double)ino, 0, 0, NULL, NULL, NULL, 0);
 }
 static void ll_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-  g_scratch[0] = (double)off;
+  ((mount_t *)fuse_req_userdata(req))->scratch[0] = (double)off;
   dispatch(req, OP_READDIR, (double)ino, (double)fi->fh, (double)size, NULL, NULL, NULL, 0);
 }
 static void ll_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -413,9 +414,6 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     napi_throw_type_error(env, NULL, "scratch must be a Float64Array(16)");
     return NULL;
   }
-  if (g_scratch_ref != NULL) napi_delete_reference(env, g_scratch_ref);
-  CHECK(napi_create_reference(env, argv[4], 1, &g_scratch_ref));
-  g_scratch = data;
 
   char *mnt = string_arg(env, argv[0]);
   char *opts = string_arg(env, argv[1]);
@@ -429,6 +427,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   }
   m->env = env;
   m->max_write = max_write;
+  m->scratch = data;
   napi_get_value_double(env, argv[5], &m->op_timeout_ms);
 
   char *args[] = {"strata", "-o", opts, NULL};
@@ -454,6 +453,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   uv_loop_t *loop;
   CHECK(napi_get_uv_event_loop(env, &loop));
   CHECK(napi_create_reference(env, argv[2], 1, &m->dispatch));
+  CHECK(napi_create_reference(env, argv[4], 1, &m->scratch_ref));
   napi_value resource, name;
   CHECK(napi_create_object(env, &resource));
   CHECK(napi_create_reference(env, resource, 1, &m->resource));
@@ -488,6 +488,7 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   fail_pending(m);
   napi_delete_reference(env, m->dispatch);
   napi_delete_reference(env, m->resource);
+  napi_delete_reference(env, m->scratch_ref);
   napi_async_destroy(env, m->actx);
   if (m->timer_open == 1) {
     m->timer_open = 2;
@@ -499,9 +500,9 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-static void fill_stat(struct stat *st, double ino) {
+static void fill_stat(fuse_req_t req, struct stat *st, double ino) {
   memset(st, 0, sizeof *st);
-  const double *s = g_scratch;
+  const double *s = ((mount_t *)fuse_req_userdata(req))->scratch;
   st->st_mode = (mode_t)s[0];
   st->st_uid = (uid_t)s[1];
   st->st_gid = (gid_t)s[2];
@@ -552,20 +553,20 @@ static napi_value js_reply_err(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-static void entry_of(napi_env env, napi_value *argv, struct fuse_entry_param *e) {
+static void entry_of(napi_env env, fuse_req_t req, napi_value *argv, struct fuse_entry_param *e) {
   memset(e, 0, sizeof *e);
   e->ino = (fuse_ino_t)num(env, argv[1]);
   e->generation = 1;
   e->entry_timeout = num(env, argv[2]);
   e->attr_timeout = num(env, argv[3]);
-  if (e->ino != 0) fill_stat(&e->attr, (double)e->ino);
+  if (e->ino != 0) fill_stat(req, &e->attr, (double)e->ino);
 }
 
 // replyEntry(id, ino, entryTimeout, attrTimeout) with the stat in scratch; ino 0 = negative entry.
 static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
   ARGS(4)
   struct fuse_entry_param e;
-  entry_of(env, argv, &e);
+  entry_of(env, req, argv, &e);
   fuse_reply_entry(req, &e);
   return bool_value(env, 1);
 }
@@ -574,7 +575,7 @@ static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
 static napi_value js_reply_create(napi_env env, napi_callback_info info) {
   ARGS(6)
   struct fuse_entry_param e;
-  entry_of(env, argv, &e);
+  entry_of(env, req, argv, &e);
   struct fuse_file_info fi;
   memset(&fi, 0, sizeof fi);
   fi.fh = (uint64_t)num(env, argv[4]);
@@ -587,7 +588,7 @@ static napi_value js_reply_create(napi_env env, napi_callback_info info) {
 static napi_value js_reply_attr(napi_env env, napi_callback_info info) {
   ARGS(3)
   struct stat st;
-  fill_stat(&st, num(env, argv[1]));
+  fill_stat(req, &st, num(env, argv[1]));
   fuse_reply_attr(req, &st, num(env, argv[2]));
   return bool_value(env, 1);
 }
@@ -635,7 +636,7 @@ static napi_value js_reply_statfs(napi_env env, napi_callback_info info) {
   ARGS(1)
   struct statvfs sv;
   memset(&sv, 0, sizeof sv);
-  const double *s = g_scratch;
+  const double *s = ((mount_t *)fuse_req_userdata(req))->scratch;
   sv.f_bsize = (unsigned long)s[0];
   sv.f_frsize = (unsigned long)s[1];
   sv.f_blocks = (fsblkcnt_t)s[2];
