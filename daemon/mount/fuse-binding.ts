@@ -11,7 +11,8 @@ import { access, constants } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
-import { LowLevelSession, type NativeFuse } from './fuse-lowlevel.js';
+import { LowLevelSession } from './fuse-lowlevel.js';
+import type { NativeFuse } from './fuse-native.js';
 
 /** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {

@@ -7,101 +7,18 @@
 // 20,000 files, each a full thread round trip). Here the reply to the change carries the attributes,
 // from one extra getattr call in JS that costs no hand-off.
 import type { Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
-
-/** Request kinds, as numbered in native/fuse/src/fuse_ll.c. */
-enum Op {
-  Lookup = 0,
-  Forget,
-  Getattr,
-  Setattr,
-  Readlink,
-  Mknod,
-  Mkdir,
-  Unlink,
-  Rmdir,
-  Symlink,
-  Rename,
-  Link,
-  Open,
-  Read,
-  Write,
-  Flush,
-  Release,
-  Fsync,
-  Opendir,
-  Readdir,
-  Releasedir,
-  Statfs,
-  Access,
-  Create,
-  Closed,
-}
-
-// FUSE_SET_ATTR_* (fuse_lowlevel.h)
-const SET_MODE = 1 << 0;
-const SET_UID = 1 << 1;
-const SET_GID = 1 << 2;
-const SET_SIZE = 1 << 3;
-const SET_ATIME = 1 << 4;
-const SET_MTIME = 1 << 5;
-const SET_ATIME_NOW = 1 << 7;
-const SET_MTIME_NOW = 1 << 8;
+import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
+import { InodeTable } from './fuse-inodes.js';
+import { applySetattr } from './fuse-setattr.js';
 
 const ENOENT = 2;
 const EIO = 5;
 const EINVAL = 22;
 const ENOSYS = 38;
-const S_IFMT = 0o170000;
-const ROOT = 1;
 
-export interface NativeHandle {
-  readonly __strataFuseHandle: never;
-}
-
-export type Dispatch = (op: number, id: number, ino: number, n1: number, n2: number, s1: string | null, s2: string | Buffer | null) => void;
-
-/** native/fuse's exports (src/fuse_ll.c). Replies return false when the request was already answered or interrupted. */
-export interface NativeFuse {
-  mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
-  close(handle: NativeHandle): void;
-  invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
-  replyErr(id: number, errno: number): boolean;
-  replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number): boolean;
-  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number): boolean;
-  replyAttr(id: number, ino: number, attrTimeoutS: number): boolean;
-  replyOpen(id: number, fh: number, keepCache: number): boolean;
-  replyWrite(id: number, count: number): boolean;
-  replyBuf(id: number, buf: Buffer, length: number): boolean;
-  replyReadlink(id: number, target: string): boolean;
-  replyStatfs(id: number): boolean;
-  replyDir(id: number, names: string[], start: number, size: number): boolean;
-}
-
-export interface LowLevelOptions {
-  attrTimeoutS: number;
-  entryTimeoutS: number;
-  maxWrite: number;
-  /** a request not answered by then fails with EIO (0 = never) */
-  opTimeoutMs: number;
-}
-
-interface Inode {
-  parent: number;
-  name: string;
-  nlookup: number;
-  type: number;
-  /** open handles (files) */
-  opens: number;
-  /** renamed to a `.fuse_hidden*` name because it was removed while open; unlinked at the last release */
-  hidden: boolean;
-}
-
-/** Serves one mount: the inode table and the request → FuseOps translation. */
 export class LowLevelSession {
-  private readonly nodes = new Map<number, Inode>([[ROOT, { parent: 0, name: '', nlookup: 1, type: 0o040000, opens: 0, hidden: false }]]);
-  private readonly children = new Map<string, number>();
+  private readonly inodes = new InodeTable();
   private readonly dirs = new Map<number, string[]>();
-  private nextIno = ROOT + 1;
   private nextDirHandle = 1;
   private hiddenSeq = 0;
   private readonly scratch = new Float64Array(16);
@@ -137,40 +54,12 @@ export class LowLevelSession {
     const slash = path.lastIndexOf('/');
     const parentPath = slash === -1 ? '' : path.slice(0, slash);
     const name = path.slice(slash + 1);
-    const parent = parentPath === '' ? ROOT : this.inoOf(parentPath);
-    const ino = this.inoOf(path);
+    const parent = this.inodes.inoOf(parentPath);
+    const ino = this.inodes.inoOf(path);
     const work: Promise<number>[] = [];
     if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
     if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
     await Promise.all(work);
-  }
-
-  private inoOf(path: string): number | undefined {
-    let ino = ROOT;
-    for (const name of path.split('/')) {
-      if (name === '') continue;
-      const next = this.children.get(`${ino}/${name}`);
-      if (next === undefined) return undefined;
-      ino = next;
-    }
-    return ino;
-  }
-
-  private pathOf(ino: number): string | null {
-    let path = '';
-    for (let current = ino; current !== ROOT; ) {
-      const node = this.nodes.get(current);
-      if (node === undefined) return null;
-      path = `/${node.name}${path}`;
-      current = node.parent;
-    }
-    return path === '' ? '/' : path;
-  }
-
-  private childPath(parent: number, name: string): string | null {
-    const dir = this.pathOf(parent);
-    if (dir === null) return null;
-    return dir === '/' ? `/${name}` : `${dir}/${name}`;
   }
 
   private writeStat(stat: FuseStat): void {
@@ -185,38 +74,6 @@ export class LowLevelSession {
     s[7] = stat.atime;
     s[8] = stat.mtime;
     s[9] = stat.ctime;
-  }
-
-  /** The inode for `name` in `parent`, counted as looked up once more (the kernel now holds it). */
-  private remember(parent: number, name: string, mode: number): number {
-    const key = `${parent}/${name}`;
-    const type = mode & S_IFMT;
-    let ino = this.children.get(key);
-    let node = ino === undefined ? undefined : this.nodes.get(ino);
-    // A path that changed kind (a restore put a file where a directory was) gets a new inode: the
-    // kernel treats an inode whose type changed as bad.
-    if (ino === undefined || node === undefined || node.type !== type) {
-      ino = this.nextIno++;
-      node = { parent, name, nlookup: 0, type, opens: 0, hidden: false };
-      this.nodes.set(ino, node);
-      this.children.set(key, ino);
-    }
-    node.nlookup += 1;
-    return ino;
-  }
-
-  private forget(ino: number, count: number): void {
-    const node = this.nodes.get(ino);
-    if (node === undefined || ino === ROOT) return;
-    node.nlookup -= count;
-    if (node.nlookup > 0) return;
-    this.nodes.delete(ino);
-    const key = `${node.parent}/${node.name}`;
-    if (this.children.get(key) === ino) this.children.delete(key);
-  }
-
-  private detachName(parent: number, name: string): void {
-    this.children.delete(`${parent}/${name}`);
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
@@ -245,7 +102,7 @@ export class LowLevelSession {
           return;
         }
         this.writeStat(stat);
-        const ino = this.remember(parent, name, stat.mode);
+        const ino = this.inodes.remember(parent, name, stat.mode);
         if (onAttr !== undefined) onAttr(ino);
         else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS);
       });
@@ -260,13 +117,13 @@ export class LowLevelSession {
       return;
     }
     if (op === Op.Forget) {
-      this.forget(ino, n1);
+      this.inodes.forget(ino, n1);
       return;
     }
     const name = s1 ?? '';
     // Requests naming a child resolve `ino` as the parent directory.
     const named = op === Op.Lookup || op === Op.Mknod || op === Op.Mkdir || op === Op.Unlink || op === Op.Rmdir || op === Op.Symlink || op === Op.Rename || op === Op.Create;
-    const path = named ? this.childPath(ino, name) : this.pathOf(ino);
+    const path = named ? this.inodes.childPath(ino, name) : this.inodes.pathOf(ino);
     if (path === null) {
       native.replyErr(id, ENOENT);
       return;
@@ -307,7 +164,7 @@ export class LowLevelSession {
         else ops.mkdir(path, n1, this.entry(id, ino, name, path));
         return;
       case Op.Unlink:
-        if (this.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
+        if (this.inodes.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
         else this.remove(id, ino, name, path, op);
         return;
       case Op.Rmdir:
@@ -321,7 +178,7 @@ export class LowLevelSession {
         this.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
         return;
       case Op.Link: {
-        const dest = this.childPath(n1, name);
+        const dest = this.inodes.childPath(n1, name);
         if (ops.link === undefined || dest === null) native.replyErr(id, dest === null ? ENOENT : ENOSYS);
         else ops.link(path, dest, this.entry(id, n1, name, dest));
         return;
@@ -428,16 +285,9 @@ export class LowLevelSession {
       return;
     }
     call(path, (errno) => {
-      if (errno === 0) this.detachName(parent, name);
+      if (errno === 0) this.inodes.detach(parent, name);
       this.native.replyErr(id, -errno);
     });
-  }
-
-  /** The open file named `name` in `parent`, if any. */
-  private openNode(parent: number, name: string): number | undefined {
-    const ino = this.children.get(`${parent}/${name}`);
-    const node = ino === undefined ? undefined : this.nodes.get(ino);
-    return node !== undefined && node.opens > 0 ? ino : undefined;
   }
 
   /**
@@ -446,9 +296,9 @@ export class LowLevelSession {
    * isFuseHidden) it is renamed to `.fuse_hidden*` and unlinked at its last release.
    */
   private hide(id: number, parent: number, name: string, path: string, then: () => void): void {
-    const ino = this.children.get(`${parent}/${name}`);
+    const ino = this.inodes.child(parent, name);
     const rename = this.ops.rename;
-    const node = ino === undefined ? undefined : this.nodes.get(ino);
+    const node = ino === undefined ? undefined : this.inodes.node(ino);
     if (ino === undefined || node === undefined || rename === undefined) {
       then();
       return;
@@ -461,21 +311,21 @@ export class LowLevelSession {
         this.native.replyErr(id, -errno);
         return;
       }
-      this.detachName(parent, name);
+      this.inodes.detach(parent, name);
       node.name = hiddenName;
       node.hidden = true;
-      this.children.set(`${parent}/${hiddenName}`, ino);
+      this.inodes.setChild(parent, hiddenName, ino);
       then();
     });
   }
 
   private opened(ino: number, delta: number, path: string): void {
-    const node = this.nodes.get(ino);
+    const node = this.inodes.node(ino);
     if (node === undefined) return;
     node.opens += delta;
     if (delta < 0 && node.opens === 0 && node.hidden && this.ops.unlink !== undefined) {
       node.hidden = false;
-      this.detachName(node.parent, node.name);
+      this.inodes.detach(node.parent, node.name);
       this.ops.unlink(path, () => {});
     }
   }
@@ -496,7 +346,7 @@ export class LowLevelSession {
   }
 
   private rename(id: number, parent: number, name: string, src: string, newParent: number, newName: string, flags: number): void {
-    const dest = this.childPath(newParent, newName);
+    const dest = this.inodes.childPath(newParent, newName);
     // RENAME_NOREPLACE / RENAME_EXCHANGE: not offered by the path API (libfuse's high-level API refused them too).
     if (flags !== 0 || dest === null || this.ops.rename === undefined) {
       this.native.replyErr(id, flags !== 0 ? EINVAL : dest === null ? ENOENT : ENOSYS);
@@ -506,86 +356,35 @@ export class LowLevelSession {
     const run = () =>
       rename(src, dest, (errno) => {
       if (errno === 0) {
-        const ino = this.children.get(`${parent}/${name}`);
-        this.detachName(newParent, newName);
-        this.detachName(parent, name);
-        const node = ino === undefined ? undefined : this.nodes.get(ino);
+        const ino = this.inodes.child(parent, name);
+        this.inodes.detach(newParent, newName);
+        this.inodes.detach(parent, name);
+        const node = ino === undefined ? undefined : this.inodes.node(ino);
         if (ino !== undefined && node !== undefined) {
           node.parent = newParent;
           node.name = newName;
-          this.children.set(`${newParent}/${newName}`, ino);
+          this.inodes.setChild(newParent, newName, ino);
         }
       }
       this.native.replyErr(id, -errno);
     });
-    if (this.openNode(newParent, newName) !== undefined && this.children.get(`${parent}/${name}`) !== this.children.get(`${newParent}/${newName}`)) {
+    if (this.inodes.openNode(newParent, newName) !== undefined && this.inodes.child(parent, name) !== this.inodes.child(newParent, newName)) {
       this.hide(id, newParent, newName, dest, run);
     } else {
       run();
     }
   }
 
-  /** chmod / chown / truncate / utimens in the order libfuse's high-level API used, then the new attributes. */
   private setattr(id: number, ino: number, path: string, fh: number, toSet: number): void {
-    const ops = this.ops;
     const s = this.scratch;
-    const mode = s[0]!;
-    const uid = s[1]!;
-    const gid = s[2]!;
-    const size = s[3]!;
-    const atime = s[4]!;
-    const mtime = s[5]!;
-    const steps: Array<(done: Done) => void> = [];
-    if ((toSet & SET_MODE) !== 0 && ops.chmod !== undefined) {
-      const chmod = ops.chmod;
-      steps.push((done) => chmod(path, mode, done));
-    }
-    if ((toSet & (SET_UID | SET_GID)) !== 0 && ops.chown !== undefined) {
-      const chown = ops.chown;
-      steps.push((done) => chown(path, (toSet & SET_UID) !== 0 ? uid : -1, (toSet & SET_GID) !== 0 ? gid : -1, done));
-    }
-    if ((toSet & SET_SIZE) !== 0) {
-      const { ftruncate, truncate } = ops;
-      if (fh >= 0 && ftruncate !== undefined) steps.push((done) => ftruncate(path, fh, size, done));
-      else if (truncate !== undefined) steps.push((done) => truncate(path, size, done));
-    }
-    if ((toSet & (SET_ATIME | SET_MTIME | SET_ATIME_NOW | SET_MTIME_NOW)) !== 0 && ops.utimens !== undefined) {
-      const utimens = ops.utimens;
-      steps.push((done) => {
-        const now = Date.now();
-        const pick = (set: number, setNow: number, value: number, current: number) => ((toSet & setNow) !== 0 ? now : (toSet & set) !== 0 ? value : current);
-        const both = (toSet & (SET_ATIME | SET_ATIME_NOW)) !== 0 && (toSet & (SET_MTIME | SET_MTIME_NOW)) !== 0;
-        // tar and touch set both times: no need to read the one that stays.
-        if (both) {
-          utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, 0), pick(SET_MTIME, SET_MTIME_NOW, mtime, 0), done);
-          return;
-        }
-        ops.getattr(path, (errno, stat) => {
-          if (errno !== 0 || stat === undefined) {
-            done(errno !== 0 ? errno : -EIO);
-            return;
-          }
-          utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, stat.atime), pick(SET_MTIME, SET_MTIME_NOW, mtime, stat.mtime), done);
-        });
-      });
-    }
-    const next = (i: number) => {
-      if (i === steps.length) {
-        ops.getattr(path, (errno, stat) => {
-          if (errno !== 0 || stat === undefined) {
-            this.native.replyErr(id, errno !== 0 ? -errno : EIO);
-            return;
-          }
-          this.writeStat(stat);
-          this.native.replyAttr(id, ino, this.options.attrTimeoutS);
-        });
+    const values = { mode: s[0]!, uid: s[1]!, gid: s[2]!, size: s[3]!, atime: s[4]!, mtime: s[5]! };
+    applySetattr(this.ops, path, fh, toSet, values, (errno, stat) => {
+      if (errno !== 0 || stat === undefined) {
+        this.native.replyErr(id, errno !== 0 ? -errno : EIO);
         return;
       }
-      steps[i]!((errno) => {
-        if (errno !== 0) this.native.replyErr(id, -errno);
-        else next(i + 1);
-      });
-    };
-    next(0);
+      this.writeStat(stat);
+      this.native.replyAttr(id, ino, this.options.attrTimeoutS);
+    });
   }
 }
