@@ -1,5 +1,5 @@
 // The low-level side of the FUSE binding: native/fuse hands us libfuse3 low-level requests (inode
-// numbers) on the JS thread; this file keeps the inode table (inode ↔ path, lookup counts) and turns each
+// numbers) on the JS thread; with the inode table (fuse-inodes.ts: inode ↔ path, lookup counts) this turns each
 // request into the path-based FuseOps call the rest of the mount implements, then replies.
 //
 // What the low-level API saves (measured, README "Mount mode"): libfuse2's high-level API followed
