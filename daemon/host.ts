@@ -6,7 +6,7 @@
 // unchanged content, exec bit, ignore rules, mass-delete guard, last version / errors bookkeeping).
 //
 // A mount host lives in daemon/mount/index.ts and exports `createMountHost: HostFactory`; the daemon
-// loads it with a dynamic import only when a project uses mount mode (fuse-native is not loaded for
+// loads it with a dynamic import only when a project uses mount mode (the FUSE addon is not loaded for
 // watch-only daemons).
 
 import type { Logger } from 'pino';

@@ -86,34 +86,14 @@ strata_env_setup() {
     fi
   fi
 
-  # The dataset chunker's native addon (DESIGN.md §2 datasets): rebuilt when the binary is missing or
-  # older than its sources. node-gyp ships with npm; it compiles against $npm_config_nodedir when set
-  # (the Node 24 above), else it fetches the running Node's headers. No silent fallback here: without
-  # the addon the engine would chunk at JS speed, so a failed build stops the setup.
-  local addon="$repo/native/chunker/build/Release/strata_chunker.node"
-  if [ ! -f "$addon" ] || [ -n "$(cd "$repo/native/chunker" && find src binding.gyp -newer "$addon" -print -quit 2>/dev/null)" ]; then
-    echo "strata: building the native chunker (node-gyp)..." >&2
-    local gyp
-    gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
-    if [ ! -f "$gyp" ]; then
-      echo "strata: node-gyp not found next to npm (looked for $gyp)" >&2
-      return 1
-    fi
-    local gyplog="$tools/chunker-build.log"
-    # A machine's own Node >= 22 leaves npm_config_nodedir unset: use that Node's headers when it ships
-    # them (node-gyp would otherwise download them, and only package registries are reachable here).
-    local gypdir="${npm_config_nodedir:-}"
-    if [ -z "$gypdir" ]; then
-      local prefix
-      prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
-      if [ -f "$prefix/include/node/node_api.h" ]; then gypdir="$prefix"; fi
-    fi
-    if ! (cd "$repo" && npm_config_nodedir="$gypdir" node "$gyp" rebuild --directory native/chunker >"$gyplog" 2>&1); then
-      cat "$gyplog" >&2
-      echo "strata: building native/chunker failed (see above; it needs python3, make and a C compiler)" >&2
-      return 1
-    fi
-  fi
+  # The native addons, each rebuilt when its binary is missing or older than its sources: the dataset
+  # chunker (DESIGN.md §2 datasets) and the FUSE binding of mount mode (native/fuse, libfuse3; README
+  # "Mount mode"). node-gyp ships with npm; it compiles against $npm_config_nodedir when set (the Node 24
+  # above), else it fetches the running Node's headers. No silent fallback: without the chunker the
+  # engine would chunk at JS speed, without the FUSE binding mount mode would not work, so a failed
+  # build stops the setup.
+  strata_build_addon "$repo" chunker strata_chunker "python3, make and a C compiler" || return 1
+  strata_build_addon "$repo" fuse strata_fuse "python3, make, a C compiler, pkg-config and libfuse3-dev (apt-get install libfuse3-dev)" || return 1
 
   # Rebuild when any source or build setting is newer than the last successful build. The stamp
   # takes the time the build *started*, so an edit made during a build triggers the next one.
@@ -137,6 +117,37 @@ strata_env_setup() {
     mv -f "$started" "$stamp"
   fi
   return 0
+}
+
+# strata_build_addon REPO NAME TARGET NEEDS: builds native/NAME (node-gyp) into build/Release/TARGET.node.
+strata_build_addon() {
+  local repo="$1" name="$2" target="$3" needs="$4"
+  local dir="$repo/native/$name"
+  local addon="$dir/build/Release/$target.node"
+  if [ -f "$addon" ] && [ -z "$(cd "$dir" && find src binding.gyp -newer "$addon" -print -quit 2>/dev/null)" ]; then
+    return 0
+  fi
+  echo "strata: building the native $name addon (node-gyp)..." >&2
+  local gyp
+  gyp="$(dirname "$(readlink -f "$(command -v npm)")")/../node_modules/node-gyp/bin/node-gyp.js"
+  if [ ! -f "$gyp" ]; then
+    echo "strata: node-gyp not found next to npm (looked for $gyp)" >&2
+    return 1
+  fi
+  local gyplog="$repo/.tools/$name-build.log"
+  # A machine's own Node >= 22 leaves npm_config_nodedir unset: use that Node's headers when it ships
+  # them (node-gyp would otherwise download them, and only package registries are reachable here).
+  local gypdir="${npm_config_nodedir:-}"
+  if [ -z "$gypdir" ]; then
+    local prefix
+    prefix="$(dirname "$(dirname "$(readlink -f "$(command -v node)")")")"
+    if [ -f "$prefix/include/node/node_api.h" ]; then gypdir="$prefix"; fi
+  fi
+  if ! (cd "$repo" && npm_config_nodedir="$gypdir" node "$gyp" rebuild --directory "native/$name" >"$gyplog" 2>&1); then
+    cat "$gyplog" >&2
+    echo "strata: building native/$name failed (see above; it needs $needs)" >&2
+    return 1
+  fi
 }
 
 strata_env_main

@@ -1,4 +1,4 @@
-// Where FUSE cannot work (no /dev/fuse, or the binding / libfuse2 does not load), `strata mount DIR`
+// Where FUSE cannot work (no /dev/fuse, or the binding / libfuse3 does not load), `strata mount DIR`
 // fails with FUSE_UNAVAILABLE and points to watch mode, binding nothing. STRATA_FUSE_DEVICE simulates
 // a machine without the device.
 

@@ -1,17 +1,21 @@
-// The FUSE binding: fuse-native 2.2.6 (N-API prebuild, links Debian's libfuse.so.2). Why this one and
-// not a fork (measured here, Node 24.21, details in README "Mount mode"): @cocalc/fuse-native 2.4.3 has
-// the same C code but compiles at install (needs libfuse-dev + a toolchain); @gcas/fuse 2.4.2 does not
-// load (its index.js requires the undeclared `bindings` package). All three pass libfuse options through
-// one `-o` string, which is how we get what the JS wrapper does not expose (big_writes, max_write,
-// atomic_o_trunc, negative_timeout).
+// The FUSE binding: Strata's own addon in native/fuse (libfuse3 low-level API, served on the JS thread;
+// fuse-lowlevel.ts maps requests, fuse-inodes.ts keeps the inode table). It replaced fuse-native 2.2.6
+// (libfuse2 high-level API): there every request crossed threads four times (~64 us of the ~79 us a
+// request cost here) and libfuse added a getattr after every change; untar of 20,000 files ran at 0.29x
+// bindfs (README "Mount mode").
+// libfuse3 also lets the daemon invalidate what the kernel cached when the engine changes a path
+// (restores, API writes), which libfuse2's high-level API could not.
 //
-// Loaded lazily with createRequire so a machine without libfuse2 gets FUSE_UNAVAILABLE (pointing to
-// watch mode) instead of a crash at import time.
+// Loaded lazily with createRequire so a machine without libfuse3 (or without the built addon) gets
+// FUSE_UNAVAILABLE (pointing to watch mode) instead of a crash at import time.
 import { access, constants } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
+import { LowLevelSession } from './fuse-lowlevel.js';
+import type { NativeFuse } from './fuse-native.js';
 
-/** Times are milliseconds since the epoch (fuse-native converts numbers as-is). */
+/** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
   mode: number;
   uid: number;
@@ -74,29 +78,25 @@ export interface FuseOps {
   mknod?(path: string, mode: number, dev: number, cb: Done): void;
 }
 
-interface FuseInstance {
-  mount(cb: (error: Error | null) => void): void;
-  unmount(cb: (error: Error | null) => void): void;
-  _fuseOptions(): string;
-}
-
-interface FuseClass {
-  new (mnt: string, ops: FuseOps, opts: Record<string, unknown>): FuseInstance;
-  unmount(mnt: string, cb: (error: Error | null) => void): void;
-}
-
 export interface MountOptions {
-  /** libfuse options, joined into one `-o` string */
+  /** libfuse mount options, joined into one `-o` string */
   options: string[];
-  /** per-operation safety timeout of the binding (ms); an op that never answers fails with EIO then */
+  /** kernel attribute / name cache lifetimes (seconds) */
+  attrTimeoutS: number;
+  entryTimeoutS: number;
+  /** largest write request the kernel sends (bytes) */
+  maxWrite: number;
+  /** per-request safety timeout (ms): a request JS never answers fails with EIO then */
   opTimeoutMs: number;
-  /** how the binding unmounts (it would otherwise shell out through `exec`, unsafe for odd paths) */
+  /** lazy unmount of the mount point (an argv-based child process, never a shell or a synchronous one) */
   unmount: (mnt: string) => Promise<void>;
 }
 
 export interface FuseMount {
-  /** Tells the kernel to let go (lazy), then frees the binding's thread. */
+  /** Tells the kernel to let go (lazy), then closes the session. */
   unmount(): Promise<void>;
+  /** Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry. */
+  invalidate(path: string): Promise<void>;
 }
 
 /** The device the kernel side needs; STRATA_FUSE_DEVICE lets tests simulate a machine without FUSE. */
@@ -112,8 +112,24 @@ function unavailable(reason: string, cause?: unknown): StrataError {
   });
 }
 
-/** Loads fuse-native or throws FUSE_UNAVAILABLE; checks the device first (cheaper, clearer message). */
-export async function loadFuse(): Promise<FuseClass> {
+const ADDON_FILE = 'native/fuse/build/Release/strata_fuse.node';
+
+/** This module runs from the sources (under vitest) or from dist/: the repository root is two or three levels up. */
+function addonPath(): string {
+  const require = createRequire(import.meta.url);
+  for (const up of ['../../', '../../../']) {
+    const candidate = fileURLToPath(new URL(up + ADDON_FILE, import.meta.url));
+    try {
+      return require.resolve(candidate);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    }
+  }
+  throw new Error(`${ADDON_FILE} is not built (scripts/env.sh builds it; it needs libfuse3-dev)`);
+}
+
+/** Loads the native binding or throws FUSE_UNAVAILABLE; checks the device first (cheaper, clearer message). */
+export async function loadFuse(): Promise<NativeFuse> {
   const device = fuseDevicePath();
   try {
     await access(device, constants.R_OK | constants.W_OK);
@@ -121,39 +137,28 @@ export async function loadFuse(): Promise<FuseClass> {
     throw unavailable(`${device} is missing or not accessible`, error);
   }
   try {
-    return createRequire(import.meta.url)('fuse-native') as FuseClass;
+    return createRequire(import.meta.url)(addonPath()) as NativeFuse;
   } catch (error) {
     const detail = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    throw unavailable(`the fuse-native binding or libfuse2 failed to load: ${detail}`, error);
+    throw unavailable(`the FUSE binding or libfuse3 failed to load: ${detail}`, error);
   }
 }
 
-/** Mounts `ops` at `mnt`; resolves once the kernel sent INIT (the mount is serving). */
-export async function mountFuse(Fuse: FuseClass, mnt: string, ops: FuseOps, options: MountOptions): Promise<FuseMount> {
-  // The binding's own unmount runs `exec("fusermount -uz " + JSON.stringify(mnt))` through a shell;
-  // replace it (it is also what its close() calls) with an argv-based spawn.
-  Fuse.unmount = (target, cb) => {
-    options.unmount(target).then(
-      () => cb(null),
-      (error: unknown) => cb(error instanceof Error ? error : new Error(String(error))),
-    );
-  };
-  const fuse = new Fuse(mnt, ops, { timeout: options.opTimeoutMs });
-  const extra = options.options.join(',');
-  fuse._fuseOptions = () => (extra === '' ? '' : `-o${extra}`);
-  await new Promise<void>((resolve, reject) => {
-    fuse.mount((error) => {
-      if (error) reject(unavailable(`mounting failed: ${error.message}`, error));
-      else resolve();
-    });
-  });
+/** Mounts `ops` at `mnt`; the kernel's INIT and every later request are served on this thread. */
+export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, options: MountOptions): Promise<FuseMount> {
+  const session = new LowLevelSession(native, ops, options);
+  try {
+    session.mount(mnt, options.options.join(','));
+  } catch (error) {
+    throw unavailable(`mounting failed: ${error instanceof Error ? error.message : String(error)}`, error);
+  }
+  if (ops.init !== undefined) await new Promise<void>((resolve) => ops.init?.(() => resolve()));
   let unmounted: Promise<void> | null = null;
   return {
     unmount: () => {
-      unmounted ??= new Promise<void>((resolve, reject) => {
-        fuse.unmount((error) => (error ? reject(error) : resolve()));
-      });
+      unmounted ??= options.unmount(mnt).finally(() => session.close());
       return unmounted;
     },
+    invalidate: (path) => session.invalidate(path),
   };
 }

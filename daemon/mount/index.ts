@@ -1,5 +1,5 @@
 // Mount mode's project host (contract: daemon/host.ts). The daemon loads this module with a dynamic
-// import only when a project uses mount mode, so watch-only daemons never load fuse-native.
+// import only when a project uses mount mode, so watch-only daemons never load the FUSE addon.
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import { MountDeleteGuard } from './delete-guard.js';

@@ -36,9 +36,10 @@ export interface MountProjectOptions {
   settleMs?: number;
   /**
    * Kernel attribute cache (seconds; default 0): a restore through the API changes a file's size and
-   * content under the kernel, and only a fresh getattr makes reads see the new size at once (libfuse2's
-   * high-level API cannot invalidate the kernel's cache). Measured: no extra requests when unpacking
-   * 20,000 files (libfuse asks for attributes after every change anyway).
+   * content under the kernel, and the mount learns of it only when it is asked (Namespace polls the
+   * engine's history on access), so only a fresh getattr makes reads see the new size at once. With
+   * the low-level binding a longer cache would save one getattr request per file in an untar (21,021
+   * of ~196,000), but needs the engine to push changes to the mount first.
    */
   attrTimeoutS?: number;
   /** Kernel name cache (seconds; default 1). Safe with attrTimeoutS 0: a cached name still gets a fresh getattr. */
@@ -54,26 +55,14 @@ export interface MountStatus extends MountCaptureStatus {
   warnings: string[];
 }
 
-const OP_TIMEOUT_MS = 120_000;
+/** libfuse mount options; the rest (timeouts, max_write, atomic O_TRUNC) is set per request or at INIT. */
+export const FUSE_MOUNT_OPTIONS = ['fsname=strata', 'subtype=strata'];
 
-export function fuseOptions(options: { attrTimeoutS: number; entryTimeoutS: number }): string[] {
-  return [
-    'fsname=strata',
-    'subtype=strata',
-    // 128 KiB requests instead of 4 KiB: each request is a round trip through the event loop
-    // (measured: 29 MB/s without, 530 MB/s with, for a trivial passthrough). libfuse2 caps max_write at 128 KiB.
-    'big_writes',
-    'max_write=131072',
-    'max_read=131072',
-    // O_TRUNC arrives with open(): `cp` over a file is one capture, not a truncate capture plus a write.
-    'atomic_o_trunc',
-    // Page cache kept across opens while size and mtime are unchanged (restores change both, or the content).
-    'auto_cache',
-    `attr_timeout=${options.attrTimeoutS}`,
-    `entry_timeout=${options.entryTimeoutS}`,
-    'negative_timeout=0',
-  ];
-}
+// 128 KiB write requests: each one is a trip through the event loop (measured with fuse-native: 29 MB/s
+// with 4 KiB requests, 530 MB/s with 128 KiB for a trivial passthrough).
+const MAX_WRITE = 131_072;
+/** What fuse-native's per-operation timeout was: long enough for a capture of a large file under load. */
+const OP_TIMEOUT_MS = 120_000;
 
 export class MountedProject {
   readonly warnings: string[] = [];
@@ -139,7 +128,10 @@ export class MountedProject {
     project.warnings.push(...warnings);
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
-        options: fuseOptions({ attrTimeoutS: options.attrTimeoutS ?? 0, entryTimeoutS: options.entryTimeoutS ?? 1 }),
+        options: FUSE_MOUNT_OPTIONS,
+        attrTimeoutS: options.attrTimeoutS ?? 0,
+        entryTimeoutS: options.entryTimeoutS ?? 1,
+        maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
         unmount: detachMount,
       });

@@ -1,0 +1,390 @@
+// The low-level side of the FUSE binding: native/fuse hands us libfuse3 low-level requests (inode
+// numbers) on the JS thread; with the inode table (fuse-inodes.ts: inode ↔ path, lookup counts) this turns each
+// request into the path-based FuseOps call the rest of the mount implements, then replies.
+//
+// What the low-level API saves (measured, README "Mount mode"): libfuse2's high-level API followed
+// every create, mkdir, chmod, chown and utimens with a getattr request of its own (126,160 getattr for
+// 20,000 files, each a full thread round trip). Here the reply to the change carries the attributes,
+// from one extra getattr call in JS that costs no hand-off.
+import type { Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
+import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
+import { InodeTable } from './fuse-inodes.js';
+import { applySetattr } from './fuse-setattr.js';
+
+const ENOENT = 2;
+const EIO = 5;
+const EINVAL = 22;
+const ENOSYS = 38;
+
+export class LowLevelSession {
+  private readonly inodes = new InodeTable();
+  private readonly dirs = new Map<number, string[]>();
+  private nextDirHandle = 1;
+  private hiddenSeq = 0;
+  private readonly scratch = new Float64Array(16);
+  private handle: NativeHandle | null = null;
+  /** Resolves when the kernel side is gone (unmounted or aborted). */
+  readonly closed: Promise<void>;
+  private markClosed: () => void = () => {};
+
+  constructor(
+    private readonly native: NativeFuse,
+    private readonly ops: FuseOps,
+    private readonly options: LowLevelOptions,
+  ) {
+    this.closed = new Promise((resolve) => {
+      this.markClosed = resolve;
+    });
+  }
+
+  mount(mnt: string, mountOptions: string): void {
+    this.handle = this.native.mount(mnt, mountOptions, this.dispatch, this.options.maxWrite, this.scratch, this.options.opTimeoutMs);
+  }
+
+  close(): void {
+    if (this.handle !== null) this.native.close(this.handle);
+    this.handle = null;
+    this.markClosed();
+  }
+
+  /** Drops what the kernel cached for `path` (attributes, pages, the name and its negative entry). */
+  async invalidate(path: string): Promise<void> {
+    const handle = this.handle;
+    if (handle === null) return;
+    const slash = path.lastIndexOf('/');
+    const parentPath = slash === -1 ? '' : path.slice(0, slash);
+    const name = path.slice(slash + 1);
+    const parent = this.inodes.inoOf(parentPath);
+    const ino = this.inodes.inoOf(path);
+    const work: Promise<number>[] = [];
+    if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
+    if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
+    await Promise.all(work);
+  }
+
+  private writeStat(stat: FuseStat): void {
+    const s = this.scratch;
+    s[0] = stat.mode;
+    s[1] = stat.uid;
+    s[2] = stat.gid;
+    s[3] = stat.size;
+    s[4] = stat.nlink;
+    s[5] = stat.blksize;
+    s[6] = stat.blocks;
+    s[7] = stat.atime;
+    s[8] = stat.mtime;
+    s[9] = stat.ctime;
+  }
+
+  private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
+    try {
+      this.handleRequest(op, id, ino, n1, n2, s1, s2);
+    } catch {
+      // FuseOps answer through callbacks and never throw; a bug here must still answer the kernel.
+      this.native.replyErr(id, EIO);
+    }
+  };
+
+  private reply(id: number): Done {
+    return (errno) => this.native.replyErr(id, errno < 0 ? -errno : errno);
+  }
+
+  /** Answers a request that created or found `name` in `parent` with its entry (after a getattr). */
+  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number) => void): (errno: number) => void {
+    return (errno) => {
+      if (errno !== 0) {
+        this.native.replyErr(id, -errno);
+        return;
+      }
+      this.ops.getattr(path, (err, stat) => {
+        if (err !== 0 || stat === undefined) {
+          this.native.replyErr(id, err !== 0 ? -err : EIO);
+          return;
+        }
+        this.writeStat(stat);
+        const ino = this.inodes.remember(parent, name, stat.mode);
+        if (onAttr !== undefined) onAttr(ino);
+        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS);
+      });
+    };
+  }
+
+  private handleRequest(op: Op, id: number, ino: number, n1: number, n2: number, s1: string | null, s2: string | Buffer | null): void {
+    const ops = this.ops;
+    const native = this.native;
+    if (op === Op.Closed) {
+      this.markClosed();
+      return;
+    }
+    if (op === Op.Forget) {
+      this.inodes.forget(ino, n1);
+      return;
+    }
+    const name = s1 ?? '';
+    // Requests naming a child resolve `ino` as the parent directory.
+    const named = op === Op.Lookup || op === Op.Mknod || op === Op.Mkdir || op === Op.Unlink || op === Op.Rmdir || op === Op.Symlink || op === Op.Rename || op === Op.Create;
+    const path = named ? this.inodes.childPath(ino, name) : this.inodes.pathOf(ino);
+    if (path === null) {
+      native.replyErr(id, ENOENT);
+      return;
+    }
+    switch (op) {
+      case Op.Lookup:
+        this.entry(id, ino, name, path)(0);
+        return;
+      case Op.Getattr:
+        ops.getattr(path, (errno, stat) => {
+          if (errno !== 0 || stat === undefined) {
+            native.replyErr(id, errno !== 0 ? -errno : EIO);
+            return;
+          }
+          this.writeStat(stat);
+          native.replyAttr(id, ino, this.options.attrTimeoutS);
+        });
+        return;
+      case Op.Setattr:
+        this.setattr(id, ino, path, n1, n2);
+        return;
+      case Op.Readlink:
+        if (ops.readlink === undefined) {
+          native.replyErr(id, ENOSYS);
+          return;
+        }
+        ops.readlink(path, (errno, target) => {
+          if (errno !== 0 || target === undefined) native.replyErr(id, errno !== 0 ? -errno : EIO);
+          else native.replyReadlink(id, target);
+        });
+        return;
+      case Op.Mknod:
+        if (ops.mknod === undefined) native.replyErr(id, ENOSYS);
+        else ops.mknod(path, n1, n2, this.entry(id, ino, name, path));
+        return;
+      case Op.Mkdir:
+        if (ops.mkdir === undefined) native.replyErr(id, ENOSYS);
+        else ops.mkdir(path, n1, this.entry(id, ino, name, path));
+        return;
+      case Op.Unlink:
+        if (this.inodes.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
+        else this.remove(id, ino, name, path, op);
+        return;
+      case Op.Rmdir:
+        this.remove(id, ino, name, path, op);
+        return;
+      case Op.Symlink:
+        if (ops.symlink === undefined) native.replyErr(id, ENOSYS);
+        else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path));
+        return;
+      case Op.Rename:
+        this.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
+        return;
+      case Op.Link: {
+        const dest = this.inodes.childPath(n1, name);
+        if (ops.link === undefined || dest === null) native.replyErr(id, dest === null ? ENOENT : ENOSYS);
+        else ops.link(path, dest, this.entry(id, n1, name, dest));
+        return;
+      }
+      case Op.Open:
+        ops.open(path, n1, (errno, fd) => {
+          if (errno !== 0 || fd === undefined) {
+            native.replyErr(id, errno !== 0 ? -errno : EIO);
+            return;
+          }
+          // keep_cache: with AUTO_INVAL_DATA the kernel drops the pages itself when a getattr shows a new
+          // mtime or size (what libfuse2's auto_cache did); restores also invalidate explicitly.
+          if (native.replyOpen(id, fd, 1)) this.opened(ino, 1, path);
+          else ops.release(path, fd, () => {});
+        });
+        return;
+      case Op.Create:
+        ops.create(path, n1, (errno, fd) => {
+          if (errno !== 0 || fd === undefined) {
+            native.replyErr(id, errno !== 0 ? -errno : EIO);
+            return;
+          }
+          this.entry(id, ino, name, path, (newIno) => {
+            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1)) this.opened(newIno, 1, path);
+            else ops.release(path, fd, () => {});
+          })(0);
+        });
+        return;
+      case Op.Read: {
+        const buf = Buffer.allocUnsafe(n2);
+        ops.read(path, n1, buf, n2, this.scratch[0]!, (n) => {
+          if (n < 0) native.replyErr(id, -n);
+          else native.replyBuf(id, buf, n);
+        });
+        return;
+      }
+      case Op.Write: {
+        const buf = s2 instanceof Buffer ? s2 : Buffer.alloc(0);
+        ops.write(path, n1, buf, buf.length, n2, (n) => {
+          if (n < 0) native.replyErr(id, -n);
+          else native.replyWrite(id, n);
+        });
+        return;
+      }
+      case Op.Flush:
+        if (ops.flush === undefined) native.replyErr(id, 0);
+        else ops.flush(path, n1, this.reply(id));
+        return;
+      case Op.Release:
+        ops.release(path, n1, (errno) => {
+          this.opened(ino, -1, path);
+          native.replyErr(id, errno < 0 ? -errno : errno);
+        });
+        return;
+      case Op.Fsync:
+        if (ops.fsync === undefined) native.replyErr(id, 0);
+        else ops.fsync(path, n2, n1, this.reply(id));
+        return;
+      case Op.Opendir:
+        ops.readdir(path, (errno, names) => {
+          if (errno !== 0 || names === undefined) {
+            native.replyErr(id, errno !== 0 ? -errno : EIO);
+            return;
+          }
+          const fh = this.nextDirHandle++;
+          this.dirs.set(fh, names);
+          if (!native.replyOpen(id, fh, 0)) this.dirs.delete(fh);
+        });
+        return;
+      case Op.Readdir:
+        native.replyDir(id, this.dirs.get(n1) ?? [], this.scratch[0]!, n2);
+        return;
+      case Op.Releasedir:
+        this.dirs.delete(n1);
+        native.replyErr(id, 0);
+        return;
+      case Op.Statfs:
+        if (ops.statfs === undefined) {
+          native.replyErr(id, ENOSYS);
+          return;
+        }
+        ops.statfs(path, (errno, s) => {
+          if (errno !== 0 || s === undefined) {
+            native.replyErr(id, errno !== 0 ? -errno : EIO);
+            return;
+          }
+          this.writeStatfs(s);
+          native.replyStatfs(id);
+        });
+        return;
+      case Op.Access:
+        if (ops.access === undefined) native.replyErr(id, 0);
+        else ops.access(path, n1, this.reply(id));
+        return;
+      default:
+        native.replyErr(id, ENOSYS);
+    }
+  }
+
+  private remove(id: number, parent: number, name: string, path: string, op: Op.Unlink | Op.Rmdir): void {
+    const call = op === Op.Unlink ? this.ops.unlink : this.ops.rmdir;
+    if (call === undefined) {
+      this.native.replyErr(id, ENOSYS);
+      return;
+    }
+    call(path, (errno) => {
+      if (errno === 0) this.inodes.detach(parent, name);
+      this.native.replyErr(id, -errno);
+    });
+  }
+
+  /**
+   * A file removed (or replaced by a rename) while open keeps working through its descriptors, fstat
+   * included: like libfuse's high-level API (which the mount's code expects, see paths.ts
+   * isFuseHidden) it is renamed to `.fuse_hidden*` and unlinked at its last release.
+   */
+  private hide(id: number, parent: number, name: string, path: string, then: () => void): void {
+    const ino = this.inodes.child(parent, name);
+    const rename = this.ops.rename;
+    const node = ino === undefined ? undefined : this.inodes.node(ino);
+    if (ino === undefined || node === undefined || rename === undefined) {
+      then();
+      return;
+    }
+    this.hiddenSeq += 1;
+    const hiddenName = `.fuse_hidden${ino.toString(16).padStart(8, '0')}${this.hiddenSeq.toString(16).padStart(8, '0')}`;
+    const hiddenPath = `${path.slice(0, path.lastIndexOf('/'))}/${hiddenName}`;
+    rename(path, hiddenPath, (errno) => {
+      if (errno !== 0) {
+        this.native.replyErr(id, -errno);
+        return;
+      }
+      this.inodes.detach(parent, name);
+      node.name = hiddenName;
+      node.hidden = true;
+      this.inodes.setChild(parent, hiddenName, ino);
+      then();
+    });
+  }
+
+  private opened(ino: number, delta: number, path: string): void {
+    const node = this.inodes.node(ino);
+    if (node === undefined) return;
+    node.opens += delta;
+    if (delta < 0 && node.opens === 0 && node.hidden && this.ops.unlink !== undefined) {
+      node.hidden = false;
+      this.inodes.detach(node.parent, node.name);
+      this.ops.unlink(path, () => {});
+    }
+  }
+
+  private writeStatfs(s: FuseStatfs): void {
+    const a = this.scratch;
+    a[0] = s.bsize;
+    a[1] = s.frsize;
+    a[2] = s.blocks;
+    a[3] = s.bfree;
+    a[4] = s.bavail;
+    a[5] = s.files;
+    a[6] = s.ffree;
+    a[7] = s.favail;
+    a[8] = s.fsid;
+    a[9] = s.flag;
+    a[10] = s.namemax;
+  }
+
+  private rename(id: number, parent: number, name: string, src: string, newParent: number, newName: string, flags: number): void {
+    const dest = this.inodes.childPath(newParent, newName);
+    // RENAME_NOREPLACE / RENAME_EXCHANGE: not offered by the path API (libfuse's high-level API refused them too).
+    if (flags !== 0 || dest === null || this.ops.rename === undefined) {
+      this.native.replyErr(id, flags !== 0 ? EINVAL : dest === null ? ENOENT : ENOSYS);
+      return;
+    }
+    const rename = this.ops.rename;
+    const run = () =>
+      rename(src, dest, (errno) => {
+      if (errno === 0) {
+        const ino = this.inodes.child(parent, name);
+        this.inodes.detach(newParent, newName);
+        this.inodes.detach(parent, name);
+        const node = ino === undefined ? undefined : this.inodes.node(ino);
+        if (ino !== undefined && node !== undefined) {
+          node.parent = newParent;
+          node.name = newName;
+          this.inodes.setChild(newParent, newName, ino);
+        }
+      }
+      this.native.replyErr(id, -errno);
+    });
+    if (this.inodes.openNode(newParent, newName) !== undefined && this.inodes.child(parent, name) !== this.inodes.child(newParent, newName)) {
+      this.hide(id, newParent, newName, dest, run);
+    } else {
+      run();
+    }
+  }
+
+  private setattr(id: number, ino: number, path: string, fh: number, toSet: number): void {
+    const s = this.scratch;
+    const values = { mode: s[0]!, uid: s[1]!, gid: s[2]!, size: s[3]!, atime: s[4]!, mtime: s[5]! };
+    applySetattr(this.ops, path, fh, toSet, values, (errno, stat) => {
+      if (errno !== 0 || stat === undefined) {
+        this.native.replyErr(id, errno !== 0 ? -errno : EIO);
+        return;
+      }
+      this.writeStat(stat);
+      this.native.replyAttr(id, ino, this.options.attrTimeoutS);
+    });
+  }
+}

@@ -1,0 +1,63 @@
+// What native/fuse (src/fuse_ll.c) exports and the numbers it uses for requests: the contract between
+// the C side and fuse-lowlevel.ts.
+
+/** Request kinds, as numbered in native/fuse/src/fuse_ll.c. */
+export enum Op {
+  Lookup = 0,
+  Forget,
+  Getattr,
+  Setattr,
+  Readlink,
+  Mknod,
+  Mkdir,
+  Unlink,
+  Rmdir,
+  Symlink,
+  Rename,
+  Link,
+  Open,
+  Read,
+  Write,
+  Flush,
+  Release,
+  Fsync,
+  Opendir,
+  Readdir,
+  Releasedir,
+  Statfs,
+  Access,
+  Create,
+  Closed,
+}
+
+export interface NativeHandle {
+  readonly __strataFuseHandle: never;
+}
+
+export type Dispatch = (op: number, id: number, ino: number, n1: number, n2: number, s1: string | null, s2: string | Buffer | null) => void;
+
+/** native/fuse's exports (src/fuse_ll.c). Replies return false when the request was already answered or interrupted. */
+export interface NativeFuse {
+  mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
+  close(handle: NativeHandle): void;
+  invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
+  replyErr(id: number, errno: number): boolean;
+  replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number): boolean;
+  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number): boolean;
+  replyAttr(id: number, ino: number, attrTimeoutS: number): boolean;
+  replyOpen(id: number, fh: number, keepCache: number): boolean;
+  replyWrite(id: number, count: number): boolean;
+  replyBuf(id: number, buf: Buffer, length: number): boolean;
+  replyReadlink(id: number, target: string): boolean;
+  replyStatfs(id: number): boolean;
+  replyDir(id: number, names: string[], start: number, size: number): boolean;
+}
+
+export interface LowLevelOptions {
+  attrTimeoutS: number;
+  entryTimeoutS: number;
+  maxWrite: number;
+  /** a request not answered by then fails with EIO (0 = never) */
+  opTimeoutMs: number;
+}
+

@@ -1,0 +1,78 @@
+// A kernel setattr as the path operations it stands for, in the order libfuse's high-level API used
+// (chmod, chown, truncate, utimens), then the new attributes: the reply carries them, so the kernel
+// needs no getattr request afterwards.
+import type { Done, FuseOps, FuseStat } from './fuse-binding.js';
+
+// FUSE_SET_ATTR_* (fuse_lowlevel.h)
+const SET_MODE = 1 << 0;
+const SET_UID = 1 << 1;
+const SET_GID = 1 << 2;
+const SET_SIZE = 1 << 3;
+const SET_ATIME = 1 << 4;
+const SET_MTIME = 1 << 5;
+const SET_ATIME_NOW = 1 << 7;
+const SET_MTIME_NOW = 1 << 8;
+
+const EIO = 5;
+
+/** The new values, as native/fuse put them in the scratch array (times in ms). */
+export interface SetattrValues {
+  mode: number;
+  uid: number;
+  gid: number;
+  size: number;
+  atime: number;
+  mtime: number;
+}
+
+export function applySetattr(ops: FuseOps, path: string, fh: number, toSet: number, values: SetattrValues, done: (errno: number, stat?: FuseStat) => void): void {
+  const { mode, uid, gid, size, atime, mtime } = values;
+  const steps: Array<(next: Done) => void> = [];
+  if ((toSet & SET_MODE) !== 0 && ops.chmod !== undefined) {
+    const chmod = ops.chmod;
+    steps.push((next) => chmod(path, mode, next));
+  }
+  if ((toSet & (SET_UID | SET_GID)) !== 0 && ops.chown !== undefined) {
+    const chown = ops.chown;
+    steps.push((next) => chown(path, (toSet & SET_UID) !== 0 ? uid : -1, (toSet & SET_GID) !== 0 ? gid : -1, next));
+  }
+  if ((toSet & SET_SIZE) !== 0) {
+    const { ftruncate, truncate } = ops;
+    if (fh >= 0 && ftruncate !== undefined) steps.push((next) => ftruncate(path, fh, size, next));
+    else if (truncate !== undefined) steps.push((next) => truncate(path, size, next));
+  }
+  if ((toSet & (SET_ATIME | SET_MTIME | SET_ATIME_NOW | SET_MTIME_NOW)) !== 0 && ops.utimens !== undefined) {
+    const utimens = ops.utimens;
+    steps.push((next) => {
+      const now = Date.now();
+      const pick = (set: number, setNow: number, value: number, current: number) => ((toSet & setNow) !== 0 ? now : (toSet & set) !== 0 ? value : current);
+      const both = (toSet & (SET_ATIME | SET_ATIME_NOW)) !== 0 && (toSet & (SET_MTIME | SET_MTIME_NOW)) !== 0;
+      // touch sets both times: no need to read the one that stays (tar sets only mtime).
+      if (both) {
+        utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, 0), pick(SET_MTIME, SET_MTIME_NOW, mtime, 0), next);
+        return;
+      }
+      ops.getattr(path, (errno, stat) => {
+        if (errno !== 0 || stat === undefined) {
+          next(errno !== 0 ? errno : -EIO);
+          return;
+        }
+        utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, stat.atime), pick(SET_MTIME, SET_MTIME_NOW, mtime, stat.mtime), next);
+      });
+    });
+  }
+  const step = (i: number) => {
+    if (i === steps.length) {
+      ops.getattr(path, (errno, stat) => {
+        if (errno !== 0 || stat === undefined) done(errno !== 0 ? errno : -EIO);
+        else done(0, stat);
+      });
+      return;
+    }
+    steps[i]!((errno) => {
+      if (errno !== 0) done(errno);
+      else step(i + 1);
+    });
+  };
+  step(0);
+}

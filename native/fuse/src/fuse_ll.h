@@ -1,0 +1,59 @@
+// Shared between fuse_ll.c (the session: requests in, the poll loop, mount/close) and replies.c
+// (replies out, cache invalidation). Everything runs on the JS thread except notify_execute.
+#ifndef STRATA_FUSE_LL_H
+#define STRATA_FUSE_LL_H
+#define FUSE_USE_VERSION 314
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <math.h>
+#include <node_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+enum {
+  OP_LOOKUP = 0, OP_FORGET, OP_GETATTR, OP_SETATTR, OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR,
+  OP_SYMLINK, OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE, OP_FSYNC, OP_OPENDIR,
+  OP_READDIR, OP_RELEASEDIR, OP_STATFS, OP_ACCESS, OP_CREATE, OP_CLOSED
+};
+
+#define SCRATCH_LEN 16
+
+typedef struct mount_s {
+  napi_env env;
+  struct fuse_session *se;
+  uv_poll_t poll;
+  int polling;
+  int closed;           // the kernel side is gone (unmounted or aborted)
+  int destroyed;        // JS called close(); freed when no notification is in flight
+  int inflight;         // notifications running on the thread pool
+  struct fuse_buf buf;
+  napi_ref dispatch;
+  napi_ref resource;
+  napi_async_context actx;
+  unsigned max_write;
+  double *scratch;      // the session's Float64Array(16), kept alive by scratch_ref
+  napi_ref scratch_ref;
+  uv_timer_t timer;
+  int timer_open;
+  double op_timeout_ms;
+} mount_t;
+
+#define CHECK(call)                                                        \
+  do {                                                                     \
+    if ((call) != napi_ok) {                                               \
+      napi_throw_error(env, NULL, "strata_fuse: N-API call failed: " #call); \
+      return NULL;                                                         \
+    }                                                                      \
+  } while (0)
+
+fuse_req_t slot_take(double id);
+char *string_arg(napi_env env, napi_value v);
+mount_t *mount_of(napi_env env, napi_value v);
+void maybe_free(mount_t *m);
+void define_replies(napi_env env, napi_value exports);
+
+#endif
