@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chunkerParams } from '../engine/datasets/chunker-params.js';
 import { StrataError } from '../engine/errors.js';
 import { hashBuffer, isContentHash, parseContentHash } from '../engine/hash.js';
 import type { ContentStore } from '../engine/ports/content-store.js';
@@ -141,6 +142,30 @@ describe('local content store', () => {
     }
   };
   const tmpEntries = () => readdir(join(root, 'tmp'));
+
+  it('stores a dataset file from the chunking pass: shards verified, no temp file left, even when two ingests race', async () => {
+    const source = join(root, 'dataset.bin');
+    const data = Buffer.concat([bytes(6 * 1024 * 1024, 7), bytes(3000, 8)]);
+    await writeFile(source, data);
+    const params = chunkerParams({ minSize: 256 * 1024, avgSize: 1024 * 1024, maxSize: 4 * 1024 * 1024 });
+    const [first, second] = await Promise.all([store.putDatasetFile!(source, params), store.putDatasetFile!(source, params)]);
+    expect(second.shards).toEqual(first.shards);
+    expect(first.hash).toBe(hashBuffer(data));
+    // Each distinct shard was created once between the two, and every stored shard holds its bytes.
+    expect(first.newShards + second.newShards).toBe(new Set(first.shards.map((s) => s.hash)).size);
+    let offset = 0;
+    for (const shard of first.shards) {
+      expect(hashBuffer(data.subarray(offset, offset + shard.size))).toBe(shard.hash);
+      expect(await store.verify(shard.hash)).toBe('ok');
+      offset += shard.size;
+    }
+    expect(offset).toBe(data.length);
+    expect(await tmpEntries()).toEqual([]);
+    // Again: nothing new, nothing staged.
+    const third = await store.putDatasetFile!(source, params);
+    expect(third.newShards).toBe(0);
+    expect(await tmpEntries()).toEqual([]);
+  });
 
   it('packs objects up to 64 KiB and stores larger ones loose, sharded by hash prefix', async () => {
     const atLimit = await store.putBuffer(bytes(64 * 1024, 1));

@@ -6,7 +6,14 @@
 // blakeModulePath, blockBytes}. It reads the file once, in blocks, and feeds every block to the
 // chunker, the whole-file BLAKE3 hasher and the open chunk's hasher, so the chunk hashes and the file
 // hash describe the same bytes even if the file changes meanwhile. It posts exactly one message:
-// {chunks: [{offset, size, hash}], hash, size} or {error: {message, code, errno, syscall, path}}.
+// {chunks: [{offset, size, hash, staged?}], hash, size} or {error: {message, code, errno, syscall, path}}.
+//
+// With workerData.stage = {tmpDir, objectsDir, minBytes}, the worker also writes each chunk of at least
+// minBytes that the store's loose objects do not hold yet (and that this file has not staged already)
+// to a temp file of the store (<tmpDir>/<pid>-<random>.tmp, the store's own pattern, so a crash leaves
+// it to the next start's cleanup) and reports its path as \`staged\`: the bytes written are the bytes
+// just hashed, from the same buffer, so the caller can adopt the file under that hash without reading
+// it again. Not fsynced here: adopting fsyncs it before it becomes an object.
 //
 // Like the hash worker, the thread lowers its own priority (nice +5): chunking a dataset is background
 // work, and the event loop must win when the 2 cores are contended.
@@ -32,18 +39,56 @@ async function openChunker() {
   return new JsGearChunker(minSize, avgSize, maxSize);
 }
 
+const stage = workerData.stage;
+const staged = [];
+
+function stageChunk(hash, bytes) {
+  const hex = hash.slice('blake3:'.length);
+  if (fs.existsSync(stage.objectsDir + '/' + hex.slice(0, 2) + '/' + hex.slice(2))) return undefined;
+  const path = stage.tmpDir + '/' + process.pid + '-' + require('node:crypto').randomUUID() + '.tmp';
+  const out = fs.openSync(path, 'wx', 0o600);
+  staged.push(path);
+  try {
+    let done = 0;
+    while (done < bytes.length) done += fs.writeSync(out, bytes, done, bytes.length - done);
+  } finally {
+    fs.closeSync(out);
+  }
+  return path;
+}
+
 function chunkFile(chunker) {
   const fd = fs.openSync(workerData.path, 'r');
   try {
     const buf = Buffer.allocUnsafe(workerData.blockBytes);
+    // The open chunk's bytes, when staging (a chunk is at most maxSize bytes).
+    const held = stage ? Buffer.allocUnsafe(workerData.maxSize) : null;
+    let heldLength = 0;
+    const stagedHashes = new Set();
     const whole = new Blake3Hasher();
     let piece = new Blake3Hasher();
     const chunks = [];
     let start = 0;
     let pos = 0;
+    const add = (bytes) => {
+      piece.update(bytes);
+      if (held) {
+        held.set(bytes, heldLength);
+        heldLength += bytes.length;
+      }
+    };
     const close = (end) => {
-      chunks.push({ offset: start, size: end - start, hash: 'blake3:' + piece.digest('hex') });
+      const chunk = { offset: start, size: end - start, hash: 'blake3:' + piece.digest('hex') };
+      if (held && chunk.size >= stage.minBytes && !stagedHashes.has(chunk.hash)) {
+        const path = stageChunk(chunk.hash, held.subarray(0, heldLength));
+        if (path !== undefined) {
+          chunk.staged = path;
+          stagedHashes.add(chunk.hash);
+        }
+      }
+      chunks.push(chunk);
       piece = new Blake3Hasher();
+      heldLength = 0;
       start = end;
     };
     for (;;) {
@@ -53,11 +98,11 @@ function chunkFile(chunker) {
       whole.update(view);
       let from = 0;
       for (const end of chunker.push(view)) {
-        piece.update(view.subarray(from, end - pos));
+        add(view.subarray(from, end - pos));
         from = end - pos;
         close(end);
       }
-      if (from < n) piece.update(view.subarray(from));
+      if (from < n) add(view.subarray(from));
       pos += n;
     }
     for (const end of chunker.finish()) close(end);
@@ -78,6 +123,14 @@ openChunker().then(
     try {
       reply = chunkFile(chunker);
     } catch (err) {
+      // Nothing staged survives a failure: the caller gets no paths to clean up.
+      for (const path of staged) {
+        try {
+          fs.rmSync(path, { force: true });
+        } catch {
+          // the store's start-up cleanup removes it
+        }
+      }
       reply = { error: describe(err) };
     }
     parentPort.postMessage(reply);

@@ -24,6 +24,8 @@ export interface FileChunk {
   offset: number;
   size: number;
   hash: ContentHash;
+  /** with `stage`: a temp file in the store holding exactly this chunk's bytes, not yet fsynced */
+  staged?: string;
 }
 
 export interface ChunkFileResult {
@@ -39,6 +41,12 @@ export interface ChunkFileOptions {
   /** force one implementation (tests, benchmarks); default: native when built */
   implementation?: ChunkerImplementation;
   blockBytes?: number;
+  /**
+   * Also write each new chunk of at least `minBytes` (not a loose object under `objectsDir` yet) to a
+   * temp file in `tmpDir`, from the buffer it was hashed from (FileChunk.staged): storing a dataset
+   * then reads its file once instead of twice. The caller owns the staged files.
+   */
+  stage?: { tmpDir: string; objectsDir: string; minBytes: number };
 }
 
 interface WorkerFailure {
@@ -80,6 +88,7 @@ export async function chunkFile(path: string, params: ChunkerParams = DEFAULT_CH
     jsModuleUrl: jsChunkerModuleUrl(),
     blakeModulePath: createRequire(import.meta.url).resolve('@napi-rs/blake-hash'),
     blockBytes,
+    stage: options.stage ?? null,
   });
   if (reply.error !== undefined) throw toError(reply.error);
   return {

@@ -3,7 +3,14 @@
 // as an ordinary object, read back from the file by range. Only new shards cost a write: a 1 MiB edit
 // in a 2 GB dataset stores one to three shards.
 //
-// Each new shard is re-hashed as it is stored (putBuffer with expectedHash), so a file that changed
+// A store that can adopt files (the local one) has the chunking worker write each new shard to a
+// temp file from the very buffer it hashed (chunk-file.ts `stage`), then adopts those files under
+// that hash: the dataset's bytes are read once and written once, like cp. Measured on 4 × 256 MiB,
+// in process: reading each new shard back by range and storing it with putBuffer (second read,
+// re-hash, a buffer per shard) ran at 0.17× cp+fsync with a 300 MB peak RSS.
+//
+// Shards the worker did not stage (small tail chunks, or a store without adoptFile) are read back
+// by range and re-hashed as they are stored (putBuffer with expectedHash), so a file that changed
 // between the chunking pass and the copy is caught (CONTENT_CORRUPT) instead of storing a shard
 // under a name its bytes do not have.
 import { type FileHandle, open, rm, stat } from 'node:fs/promises';
@@ -11,7 +18,7 @@ import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { StrataError } from '../errors.js';
 import type { DatasetFileOptions, DatasetIngest, PutOptions, PutResult } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
-import { chunkFile } from './chunk-file.js';
+import { chunkFile, type FileChunk } from './chunk-file.js';
 
 /** New shards stored concurrently: enough to overlap one shard's fsync with the next one's hashing. */
 const SHARDS_IN_FLIGHT = 4;
@@ -19,6 +26,8 @@ const SHARDS_IN_FLIGHT = 4;
 export interface ShardSink {
   has(hash: ContentHash): Promise<boolean>;
   putBuffer(data: Uint8Array, options?: Omit<PutOptions, 'onProgress'>): Promise<PutResult>;
+  /** where the chunking worker may stage new shards, and how they are then taken in */
+  staging?: { tmpDir: string; objectsDir: string; minBytes: number; adopt(path: string, hash: ContentHash): Promise<PutResult> };
 }
 
 export async function putDatasetFile(sink: ShardSink, absolutePath: string, params: ChunkerParams, options: DatasetFileOptions = {}): Promise<DatasetIngest> {
@@ -28,21 +37,28 @@ export async function putDatasetFile(sink: ShardSink, absolutePath: string, para
       throw new StrataError('BODY_TOO_LARGE', { message: `The content is larger than the limit of ${options.maxBytes} bytes`, details: { maxBytes: options.maxBytes } });
     }
   }
-  const chunked = await chunkFile(absolutePath, params);
+  const staging = sink.staging;
+  const chunked = await chunkFile(absolutePath, params, staging === undefined ? {} : { stage: { tmpDir: staging.tmpDir, objectsDir: staging.objectsDir, minBytes: staging.minBytes } });
   let newShards = 0;
   let newBytes = 0;
+  const leftovers = new Set(chunked.chunks.flatMap((c) => (c.staged === undefined ? [] : [c.staged])));
   const handle = await open(absolutePath, 'r');
   try {
-    // Distinct chunks only: a repeated chunk is stored (or found) once.
-    const pending = new Map<ContentHash, { offset: number; size: number }>();
-    for (const chunk of chunked.chunks) if (!pending.has(chunk.hash)) pending.set(chunk.hash, chunk);
+    // Distinct chunks only: a repeated chunk is stored (or found) once; a staged copy wins.
+    const pending = new Map<ContentHash, FileChunk>();
+    for (const chunk of chunked.chunks) if (!pending.has(chunk.hash) || chunk.staged !== undefined) pending.set(chunk.hash, chunk);
     const queue = [...pending.entries()];
     const worker = async (): Promise<void> => {
       for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
         const [hash, chunk] = next;
         if (await sink.has(hash)) continue;
-        const bytes = await readRange(handle, chunk.offset, chunk.size);
-        const stored = await sink.putBuffer(bytes, { expectedHash: hash });
+        let stored: PutResult;
+        if (chunk.staged !== undefined && staging !== undefined) {
+          leftovers.delete(chunk.staged);
+          stored = await staging.adopt(chunk.staged, hash);
+        } else {
+          stored = await sink.putBuffer(await readRange(handle, chunk.offset, chunk.size), { expectedHash: hash });
+        }
         if (stored.created) {
           newShards += 1;
           newBytes += chunk.size;
@@ -52,6 +68,8 @@ export async function putDatasetFile(sink: ShardSink, absolutePath: string, para
     await Promise.all(Array.from({ length: SHARDS_IN_FLIGHT }, worker));
   } finally {
     await handle.close();
+    // Staged copies of shards found in the store meanwhile (or left by a failure): not needed.
+    await Promise.all([...leftovers].map((path) => rm(path, { force: true })));
   }
   if (options.consume === true) await rm(absolutePath, { force: true });
   return {

@@ -95,7 +95,18 @@ class LocalContentStore implements ContentStore {
 
   async putDatasetFile(absolutePath: string, params: ChunkerParams, options: DatasetFileOptions = {}): Promise<DatasetIngest> {
     this.assertOpen();
-    return putDatasetFile(this, absolutePath, params, options);
+    const sink = {
+      has: (hash: ContentHash) => this.has(hash),
+      putBuffer: (data: Uint8Array, put?: Omit<PutOptions, 'onProgress'>) => this.putBuffer(data, put),
+      staging: {
+        tmpDir: this.ctx.loose.tmpDir,
+        objectsDir: this.ctx.loose.objectsDir,
+        // Smaller chunks (a file's tail) belong in the pack: read back and stored the usual way.
+        minBytes: this.ctx.smallObjectMaxBytes + 1,
+        adopt: (path: string, hash: ContentHash) => adoptFile(this.ctx, path, { knownHash: hash }),
+      },
+    };
+    return putDatasetFile(sink, absolutePath, params, options);
   }
 
   async stageStream(source: AsyncIterable<Uint8Array>, options: { maxBytes?: number } = {}): Promise<{ path: string; size: number }> {
