@@ -30,7 +30,7 @@ parentPort.on('message', (m) => {
       let data = get.get(hash);
       if (data === undefined) {
         try {
-          data = fs.readFileSync(m.loosePaths[i]);
+          data = fs.readFileSync(workerData.objectsDir + '/' + hash.slice(7, 9) + '/' + hash.slice(9));
         } catch (err) {
           if (err && err.code === 'ENOENT') { parentPort.postMessage({ id: m.id, error: { code: 'CONTENT_NOT_FOUND', hash } }); return; }
           throw err;
@@ -71,7 +71,8 @@ export class BatchReader {
 
   constructor(
     private readonly packPath: string,
-    private readonly loosePathOf: (hash: ContentHash) => string,
+    /** loose objects live at <objectsDir>/<2 hex>/<62 hex> (LooseObjects.pathOf) */
+    private readonly objectsDir: string,
   ) {}
 
   /** The objects, each verified; CONTENT_NOT_FOUND / CONTENT_CORRUPT like readBuffer. */
@@ -83,7 +84,9 @@ export class BatchReader {
     return new Promise((resolve, reject) => {
       worker.ref();
       this.pending.set(id, { hashes, resolve, reject, worker });
-      worker.postMessage({ id, hashes, loosePaths: hashes.map((h) => this.loosePathOf(h)) });
+      // Loose paths are computed in the worker, only for the few objects not in the pack: building one
+      // per hash here was ~6% of an export's main-thread time (path.join for 21,000 packed objects).
+      worker.postMessage({ id, hashes });
     });
   }
 
@@ -100,7 +103,7 @@ export class BatchReader {
     const require = createRequire(import.meta.url);
     const worker = new Worker(SOURCE, {
       eval: true,
-      workerData: { packPath: this.packPath, sqliteModulePath: require.resolve('better-sqlite3'), blakeModulePath: require.resolve('@napi-rs/blake-hash') },
+      workerData: { packPath: this.packPath, objectsDir: this.objectsDir, sqliteModulePath: require.resolve('better-sqlite3'), blakeModulePath: require.resolve('@napi-rs/blake-hash') },
     });
     worker.unref();
     worker.on('message', (reply: Reply) => this.onReply(reply));

@@ -175,7 +175,7 @@ class LocalContentStore implements ContentStore {
     const valid = hashes.map((hash) => this.check(hash));
     // Enough of them to be worth a thread hop: read and verified off the event loop.
     if (valid.length >= BATCH_READ_MIN) {
-      this.batchReader ??= new BatchReader(this.ctx.pack.path, (hash) => this.ctx.loose.pathOf(hash));
+      this.batchReader ??= new BatchReader(this.ctx.pack.path, this.ctx.loose.objectsDir);
       return this.batchReader.read(valid);
     }
     const found = this.ctx.pack.getMany(valid);
