@@ -266,7 +266,8 @@ describe('local content store', () => {
   });
 
   it('reads a large batch in the reader threads: exact bytes, corruption and absence detected', async () => {
-    const inputs = Array.from({ length: 40 }, (_, i) => bytes(1000 + i * 100, 200 + i));
+    // 150: the second batch spans three of the reader's 64-row statements, the last one partial.
+    const inputs = Array.from({ length: 150 }, (_, i) => bytes(1000 + i * 10, 200 + i));
     const stored = await Promise.all(inputs.map((data) => store.putBuffer(data)));
     const loose = await store.putBuffer(bytes(150_000, 300));
     const hashes = [...stored.map((s) => s.hash), loose.hash];

@@ -20,14 +20,31 @@ const { blake3 } = require(workerData.blakeModulePath);
 const db = new Database(workerData.packPath);
 db.pragma('busy_timeout = 5000');
 db.pragma('mmap_size = 268435456');
-const get = db.prepare('SELECT data FROM objects WHERE hash = ?').pluck();
+// Up to 64 rows per statement: one lookup per hash was 166-212 ms for the 20,939 objects of the
+// 1,000-snapshot export history, IN lists of 64 took 112-128 ms (the statement overhead, not the
+// B-tree, dominated).
+const GROUP = 64;
+const byCount = new Map();
+const statementFor = (n) => {
+  let statement = byCount.get(n);
+  if (statement === undefined) {
+    statement = db.prepare('SELECT hash, data FROM objects WHERE hash IN (' + new Array(n).fill('?').join(',') + ')').raw();
+    byCount.set(n, statement);
+  }
+  return statement;
+};
 parentPort.on('message', (m) => {
   try {
+    const packed = new Map();
+    for (let i = 0; i < m.hashes.length; i += GROUP) {
+      const group = m.hashes.slice(i, i + GROUP);
+      for (const [hash, data] of statementFor(group.length).all(group)) packed.set(hash, data);
+    }
     const parts = [];
     let total = 0;
     for (let i = 0; i < m.hashes.length; i++) {
       const hash = m.hashes[i];
-      let data = get.get(hash);
+      let data = packed.get(hash);
       if (data === undefined) {
         try {
           data = fs.readFileSync(workerData.objectsDir + '/' + hash.slice(7, 9) + '/' + hash.slice(9));
