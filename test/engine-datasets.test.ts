@@ -145,6 +145,19 @@ describe('engine: datasets', () => {
     expect((await read('up/a.bin')).equals(data)).toBe(true);
   });
 
+  it('chunks a file given without its size straight from the file: no whole-file object is stored', async () => {
+    await t.engine.setDatasetThreshold({ projectId: t.projectId, thresholdBytes: 1024 * 1024 });
+    const data = pseudoRandom(6 * 1024 * 1024, 23);
+    const { version } = await put('sizeless.bin', data, false);
+    expect(version.dataset).toBe(true);
+    const manifest = (await t.engine.getDatasetManifest({ projectId: t.projectId, path: 'sizeless.bin' })).manifest;
+    let objects = 0;
+    for await (const _ of t.store.list()) objects += 1;
+    expect(objects).toBe(new Set(manifest.shards.map((s) => s.hash)).size + 1);
+    expect(await t.store.has(hashBuffer(data))).toBe(false);
+    expect((await read('sizeless.bin')).equals(data)).toBe(true);
+  });
+
   it('track converts matching files of the current tree; restore and rename keep the dataset flag', async () => {
     const data = randomBytes(3 * 1024 * 1024);
     const first = await put('raw/run-1.dat', data);
