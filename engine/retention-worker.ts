@@ -71,6 +71,8 @@ export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
         if (!stillReferenced.has(hash)) await ctx.store.delete(hash);
       }
     });
+    // Outside the lock: compaction only moves bytes that stay referenced, readers and writers go on.
+    await ctx.store.compact?.();
   }
 
   return {

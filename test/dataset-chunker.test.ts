@@ -262,7 +262,7 @@ describe('chunkFile', () => {
     const empty = join(dir, 'empty.bin');
     writeFileSync(empty, '');
     const result = await chunkFile(empty, SMALL);
-    expect(result).toEqual({ params: SMALL, chunks: [], hash: hashBuffer(Buffer.alloc(0)), size: 0, implementation: 'native' });
+    expect(result).toEqual({ params: SMALL, chunks: [], hash: hashBuffer(Buffer.alloc(0)), size: 0, implementation: 'native', packBytes: 0 });
     await expect(chunkFile(join(dir, 'missing.bin'), SMALL)).rejects.toMatchObject({ code: 'ENOENT', syscall: 'open' });
     await expect(chunkFile(empty, { ...SMALL, avgSize: 5000 })).rejects.toThrow(TypeError);
     await expect(chunkFile(empty, SMALL, { blockBytes: 100 })).rejects.toThrow(/blockBytes/);

@@ -42,5 +42,6 @@ export async function gc(ctx: EngineContext, options: { graceMs?: number } = {})
     if (batch.length >= CHECK_BATCH) await sweep();
   }
   if (batch.length > 0) await sweep();
+  if (report.objectsDeleted > 0 && ctx.store.compact !== undefined) await ctx.store.compact();
   return report;
 }

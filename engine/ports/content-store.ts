@@ -118,6 +118,11 @@ export interface ContentStore {
   /** Re-hash the stored bytes; false if missing or corrupt. */
   verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'>;
   delete(hash: ContentHash): Promise<void>;
+  /**
+   * Optional: reclaim space that deletes left inside container files (the local store's shard packs).
+   * Garbage collection calls it after deleting; safe beside writes and reads.
+   */
+  compact?(): Promise<{ bytesFreed: number }>;
   list(): AsyncIterable<ObjectInfo>;
   close(): Promise<void>;
 }

@@ -33,6 +33,34 @@ const statementFor = (n) => {
   }
   return statement;
 };
+// Dataset shards inside pack files (local-content-store-shard-packs.ts); a pack compacted away between
+// the lookup and the open is looked up once more.
+const entryStmt = db.prepare('SELECT pack, offset, size FROM pack_entries WHERE hash = ?');
+function readShard(hash) {
+  for (let attempt = 0; ; attempt++) {
+    const e = entryStmt.get(hash);
+    if (e === undefined) return undefined;
+    let fd;
+    try {
+      fd = fs.openSync(workerData.objectsDir + '/packs/' + e.pack, 'r');
+    } catch (err) {
+      if (err && err.code === 'ENOENT' && attempt === 0) continue;
+      throw err;
+    }
+    try {
+      const out = Buffer.allocUnsafe(e.size);
+      let done = 0;
+      while (done < e.size) {
+        const n = fs.readSync(fd, out, done, e.size - done, e.offset + done);
+        if (n === 0) return out.subarray(0, done);
+        done += n;
+      }
+      return out;
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+}
 parentPort.on('message', (m) => {
   try {
     const packed = new Map();
@@ -45,6 +73,7 @@ parentPort.on('message', (m) => {
     for (let i = 0; i < m.hashes.length; i++) {
       const hash = m.hashes[i];
       let data = packed.get(hash);
+      if (data === undefined) data = readShard(hash);
       if (data === undefined) {
         try {
           data = fs.readFileSync(workerData.objectsDir + '/' + hash.slice(7, 9) + '/' + hash.slice(9));

@@ -6,14 +6,15 @@
 // blakeModulePath, blockBytes}. It reads the file once, in blocks, and feeds every block to the
 // chunker, the whole-file BLAKE3 hasher and the open chunk's hasher, so the chunk hashes and the file
 // hash describe the same bytes even if the file changes meanwhile. It posts exactly one message:
-// {chunks: [{offset, size, hash, staged?}], hash, size} or {error: {message, code, errno, syscall, path}}.
+// {chunks: [{offset, size, hash, packOffset?}], hash, size, packBytes} or {error: {message, code, errno, syscall, path}}.
 //
-// With workerData.stage = {tmpDir, objectsDir, minBytes}, the worker also writes each chunk of at least
-// minBytes that the store's loose objects do not hold yet (and that this file has not staged already)
-// to a temp file of the store (<tmpDir>/<pid>-<random>.tmp, the store's own pattern, so a crash leaves
-// it to the next start's cleanup) and reports its path as \`staged\`: the bytes written are the bytes
-// just hashed, from the same buffer, so the caller can adopt the file under that hash without reading
-// it again. Not fsynced here: adopting fsyncs it before it becomes an object.
+// With workerData.stage = {packPath, objectsDir, dbPath, sqliteModulePath, minBytes}, the worker also
+// appends each chunk of at least minBytes that the store does not hold yet (no loose object, no row in
+// the object pack's objects or pack_entries tables, not staged by this file already) to one new pack
+// file at packPath (a temp name of the store: a crash leaves it to the next start's cleanup), and
+// reports its offset there as \`packOffset\`; the reply's \`packBytes\` is the pack's length. The bytes
+// written are the bytes just hashed, from the same buffer, so the store can index the pack without
+// reading it again (local-content-store-shard-packs.ts). The pack is fsynced before the reply.
 //
 // Like the hash worker, the thread lowers its own priority (nice +5): chunking a dataset is background
 // work, and the event loop must win when the 2 cores are contended.
@@ -40,21 +41,39 @@ async function openChunker() {
 }
 
 const stage = workerData.stage;
-const staged = [];
+let pack = null;
 
+function openPack() {
+  const Database = require(stage.sqliteModulePath);
+  const db = new Database(stage.dbPath, { readonly: true, fileMustExist: true });
+  db.pragma('busy_timeout = 5000');
+  const known = db.prepare('SELECT 1 FROM pack_entries WHERE hash = ? UNION ALL SELECT 1 FROM objects WHERE hash = ? LIMIT 1');
+  const fd = fs.openSync(stage.packPath, 'wx', 0o600);
+  return { db, known, fd, bytes: 0, staged: new Set() };
+}
+
+/** Appends the chunk to the pack unless the store (or this pack) has it; returns its offset or undefined. */
 function stageChunk(hash, bytes) {
+  if (pack.staged.has(hash) || pack.known.get(hash, hash) !== undefined) return undefined;
   const hex = hash.slice('blake3:'.length);
   if (fs.existsSync(stage.objectsDir + '/' + hex.slice(0, 2) + '/' + hex.slice(2))) return undefined;
-  const path = stage.tmpDir + '/' + process.pid + '-' + require('node:crypto').randomUUID() + '.tmp';
-  const out = fs.openSync(path, 'wx', 0o600);
-  staged.push(path);
+  const offset = pack.bytes;
+  let done = 0;
+  while (done < bytes.length) done += fs.writeSync(pack.fd, bytes, done, bytes.length - done, offset + done);
+  pack.bytes += bytes.length;
+  pack.staged.add(hash);
+  return offset;
+}
+
+function closePack(ok) {
+  if (pack === null || pack.closed) return;
+  pack.closed = true;
   try {
-    let done = 0;
-    while (done < bytes.length) done += fs.writeSync(out, bytes, done, bytes.length - done);
+    if (ok && pack.bytes > 0) fs.fsyncSync(pack.fd);
   } finally {
-    fs.closeSync(out);
+    fs.closeSync(pack.fd);
+    pack.db.close();
   }
-  return path;
 }
 
 function chunkFile(chunker) {
@@ -64,7 +83,6 @@ function chunkFile(chunker) {
     // The open chunk's bytes, when staging (a chunk is at most maxSize bytes).
     const held = stage ? Buffer.allocUnsafe(workerData.maxSize) : null;
     let heldLength = 0;
-    const stagedHashes = new Set();
     const whole = new Blake3Hasher();
     let piece = new Blake3Hasher();
     const chunks = [];
@@ -79,12 +97,9 @@ function chunkFile(chunker) {
     };
     const close = (end) => {
       const chunk = { offset: start, size: end - start, hash: 'blake3:' + piece.digest('hex') };
-      if (held && chunk.size >= stage.minBytes && !stagedHashes.has(chunk.hash)) {
-        const path = stageChunk(chunk.hash, held.subarray(0, heldLength));
-        if (path !== undefined) {
-          chunk.staged = path;
-          stagedHashes.add(chunk.hash);
-        }
+      if (held && chunk.size >= stage.minBytes) {
+        const offset = stageChunk(chunk.hash, held.subarray(0, heldLength));
+        if (offset !== undefined) chunk.packOffset = offset;
       }
       chunks.push(chunk);
       piece = new Blake3Hasher();
@@ -106,7 +121,7 @@ function chunkFile(chunker) {
       pos += n;
     }
     for (const end of chunker.finish()) close(end);
-    return { chunks, hash: 'blake3:' + whole.digest('hex'), size: pos };
+    return { chunks, hash: 'blake3:' + whole.digest('hex'), size: pos, packBytes: pack === null ? 0 : pack.bytes };
   } finally {
     fs.closeSync(fd);
   }
@@ -121,12 +136,19 @@ openChunker().then(
   (chunker) => {
     let reply;
     try {
+      if (stage) pack = openPack();
       reply = chunkFile(chunker);
+      closePack(true);
     } catch (err) {
-      // Nothing staged survives a failure: the caller gets no paths to clean up.
-      for (const path of staged) {
+      // Nothing staged survives a failure: the caller gets no pack to clean up.
+      try {
+        closePack(false);
+      } catch {
+        // closing failed too; the unlink below still runs
+      }
+      if (pack !== null) {
         try {
-          fs.rmSync(path, { force: true });
+          fs.rmSync(stage.packPath, { force: true });
         } catch {
           // the store's start-up cleanup removes it
         }

@@ -24,8 +24,8 @@ export interface FileChunk {
   offset: number;
   size: number;
   hash: ContentHash;
-  /** with `stage`: a temp file in the store holding exactly this chunk's bytes, not yet fsynced */
-  staged?: string;
+  /** with `stage`: where this chunk's bytes were appended in the pack file */
+  packOffset?: number;
 }
 
 export interface ChunkFileResult {
@@ -35,6 +35,8 @@ export interface ChunkFileResult {
   hash: ContentHash;
   size: number;
   implementation: ChunkerImplementation;
+  /** with `stage`: bytes written to the pack file (0: nothing new; the caller still removes it) */
+  packBytes: number;
 }
 
 export interface ChunkFileOptions {
@@ -42,11 +44,19 @@ export interface ChunkFileOptions {
   implementation?: ChunkerImplementation;
   blockBytes?: number;
   /**
-   * Also write each new chunk of at least `minBytes` (not a loose object under `objectsDir` yet) to a
-   * temp file in `tmpDir`, from the buffer it was hashed from (FileChunk.staged): storing a dataset
-   * then reads its file once instead of twice. The caller owns the staged files.
+   * Also append each new chunk of at least `minBytes` (no loose object under `objectsDir`, no row in the
+   * object pack database `dbPath`) to the pack file `packPath`, from the buffer it was hashed from
+   * (FileChunk.packOffset), and fsync it: storing a dataset then reads its file once and writes its new
+   * bytes once, into one file. The caller owns the pack file.
    */
-  stage?: { tmpDir: string; objectsDir: string; minBytes: number };
+  stage?: ChunkStaging;
+}
+
+export interface ChunkStaging {
+  packPath: string;
+  objectsDir: string;
+  dbPath: string;
+  minBytes: number;
 }
 
 interface WorkerFailure {
@@ -61,6 +71,7 @@ interface WorkerReply {
   chunks?: FileChunk[];
   hash?: ContentHash;
   size?: number;
+  packBytes?: number;
   error?: WorkerFailure;
 }
 
@@ -88,7 +99,7 @@ export async function chunkFile(path: string, params: ChunkerParams = DEFAULT_CH
     jsModuleUrl: jsChunkerModuleUrl(),
     blakeModulePath: createRequire(import.meta.url).resolve('@napi-rs/blake-hash'),
     blockBytes,
-    stage: options.stage ?? null,
+    stage: options.stage === undefined ? null : { ...options.stage, sqliteModulePath: createRequire(import.meta.url).resolve('better-sqlite3') },
   });
   if (reply.error !== undefined) throw toError(reply.error);
   return {
@@ -97,6 +108,7 @@ export async function chunkFile(path: string, params: ChunkerParams = DEFAULT_CH
     hash: reply.hash!,
     size: reply.size ?? 0,
     implementation: addonPath === null ? 'js' : 'native',
+    packBytes: reply.packBytes ?? 0,
   };
 }
 

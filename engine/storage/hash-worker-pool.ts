@@ -59,16 +59,21 @@ export class HashWorkerPool {
 
   constructor(private readonly size: number = Math.min(2, availableParallelism())) {}
 
-  /** Hash `src` and, when `tmpPath` is given, copy it there and fsync. The worker reads the file itself. */
+  /**
+   * Hash `src` (or `span` of it) and, when `tmpPath` is given, copy it there and fsync. The worker
+   * reads the file itself. A span that runs past the end of the file hashes what is there (the
+   * caller compares sizes).
+   */
   async hashFile(
     src: string,
     tmpPath: string | null,
     maxBytes: number | null,
     onProgress?: (bytes: number) => void,
+    span?: { offset: number; length: number },
   ): Promise<HashFileResult> {
     const reply = await this.request(
       this.pick(),
-      { op: 'file', src, tmpPath, maxBytes, progress: onProgress !== undefined },
+      { op: 'file', src, tmpPath, maxBytes, progress: onProgress !== undefined, span: span ?? null },
       [],
       onProgress,
     );

@@ -68,9 +68,13 @@ function hashFile(m) {
     const buf = Buffer.allocUnsafe(CHUNK);
     const hasher = new Blake3Hasher();
     let size = 0;
+    // A span of the file (a shard inside a pack file) when m.span = {offset, length}.
+    const span = m.span || null;
     for (;;) {
       side = 'source';
-      const n = fs.readSync(src, buf, 0, CHUNK, null);
+      const want = span === null ? CHUNK : Math.min(CHUNK, span.length - size);
+      if (want === 0) break;
+      const n = fs.readSync(src, buf, 0, want, span === null ? null : span.offset + size);
       if (n === 0) break;
       size += n;
       if (m.maxBytes !== null && size > m.maxBytes) return { tooLarge: true, size };

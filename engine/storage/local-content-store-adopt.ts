@@ -77,7 +77,7 @@ async function copyThenRemove(ctx: IngestContext, absolutePath: string, maxBytes
 
 /** The loose object's path, or null when the object is packed. CONTENT_NOT_FOUND when absent. */
 export async function objectFile(ctx: IngestContext, hash: ContentHash): Promise<string | null> {
-  if (ctx.pack.stat(hash) !== null) return null;
+  if (ctx.pack.stat(hash) !== null || ctx.shardPacks.locate(hash) !== null) return null;
   const path = ctx.loose.pathOf(hash);
   try {
     await stat(path);

@@ -11,12 +11,14 @@ import type { HashWorkerPool } from './hash-worker-pool.js';
 import type { HashSession } from './hash-worker-session.js';
 import { type LooseObjects, storageError } from './local-content-store-loose.js';
 import type { PackObjects } from './local-content-store-pack.js';
+import type { ShardPacks } from './local-content-store-shard-packs.js';
 
 export interface IngestContext {
   readonly smallObjectMaxBytes: number;
   readonly pool: HashWorkerPool;
   readonly pack: PackObjects;
   readonly loose: LooseObjects;
+  readonly shardPacks: ShardPacks;
 }
 
 interface Limits {

@@ -166,7 +166,7 @@ export class LooseObjects {
   }
 }
 
-function isProcessAlive(pid: number): boolean {
+export function isProcessAlive(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false; // kill(0) would signal our own group
   if (pid === process.pid) return true;
   try {

@@ -7,9 +7,17 @@
 // thread that wait would block every request; here, puts keep arriving on the main thread and form the
 // next batch while this one commits.
 //
-// Request {seq, ops: [{kind: 'put', hash, data, now} | {kind: 'delete', hash}]} → reply
-// {seq, results: [created: boolean, ...]} or {seq, error: {message, code}}. Request {op: 'close'}
-// closes the database (checkpointing the WAL) and lets the thread exit.
+// Request {seq, ops: [...]} → reply {seq, results: [one per op]} or {seq, error: {message, code}}:
+//   {kind: 'put', hash, data, now}            → created (boolean)
+//   {kind: 'delete', hash}                    → a row was removed (boolean)
+//   {kind: 'entries', pack, entries: [{hash, offset, size}], now}
+//                                             → created per entry (boolean[]); an entry already indexed
+//                                               (in any pack) is only touched, its copy here is dead space
+//   {kind: 'unentry', hash}                   → the pack the removed entry was in, or null
+//   {kind: 'move', from, to, entries: [{hash, offset}]}
+//                                             → entries repointed from pack "from" to "to" (number)
+// The pack_entries rows index dataset shards kept inside pack files (local-content-store-shard-packs.ts).
+// Request {op: 'close'} closes the database (checkpointing the WAL) and lets the thread exit.
 
 export const PACK_WORKER_SOURCE = `
 'use strict';
@@ -24,6 +32,29 @@ const insert = db.prepare('INSERT INTO objects (hash, size, data, touched_at) VA
 const touch = db.prepare('UPDATE objects SET touched_at = ? WHERE hash = ?');
 const heal = db.prepare('UPDATE objects SET size = ?, data = ?, touched_at = ? WHERE hash = ?');
 const remove = db.prepare('DELETE FROM objects WHERE hash = ?');
+const entryInsert = db.prepare('INSERT OR IGNORE INTO pack_entries (hash, pack, offset, size, touched_at) VALUES (?, ?, ?, ?, ?)');
+const entryTouch = db.prepare('UPDATE pack_entries SET touched_at = ? WHERE hash = ?');
+const entryRemove = db.prepare('DELETE FROM pack_entries WHERE hash = ? RETURNING pack');
+const entryMove = db.prepare('UPDATE pack_entries SET pack = ?, offset = ? WHERE hash = ? AND pack = ?');
+
+function applyOther(op) {
+  switch (op.kind) {
+    case 'entries':
+      return op.entries.map((e) => {
+        if (entryInsert.run(e.hash, op.pack, e.offset, e.size, op.now).changes > 0) return true;
+        entryTouch.run(op.now, e.hash);
+        return false;
+      });
+    case 'unentry': {
+      const row = entryRemove.get(op.hash);
+      return row === undefined ? null : row.pack;
+    }
+    case 'move':
+      return op.entries.reduce((moved, e) => moved + entryMove.run(op.to, e.offset, e.hash, op.from).changes, 0);
+    default:
+      throw new Error('unknown pack op ' + op.kind);
+  }
+}
 
 // A put of bytes already present only refreshes touched_at (so a concurrent GC spares the row), unless
 // the stored bytes differ from the ones that hash to this key: then the row was damaged, and the good
@@ -33,6 +64,7 @@ const apply = db.transaction((ops) =>
     if (op.kind === 'delete') {
       return remove.run(op.hash).changes > 0;
     }
+    if (op.kind !== 'put') return applyOther(op);
     const data = Buffer.from(op.data.buffer, op.data.byteOffset, op.data.byteLength);
     const row = select.get(data, op.hash);
     if (row === undefined) {

@@ -18,17 +18,29 @@ import { PACK_WORKER_SOURCE } from './local-content-store-pack-worker.js';
 /** A batch is cut at this many payload bytes, so one postMessage never copies an unbounded amount. */
 const MAX_BATCH_BYTES = 16 << 20;
 
-type PackOp = { kind: 'put'; hash: ContentHash; data: Uint8Array; now: number } | { kind: 'delete'; hash: ContentHash };
+/** A shard's place in a pack file (local-content-store-shard-packs.ts). */
+export interface PackEntry {
+  hash: ContentHash;
+  offset: number;
+  size: number;
+}
+
+type PackOp =
+  | { kind: 'put'; hash: ContentHash; data: Uint8Array; now: number }
+  | { kind: 'delete'; hash: ContentHash }
+  | { kind: 'entries'; pack: string; entries: PackEntry[]; now: number }
+  | { kind: 'unentry'; hash: ContentHash }
+  | { kind: 'move'; from: string; to: string; entries: Array<{ hash: ContentHash; offset: number }> };
 
 interface Queued {
   op: PackOp;
-  resolve(created: boolean): void;
+  resolve(result: unknown): void;
   reject(error: unknown): void;
 }
 
 interface BatchReply {
   seq: number;
-  results?: boolean[];
+  results?: unknown[];
   error?: { message: string; code?: string };
 }
 
@@ -84,6 +96,15 @@ export class PackObjects {
         data BLOB NOT NULL,
         touched_at INTEGER NOT NULL
       )`);
+      // Dataset shards kept inside pack files (objects/packs/), one row per shard.
+      reader.exec(`CREATE TABLE IF NOT EXISTS pack_entries (
+        hash TEXT PRIMARY KEY NOT NULL,
+        pack TEXT NOT NULL,
+        offset INTEGER NOT NULL,
+        size INTEGER NOT NULL,
+        touched_at INTEGER NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS pack_entries_by_pack ON pack_entries (pack)`);
     } catch (error) {
       reader.close();
       throw error;
@@ -130,14 +151,34 @@ export class PackObjects {
   }
 
   /** Resolves with `created` once the batch holding this put is durable. */
-  put(hash: ContentHash, data: Uint8Array): Promise<boolean> {
+  async put(hash: ContentHash, data: Uint8Array): Promise<boolean> {
     // Copy now: the caller may reuse its buffer before the batch is sent, and the copy owns its
     // ArrayBuffer, so it can be transferred (Buffer.concat results may share Node's pooled one).
-    return this.enqueue({ kind: 'put', hash, data: new Uint8Array(data), now: this.clock.now() });
+    return (await this.enqueue({ kind: 'put', hash, data: new Uint8Array(data), now: this.clock.now() })) === true;
   }
 
   async delete(hash: ContentHash): Promise<void> {
     await this.enqueue({ kind: 'delete', hash });
+  }
+
+  /** Indexes shards of a durable pack file; `created` per entry (false: already indexed elsewhere). */
+  async addEntries(pack: string, entries: PackEntry[]): Promise<boolean[]> {
+    return (await this.enqueue({ kind: 'entries', pack, entries, now: this.clock.now() })) as boolean[];
+  }
+
+  /** Drops a shard's index row; resolves with the pack it was in (null: it was not indexed). */
+  async removeEntry(hash: ContentHash): Promise<string | null> {
+    return (await this.enqueue({ kind: 'unentry', hash })) as string | null;
+  }
+
+  /** Repoints entries still in pack `from` to their copies in pack `to`; resolves with how many moved. */
+  async moveEntries(from: string, to: string, entries: Array<{ hash: ContentHash; offset: number }>): Promise<number> {
+    return (await this.enqueue({ kind: 'move', from, to, entries })) as number;
+  }
+
+  /** Prepared on the main thread's read connection (pack_entries lookups, shard-packs module). */
+  prepare<P extends unknown[], R>(sql: string): Database.Statement<P, R> {
+    return this.reader.prepare<P, R>(sql);
   }
 
   /** Commits everything already queued, then stops the writer thread and closes the database. */
@@ -157,9 +198,9 @@ export class PackObjects {
     this.reader.close();
   }
 
-  private enqueue(op: PackOp): Promise<boolean> {
+  private enqueue(op: PackOp): Promise<unknown> {
     if (this.closed) return Promise.reject(new StrataError('SHUTTING_DOWN'));
-    return new Promise<boolean>((resolve, reject) => {
+    return new Promise<unknown>((resolve, reject) => {
       this.queue.push({ op, resolve, reject });
       this.schedule();
     });
@@ -208,7 +249,7 @@ export class PackObjects {
     this.stats.ops += batch.length;
     if (reply.results !== undefined) {
       const results = reply.results;
-      for (const [i, q] of batch.entries()) q.resolve(results[i] === true);
+      for (const [i, q] of batch.entries()) q.resolve(results[i]);
     } else {
       const error = new StrataError('STORAGE_ERROR', {
         message: `Writing the object pack failed: ${reply.error?.message ?? 'unknown error'}`,

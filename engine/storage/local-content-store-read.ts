@@ -56,12 +56,16 @@ class VerifyingTransform extends Transform {
   }
 }
 
-/** Stream a loose object from an already opened handle (opened first, so a missing file is a clean 404). */
-export function streamLooseObject(handle: FileHandle, hash: ContentHash, range?: { start: number; end: number }): Readable {
-  if (range !== undefined) {
+/**
+ * Stream a loose object from an already opened handle (opened first, so a missing file is a clean
+ * 404). A range is not verified, unless `verifyRange`: a shard inside a pack file is a whole object
+ * that is a range of its file.
+ */
+export function streamLooseObject(handle: FileHandle, hash: ContentHash, range?: { start: number; end: number }, verifyRange = false): Readable {
+  if (range !== undefined && !verifyRange) {
     return handle.createReadStream({ start: range.start, end: range.end, highWaterMark: READ_CHUNK_BYTES });
   }
-  const source = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES });
+  const source = handle.createReadStream({ highWaterMark: READ_CHUNK_BYTES, ...(range === undefined ? {} : { start: range.start, end: range.end }) });
   const verifier = new VerifyingTransform(hash);
   // Errors travel downstream (a read error fails the consumer's stream); destroying the consumer's
   // stream closes the file.

@@ -2,6 +2,8 @@
 //
 //   <root>/objects/packed.sqlite   objects ≤ smallObjectMaxBytes, group-committed (local-content-store-pack.ts)
 //   <root>/objects/ab/cdef…        larger objects, one file each, read-only (local-content-store-loose.ts)
+//   <root>/objects/packs/*.pack    dataset shards, many per file, indexed in packed.sqlite
+//                                  (local-content-store-shard-packs.ts)
 //   <root>/tmp/<pid>-<uuid>.tmp    staging for loose objects; same filesystem, so rename is atomic
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
@@ -22,7 +24,8 @@ import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
-import { PackObjects } from './local-content-store-pack.js';
+import { type PackEntry, PackObjects } from './local-content-store-pack.js';
+import { ShardPacks } from './local-content-store-shard-packs.js';
 import { corruptError, resolveRange, streamLooseObject, streamPackedObject } from './local-content-store-read.js';
 
 export interface LocalContentStoreOptions {
@@ -59,7 +62,16 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
     await pack.close();
     throw storageError(error, 'Opening the object store');
   }
-  return new LocalContentStore({ smallObjectMaxBytes, pool: new HashWorkerPool(), pack, loose });
+  const pool = new HashWorkerPool();
+  let shardPacks: ShardPacks;
+  try {
+    shardPacks = await ShardPacks.open(loose.objectsDir, loose.tmpDir, pack, pool);
+  } catch (error) {
+    await pack.close();
+    await pool.close();
+    throw storageError(error, 'Opening the shard packs');
+  }
+  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks });
 }
 
 /** readBuffers of at least this many objects go to the batch reader thread. */
@@ -98,12 +110,16 @@ class LocalContentStore implements ContentStore {
     const sink = {
       has: (hash: ContentHash) => this.has(hash),
       putBuffer: (data: Uint8Array, put?: Omit<PutOptions, 'onProgress'>) => this.putBuffer(data, put),
-      staging: {
-        tmpDir: this.ctx.loose.tmpDir,
-        objectsDir: this.ctx.loose.objectsDir,
-        // Smaller chunks (a file's tail) belong in the pack: read back and stored the usual way.
-        minBytes: this.ctx.smallObjectMaxBytes + 1,
-        adopt: (path: string, hash: ContentHash) => adoptFile(this.ctx, path, { knownHash: hash }),
+      packs: {
+        staging: () => ({
+          packPath: this.ctx.loose.newTempPath(),
+          objectsDir: this.ctx.loose.objectsDir,
+          dbPath: this.ctx.pack.path,
+          // Smaller chunks (a file's tail) belong in the SQLite pack: read back and stored the usual way.
+          minBytes: this.ctx.smallObjectMaxBytes + 1,
+        }),
+        commit: (packPath: string, entries: PackEntry[]) => this.ctx.shardPacks.commit(packPath, entries),
+        discard: (packPath: string) => rm(packPath, { force: true }),
       },
     };
     return putDatasetFile(sink, absolutePath, params, options);
@@ -128,6 +144,8 @@ class LocalContentStore implements ContentStore {
 
   async stat(hash: ContentHash): Promise<ObjectInfo | null> {
     const valid = this.check(hash);
+    const inPack = this.ctx.shardPacks.locate(valid);
+    if (inPack !== null) return { hash: valid, size: inPack.size, touchedAtMs: inPack.touchedAtMs };
     return this.ctx.pack.stat(valid) ?? (await this.ctx.loose.stat(valid));
   }
 
@@ -137,6 +155,12 @@ class LocalContentStore implements ContentStore {
     if (packed !== null) {
       const bounds = range === undefined ? undefined : resolveRange(range, packed.data.length);
       return streamPackedObject(packed.data, valid, bounds);
+    }
+    const shard = this.ctx.shardPacks.locate(valid);
+    if (shard !== null) {
+      const bounds = range === undefined ? undefined : resolveRange(range, shard.size);
+      const stream = await this.ctx.shardPacks.open(valid, bounds);
+      if (stream !== null) return stream;
     }
     let handle: Awaited<ReturnType<typeof openFile>>;
     try {
@@ -156,7 +180,7 @@ class LocalContentStore implements ContentStore {
 
   async readBuffer(hash: ContentHash): Promise<Buffer> {
     const valid = this.check(hash);
-    let data = this.ctx.pack.get(valid)?.data;
+    let data = this.ctx.pack.get(valid)?.data ?? (await this.ctx.shardPacks.read(valid)) ?? undefined;
     if (data === undefined) {
       try {
         data = await readFile(this.ctx.loose.pathOf(valid));
@@ -191,6 +215,7 @@ class LocalContentStore implements ContentStore {
     const valid = this.check(hash);
     const packed = this.ctx.pack.get(valid);
     if (packed !== null) return hashBuffer(packed.data) === valid ? 'ok' : 'corrupt';
+    if (this.ctx.shardPacks.locate(valid) !== null) return this.ctx.shardPacks.verify(valid);
     try {
       return (await rehashFile(this.ctx.pool, this.ctx.loose.pathOf(valid))) === valid ? 'ok' : 'corrupt';
     } catch (error) {
@@ -201,8 +226,14 @@ class LocalContentStore implements ContentStore {
 
   async delete(hash: ContentHash): Promise<void> {
     const valid = this.check(hash);
-    // Both places: an object can be in either, and in both if smallObjectMaxBytes changed between runs.
-    await Promise.all([this.ctx.pack.delete(valid), this.ctx.loose.remove(valid)]);
+    // Every place: an object can be in any, and in several (smallObjectMaxBytes changed between runs;
+    // a plain file with the bytes of a shard).
+    await Promise.all([this.ctx.pack.delete(valid), this.ctx.shardPacks.remove(valid), this.ctx.loose.remove(valid)]);
+  }
+
+  async compact(): Promise<{ bytesFreed: number }> {
+    this.assertOpen();
+    return { bytesFreed: await this.ctx.shardPacks.compact() };
   }
 
   async *list(): AsyncIterable<ObjectInfo> {
@@ -214,9 +245,16 @@ class LocalContentStore implements ContentStore {
       if (page.length < LIST_PAGE) break;
       after = page[page.length - 1]!.hash;
     }
+    after = '';
+    for (;;) {
+      const page = this.ctx.shardPacks.page(after, LIST_PAGE);
+      for (const info of page) if (this.ctx.pack.stat(info.hash) === null) yield info;
+      if (page.length < LIST_PAGE) break;
+      after = page[page.length - 1]!.hash;
+    }
     for await (const info of this.ctx.loose.list()) {
-      // Reported once: the packed copy (already listed) wins if an object is in both places.
-      if (this.ctx.pack.stat(info.hash) === null) yield info;
+      // Reported once: a packed copy (already listed) wins if an object is in several places.
+      if (this.ctx.pack.stat(info.hash) === null && this.ctx.shardPacks.locate(info.hash) === null) yield info;
     }
   }
 

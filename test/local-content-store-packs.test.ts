@@ -1,0 +1,162 @@
+// Dataset shards in pack files (engine/storage/local-content-store-shard-packs.ts): one pack per
+// ingest, reads and verification by span, deletes that empty a pack remove it, compaction of a mostly
+// dead pack, and leftovers of a crashed writer.
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { chunkerParams } from '../engine/datasets/chunker-params.js';
+import { hashBuffer } from '../engine/hash.js';
+import type { ContentStore, DatasetIngest } from '../engine/ports/content-store.js';
+import { createLocalContentStore } from '../engine/storage/local-content-store.js';
+import type { ContentHash } from '../engine/types.js';
+import { bytes, collect, expectStrataError, listAll, streamError } from './conformance/content-store-fixtures.js';
+
+/** Small shards (128 KiB–1 MiB), all above the 64 KiB SQLite-pack limit, so every one goes to a pack. */
+const PARAMS = chunkerParams({ minSize: 128 * 1024, avgSize: 256 * 1024, maxSize: 1024 * 1024 });
+
+describe('local content store: shard packs', () => {
+  let root: string;
+  let store: ContentStore;
+  const packsDir = () => join(root, 'objects', 'packs');
+  const packFiles = async () => (await readdir(packsDir())).sort();
+  const looseFiles = async () => {
+    let n = 0;
+    for (const dir of await readdir(join(root, 'objects'))) if (/^[0-9a-f]{2}$/.test(dir)) n += (await readdir(join(root, 'objects', dir))).length;
+    return n;
+  };
+  const ingest = async (name: string, data: Buffer): Promise<DatasetIngest> => {
+    const file = join(root, name);
+    await writeFile(file, data);
+    return store.putDatasetFile!(file, PARAMS);
+  };
+  const distinct = (ingest: DatasetIngest) => new Set(ingest.shards.map((s) => s.hash));
+
+  beforeEach(async () => {
+    root = await mkdtemp(join(tmpdir(), 'strata-packs-'));
+    store = await createLocalContentStore({ root });
+  });
+  afterEach(async () => {
+    await store.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('writes the new shards of one ingest into one pack and reads each back whole, by range and in batches', async () => {
+    const data = bytes(6 * 1024 * 1024, 31);
+    const result = await ingest('a.bin', data);
+    expect(result.shards.length).toBeGreaterThanOrEqual(16);
+    expect(result.newShards).toBe(distinct(result).size);
+    expect(await packFiles()).toHaveLength(1);
+    expect(await looseFiles()).toBe(0);
+    expect((await stat(join(packsDir(), (await packFiles())[0]!))).size).toBe(data.length);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+
+    let offset = 0;
+    for (const shard of result.shards) {
+      const expected = data.subarray(offset, offset + shard.size);
+      expect((await store.stat(shard.hash))?.size).toBe(shard.size);
+      expect((await collect(await store.open(shard.hash))).equals(expected)).toBe(true);
+      expect((await collect(await store.open(shard.hash, { start: 10, end: 5000 }))).equals(expected.subarray(10, 5001))).toBe(true);
+      expect((await store.readBuffer(shard.hash)).equals(expected)).toBe(true);
+      expect(await store.verify(shard.hash)).toBe('ok');
+      expect(await store.objectFile!(shard.hash)).toBeNull();
+      offset += shard.size;
+    }
+    // 16 or more at once go through the batch reader thread
+    const batch = await store.readBuffers!(result.shards.map((s) => s.hash));
+    offset = 0;
+    for (const shard of result.shards) {
+      expect(batch.get(shard.hash)!.equals(data.subarray(offset, offset + shard.size))).toBe(true);
+      offset += shard.size;
+    }
+    const listed = await listAll(store);
+    expect(new Set(listed.keys())).toEqual(distinct(result));
+
+    // the same file again stores nothing and writes no pack
+    const again = await ingest('a-again.bin', data);
+    expect(again.newShards).toBe(0);
+    expect(await packFiles()).toHaveLength(1);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+  });
+
+  it('catches a damaged shard on read and verify; the other shards of its pack stay good', async () => {
+    const data = bytes(3 * 1024 * 1024, 32);
+    const result = await ingest('b.bin', data);
+    const [pack] = await packFiles();
+    const damagedAt = result.shards[0]!.size + 100; // inside the second shard
+    const handle = await open(join(packsDir(), pack!), 'r+');
+    try {
+      await handle.write(Buffer.from([data[damagedAt]! ^ 0xff]), 0, 1, damagedAt);
+    } finally {
+      await handle.close();
+    }
+    const damaged = result.shards[1]!.hash;
+    expect(await store.verify(damaged)).toBe('corrupt');
+    await expectStrataError(store.readBuffer(damaged), 'CONTENT_CORRUPT');
+    expect(await streamError(await store.open(damaged))).toMatchObject({ code: 'CONTENT_CORRUPT' });
+    expect(await store.verify(result.shards[0]!.hash)).toBe('ok');
+    expect(await store.verify(result.shards[2]!.hash)).toBe('ok');
+  });
+
+  it('removes a pack once every shard in it is deleted', async () => {
+    const result = await ingest('c.bin', bytes(2 * 1024 * 1024, 33));
+    const hashes = [...distinct(result)];
+    for (const hash of hashes.slice(0, -1)) await store.delete(hash);
+    expect(await packFiles()).toHaveLength(1);
+    await store.delete(hashes.at(-1)!);
+    expect(await packFiles()).toEqual([]);
+    expect((await listAll(store)).size).toBe(0);
+    await expectStrataError(store.readBuffer(hashes[0]!), 'CONTENT_NOT_FOUND');
+  });
+
+  it('compacts a pack whose dead bytes outweigh the live ones; the live shards stay readable', async () => {
+    // B is a prefix of A: B's shards are A's first ones (all but B's last, which ends where B does).
+    const a = bytes(12 * 1024 * 1024, 34);
+    const b = a.subarray(0, 3 * 1024 * 1024);
+    const first = await ingest('a.bin', a);
+    const second = await ingest('b.bin', b);
+    expect(second.newShards).toBeLessThanOrEqual(1);
+    const [packOfA] = await packFiles();
+    const keep = distinct(second);
+    for (const hash of distinct(first)) if (!keep.has(hash)) await store.delete(hash);
+    const freed = await store.compact!();
+    expect(freed.bytesFreed).toBeGreaterThan(8 * 1024 * 1024);
+    const packs = await packFiles();
+    expect(packs).not.toContain(packOfA);
+    let total = 0;
+    for (const pack of packs) total += (await stat(join(packsDir(), pack))).size;
+    expect(total).toBeLessThan(4 * 1024 * 1024);
+    let offset = 0;
+    for (const shard of second.shards) {
+      expect((await store.readBuffer(shard.hash)).equals(b.subarray(offset, offset + shard.size))).toBe(true);
+      expect(await store.verify(shard.hash)).toBe('ok');
+      offset += shard.size;
+    }
+    // nothing left to do the second time
+    expect((await store.compact!()).bytesFreed).toBe(0);
+  });
+
+  it('a reader that located a shard before compaction moved it still gets its bytes', async () => {
+    const a = bytes(12 * 1024 * 1024, 35);
+    const first = await ingest('a.bin', a);
+    const keep: ContentHash = first.shards[0]!.hash;
+    for (const hash of distinct(first)) if (hash !== keep) await store.delete(hash);
+    const reads = Array.from({ length: 20 }, () => store.readBuffer(keep));
+    await store.compact!();
+    for (const read of await Promise.all(reads)) expect(hashBuffer(read)).toBe(keep);
+    expect(hashBuffer(await store.readBuffer(keep))).toBe(keep);
+  });
+
+  it('at open, removes packs no row names whose writer is gone, and keeps indexed ones', async () => {
+    const result = await ingest('d.bin', bytes(1024 * 1024, 36));
+    const orphan = `2147483646-${randomUUID()}.pack`; // no such pid
+    await writeFile(join(packsDir(), orphan), bytes(4096, 1));
+    await store.close();
+    store = await createLocalContentStore({ root });
+    const packs = await packFiles();
+    expect(packs).toHaveLength(1);
+    expect(packs).not.toContain(orphan);
+    for (const hash of distinct(result)) expect(await store.verify(hash)).toBe('ok');
+  });
+});
