@@ -97,8 +97,8 @@ export class ShardPacks {
   }
 
   /**
-   * Takes in a finished, fsynced pack file (tmp/, written by the chunking worker) holding `entries`:
-   * renamed into packs/, made durable, then indexed. Resolves with `created` per entry; an entry some
+   * Takes in a finished pack file (tmp/, written by the chunking worker) holding `entries`: fsynced,
+   * renamed into packs/, the directory fsynced, then indexed. Resolves with `created` per entry; an entry some
    * other pack indexed first is dead space here, and a pack left with no rows is removed at once.
    */
   async commit(tmpPath: string, entries: PackEntry[]): Promise<boolean[]> {
@@ -108,6 +108,12 @@ export class ShardPacks {
     }
     const pack = `${process.pid}-${randomUUID()}.pack`;
     try {
+      const handle = await open(tmpPath, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       await chmod(tmpPath, 0o444);
       await rename(tmpPath, this.pathOf(pack));
     } catch (error) {
