@@ -1,7 +1,8 @@
 // Benchmark 1: ingest of 4 × 256 MB random files. Peers in the same run: cp (with and without fsync of
 // the copies) and `git add`; Strata in this process (writeFile { file }) and over HTTP (PUT fs/write
-// streaming the file) against a `strata serve` child process. Rounds are interleaved so the machine's
-// noise lands on every variant alike.
+// streaming the file) against a `strata serve` child process. The in-process variants run the engine in
+// a process of their own (bench/ingest-large-child.ts), timed inside it, so the peak RSS is the
+// engine's. Rounds are interleaved so the machine's noise lands on every variant alike.
 //
 // A 256 MiB file is above the default dataset threshold (64 MiB, issue 4), so with default settings it
 // is stored as a dataset: chunked, its shards stored as objects behind a manifest. The "plain objects"
@@ -10,12 +11,12 @@
 import { randomFillSync } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_TMP, freshDir, selected, machineInfo, removeDir, writeResult } from './lib/env.js';
+import { BENCH_TMP, freshDir, machineInfo, REPO_ROOT, removeDir, selected, writeResult } from './lib/env.js';
 import { writePath } from './lib/http.js';
 import { git } from './lib/git.js';
-import { MB, MiB, peakRss, RssSampler, resetPeakRss, run, settleDisk, timed } from './lib/proc.js';
+import { MB, MiB, run, settleDisk, timed } from './lib/proc.js';
 import { mapSummary, pairedSpeedup, round3, type Summary, summarize, target } from './lib/stats.js';
-import { BENCH_ACTOR, httpUnavailable, openBenchEngine, startHttpTarget } from './lib/strata.js';
+import { httpUnavailable, startHttpTarget } from './lib/strata.js';
 import { printTable, printTargets, spread } from './lib/table.js';
 
 const FILES = 4;
@@ -87,25 +88,17 @@ async function gitTrial(): Promise<Trial> {
   return { seconds };
 }
 
+/** The engine in a process of its own (bench/ingest-large-child.ts): its time and its peak RSS. */
 async function strataInProcessTrial(plainObjects: boolean): Promise<Trial> {
   const home = freshDir('ingest-strata-home');
-  const { local, projectId } = await openBenchEngine(home);
-  if (plainObjects) await local.engine.setDatasetThreshold({ projectId, thresholdBytes: 2 * FILE_BYTES });
   await settleDisk();
-  // VmHWM is reset so it reports this ingest, not the benchmark process's earlier life.
-  const reset = resetPeakRss();
-  const baselineRss = process.memoryUsage.rss();
-  const sampler = new RssSampler(20).start();
-  const results = await Promise.all(
-    sources.map((file, i) => timedValue(() => local.engine.writeFile({ projectId, path: `data/file-${i}.bin`, actor: BENCH_ACTOR, content: { file } }))),
-  );
-  const seconds = Math.max(...results.map((r) => r.seconds));
-  const sampledRss = sampler.stop();
-  const hwm = reset ? peakRss() : null;
-  for (const { value } of results) if (value.version.size !== FILE_BYTES) throw new Error(`stored ${value.version.size} bytes, expected ${FILE_BYTES}`);
-  await local.close();
+  const child = join(REPO_ROOT, 'dist', 'bench', 'ingest-large-child.js');
+  const out = await run(process.execPath, [child, home, plainObjects ? 'plain' : 'default', ...sources]);
+  const result = JSON.parse(out.trim().split('\n').at(-1)!) as { seconds: number; peakRss: number | null; baselineRss: number; sizes: number[]; dataset: boolean[] };
+  for (const size of result.sizes) if (size !== FILE_BYTES) throw new Error(`stored ${size} bytes, expected ${FILE_BYTES}`);
+  if (result.dataset.some((d) => d === plainObjects)) throw new Error(`expected ${plainObjects ? 'plain objects' : 'datasets'}, got dataset flags ${result.dataset.join(',')}`);
   removeDir(home);
-  return { seconds, sampledRss, baselineRss, ...(hwm === null ? {} : { peakRss: hwm }) };
+  return { seconds: result.seconds, baselineRss: result.baselineRss, ...(result.peakRss === null ? {} : { peakRss: result.peakRss }) };
 }
 
 async function strataHttpTrial(): Promise<Trial> {
@@ -126,12 +119,6 @@ async function strataHttpTrial(): Promise<Trial> {
     await target.close();
     removeDir(home);
   }
-}
-
-async function timedValue<T>(task: () => Promise<T>): Promise<{ value: T; seconds: number }> {
-  const start = process.hrtime.bigint();
-  const value = await task();
-  return { value, seconds: Number(process.hrtime.bigint() - start) / 1e9 };
 }
 
 async function main(): Promise<void> {
