@@ -148,6 +148,36 @@ describe('local content store: shard packs', () => {
     expect(hashBuffer(await store.readBuffer(keep))).toBe(keep);
   });
 
+  it('cuts a stream as it arrives: every new chunk into one pack, the same shards as the file, nothing left on failure', async () => {
+    const data = Buffer.concat([bytes(5 * 1024 * 1024, 37), bytes(1000, 38)]);
+    async function* pieces(upTo = data.length, fail = false) {
+      for (let i = 0; i < upTo; i += 65_536) yield data.subarray(i, Math.min(i + 65_536, upTo));
+      if (fail) throw new Error('the client went away');
+    }
+    // a failing source and an oversized one store nothing and leave no temp file or pack
+    await expect(store.putDatasetStream!(pieces(3 * 1024 * 1024, true), PARAMS)).rejects.toThrow('the client went away');
+    await expectStrataError(store.putDatasetStream!(pieces(), PARAMS, { maxBytes: 4 * 1024 * 1024 }), 'BODY_TOO_LARGE');
+    expect(await packFiles()).toEqual([]);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    expect((await listAll(store)).size).toBe(0);
+
+    const streamed = await store.putDatasetStream!(pieces(), PARAMS);
+    expect(streamed.hash).toBe(hashBuffer(data));
+    expect(streamed.size).toBe(data.length);
+    expect(streamed.newShards).toBe(distinct(streamed).size);
+    expect(await packFiles()).toHaveLength(1);
+    let offset = 0;
+    for (const shard of streamed.shards) {
+      expect((await store.readBuffer(shard.hash)).equals(data.subarray(offset, offset + shard.size))).toBe(true);
+      offset += shard.size;
+    }
+    // the same bytes as a file: the same shards, all already stored
+    const fromFile = await ingest('e.bin', data);
+    expect(fromFile.shards).toEqual(streamed.shards);
+    expect(fromFile.newShards).toBe(0);
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+  });
+
   it('at open, removes packs no row names whose writer is gone, and keeps indexed ones', async () => {
     const result = await ingest('d.bin', bytes(1024 * 1024, 36));
     const orphan = `2147483646-${randomUUID()}.pack`; // no such pid

@@ -1,7 +1,8 @@
 import { stat } from 'node:fs/promises';
 import type { EngineContext } from '../context.js';
 import { isDataset } from '../datasets/rules.js';
-import { type StoredDataset, storeDatasetFile, storeDatasetFromObject } from '../datasets/store-dataset.js';
+import { DEFAULT_CHUNKER_PARAMS } from '../datasets/chunker-params.js';
+import { type StoredDataset, storeDatasetFile, storeDatasetFromObject, storeDatasetIngest } from '../datasets/store-dataset.js';
 import type { WriteInput, WriteResult } from '../engine-api.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
@@ -75,17 +76,12 @@ async function storeContent(
       return { hash: dataset.manifestHash, size: dataset.size, dataset };
     }
   }
-  // A stream that is a dataset by its path or declared size: spooled to a store temp file and cut
-  // from there, so only its new shards are stored.
-  const spool = ctx.store.stageStream !== undefined && ctx.store.discardStaged !== undefined;
-  if (datasets && spool && !(content instanceof Uint8Array) && !('file' in content) && isDataset(project.datasets, path, input.sizeHint ?? null)) {
-    const staged = await ctx.store.stageStream!(content, options);
-    try {
-      const dataset = await storeDatasetFile(ctx, staged.path, { consume: true, maxBytes: options.maxBytes });
-      return { hash: dataset.manifestHash, size: dataset.size, dataset };
-    } finally {
-      await ctx.store.discardStaged!(staged.path);
-    }
+  // A stream that is a dataset by its path or declared size is cut as it arrives: only its new shards
+  // are stored, never a whole copy.
+  if (datasets && ctx.store.putDatasetStream !== undefined && !(content instanceof Uint8Array) && !('file' in content) && isDataset(project.datasets, path, input.sizeHint ?? null)) {
+    const ingest = await ctx.store.putDatasetStream(content, DEFAULT_CHUNKER_PARAMS, options);
+    const dataset = await storeDatasetIngest(ctx, ingest);
+    return { hash: dataset.manifestHash, size: dataset.size, dataset };
   }
   const progress = input.onProgress ? { onProgress: input.onProgress } : {};
   const stored =

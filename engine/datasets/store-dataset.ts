@@ -25,7 +25,7 @@ function unsupported(): StrataError {
 export async function storeDatasetFile(ctx: EngineContext, file: string, options: { consume: boolean; maxBytes: number }): Promise<StoredDataset> {
   if (ctx.store.putDatasetFile === undefined) throw unsupported();
   const ingest = await ctx.store.putDatasetFile(file, DEFAULT_CHUNKER_PARAMS, { consume: options.consume, maxBytes: options.maxBytes });
-  return storeManifest(ctx, ingest);
+  return storeDatasetIngest(ctx, ingest);
 }
 
 /**
@@ -38,12 +38,13 @@ export async function storeDatasetFromObject(ctx: EngineContext, hash: ContentHa
   const file = ctx.store.objectFile === undefined ? null : await ctx.store.objectFile(hash);
   if (file === null) {
     const shards = size === 0 ? [] : [{ hash, size }];
-    return storeManifest(ctx, { hash, size, shards, newShards: 0, newBytes: 0 });
+    return storeDatasetIngest(ctx, { hash, size, shards, newShards: 0, newBytes: 0 });
   }
-  return storeManifest(ctx, await ctx.store.putDatasetFile(file, DEFAULT_CHUNKER_PARAMS));
+  return storeDatasetIngest(ctx, await ctx.store.putDatasetFile(file, DEFAULT_CHUNKER_PARAMS));
 }
 
-async function storeManifest(ctx: EngineContext, ingest: DatasetIngest): Promise<StoredDataset> {
+/** The manifest of shards already stored. */
+export async function storeDatasetIngest(ctx: EngineContext, ingest: DatasetIngest): Promise<StoredDataset> {
   const manifest = encodeManifest({ format: MANIFEST_FORMAT, chunker: DEFAULT_CHUNKER_PARAMS, size: ingest.size, hash: ingest.hash, shards: ingest.shards });
   const stored = await ctx.store.putBuffer(manifest);
   return {

@@ -98,12 +98,10 @@ export interface ContentStore {
    */
   putDatasetFile?(absolutePath: string, params: ChunkerParams, options?: DatasetFileOptions): Promise<DatasetIngest>;
   /**
-   * Optional (with putDatasetFile): writes a stream to a private temp file of the store, unhashed, for
-   * putDatasetFile(..., {consume: true}) to cut; BODY_TOO_LARGE past maxBytes (the file is removed).
-   * The caller must consume or discard the file (`discardStaged`).
+   * Optional (with putDatasetFile): the same for a stream (an upload), cut as it arrives; only shards
+   * not stored yet are written. BODY_TOO_LARGE past maxBytes, storing nothing.
    */
-  stageStream?(source: AsyncIterable<Uint8Array>, options?: { maxBytes?: number }): Promise<{ path: string; size: number }>;
-  discardStaged?(path: string): Promise<void>;
+  putDatasetStream?(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: { maxBytes?: number }): Promise<DatasetIngest>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */

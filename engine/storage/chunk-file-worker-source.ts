@@ -2,16 +2,20 @@
 // hash-worker-source.ts (a string exists both under vitest and under dist/; this code is not
 // type-checked, so it stays small; test/dataset-chunker.test.ts covers it).
 //
-// A long-lived thread (workerData {blakeModulePath, sqliteModulePath}) that chunks one file per job:
-// {id, path, minSize, avgSize, maxSize, addonPath|null, jsModuleUrl, blockBytes, stage|null}. It reads
-// the file once, in blocks, and feeds every block to the chunker, the whole-file BLAKE3 hasher and the
-// open chunk's hasher, so the chunk hashes and the file hash describe the same bytes even if the file
-// changes meanwhile. It answers each job with exactly one message: {id, chunks: [{offset, size, hash,
-// packOffset?}], hash, size, packBytes} or {id, error: {message, code, errno, syscall, path}}.
+// A long-lived thread (workerData {blakeModulePath, sqliteModulePath}, pooled by chunk-threads.ts). Jobs:
+//  - {id, op: 'file', path, minSize, avgSize, maxSize, addonPath|null, jsModuleUrl, blockBytes,
+//    stage|null}: reads the file once, in blocks;
+//  - a streaming session (chunk-session.ts): {op: 'begin', ...the same but path}, then
+//    {op: 'data', buf, len} (the ArrayBuffer comes back in the reply, for reuse), then {op: 'end'} or
+//    {op: 'abort'}.
+// Every block goes to the chunker, the whole-file BLAKE3 hasher and the open chunk's hasher, so the
+// chunk hashes and the whole hash describe the same bytes even if a file changes meanwhile. A 'file'
+// or 'end' is answered with {id, chunks: [{offset, size, hash, packOffset?}], hash, size, packBytes}
+// or {id, error: {message, code, errno, syscall, path}}; every message gets exactly one reply.
 //
 // With job.stage = {packPath, objectsDir, dbPath, minBytes}, the worker also
-// appends each chunk of at least minBytes that the store does not hold yet (no loose object, no row in
-// the object pack's objects or pack_entries tables, not staged by this file already) to one new pack
+// keeps each chunk of at least minBytes that the store does not hold yet (no loose object, no row in
+// the object pack's objects or pack_entries tables, not staged by this file already) in one new pack
 // file at packPath (a temp name of the store: a crash leaves it to the next start's cleanup), and
 // reports its offset there as \`packOffset\`; the reply's \`packBytes\` is the pack's length. The bytes
 // written are the bytes just hashed, from the same buffer, so the store can index the pack without
@@ -55,17 +59,16 @@ function openPack(stage) {
   }
 }
 
-/** Appends the chunk to the pack unless the store (or this pack) has it; returns its offset or undefined. */
-function stageChunk(pack, hash, bytes) {
-  if (pack.staged.has(hash) || pack.known.get(hash, hash) !== undefined) return undefined;
+/** Whether a chunk is new: not in the store's loose objects or object pack, not in this pack yet. */
+function isNew(pack, hash) {
+  if (pack.staged.has(hash) || pack.known.get(hash, hash) !== undefined) return false;
   const hex = hash.slice('blake3:'.length);
-  if (fs.existsSync(pack.stage.objectsDir + '/' + hex.slice(0, 2) + '/' + hex.slice(2))) return undefined;
-  const offset = pack.bytes;
+  return !fs.existsSync(pack.stage.objectsDir + '/' + hex.slice(0, 2) + '/' + hex.slice(2));
+}
+
+function writeAt(fd, bytes, position) {
   let done = 0;
-  while (done < bytes.length) done += fs.writeSync(pack.fd, bytes, done, bytes.length - done, offset + done);
-  pack.bytes += bytes.length;
-  pack.staged.add(hash);
-  return offset;
+  while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
 
 // Not fsynced here: the store does that on libuv's pool (ShardPacks.commit), so this thread is free
@@ -80,40 +83,39 @@ function closePack(pack) {
   }
 }
 
-function chunkFile(job, chunker, pack) {
-  const fd = fs.openSync(job.path, 'r');
-  try {
-    const buf = Buffer.allocUnsafe(job.blockBytes);
-    // The open chunk's bytes, when staging (a chunk is at most maxSize bytes).
-    const held = pack !== null ? Buffer.allocUnsafe(job.maxSize) : null;
-    let heldLength = 0;
-    const whole = new Blake3Hasher();
-    let piece = new Blake3Hasher();
-    const chunks = [];
-    let start = 0;
-    let pos = 0;
-    const add = (bytes) => {
-      piece.update(bytes);
-      if (held) {
-        held.set(bytes, heldLength);
-        heldLength += bytes.length;
-      }
-    };
-    const close = (end) => {
-      const chunk = { offset: start, size: end - start, hash: 'blake3:' + piece.digest('hex') };
-      if (held && chunk.size >= pack.stage.minBytes) {
-        const offset = stageChunk(pack, chunk.hash, held.subarray(0, heldLength));
-        if (offset !== undefined) chunk.packOffset = offset;
-      }
-      chunks.push(chunk);
-      piece = new Blake3Hasher();
-      heldLength = 0;
-      start = end;
-    };
-    for (;;) {
-      const n = fs.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) break;
-      const view = n === buf.length ? buf : buf.subarray(0, n);
+// The cut search and both hashes over a stream of blocks: feed() each block in order, then finish().
+//
+// When staging, the open chunk's bytes go straight into the pack at its end as they arrive, before
+// anyone knows whether the chunk is new (that takes its hash, at its end). A new chunk then stays
+// where it is; a known one is overwritten by the next chunk, or cut off by the final truncate. So a new
+// byte is copied once (into the page cache) and nothing holds a chunk in memory; a known chunk costs
+// the same copy into the same few pages, which were never going to reach the disk.
+function createCutter(job, chunker, pack) {
+  let open = 0;
+  const whole = new Blake3Hasher();
+  let piece = new Blake3Hasher();
+  const chunks = [];
+  let start = 0;
+  let pos = 0;
+  const add = (bytes) => {
+    piece.update(bytes);
+    if (pack !== null) writeAt(pack.fd, bytes, pack.bytes + open);
+    open += bytes.length;
+  };
+  const close = (end) => {
+    const chunk = { offset: start, size: end - start, hash: 'blake3:' + piece.digest('hex') };
+    if (pack !== null && chunk.size >= pack.stage.minBytes && isNew(pack, chunk.hash)) {
+      chunk.packOffset = pack.bytes;
+      pack.bytes += chunk.size;
+      pack.staged.add(chunk.hash);
+    }
+    chunks.push(chunk);
+    piece = new Blake3Hasher();
+    open = 0;
+    start = end;
+  };
+  return {
+    feed(view) {
       whole.update(view);
       let from = 0;
       for (const end of chunker.push(view)) {
@@ -121,11 +123,28 @@ function chunkFile(job, chunker, pack) {
         from = end - pos;
         close(end);
       }
-      if (from < n) add(view.subarray(from));
-      pos += n;
+      if (from < view.length) add(view.subarray(from));
+      pos += view.length;
+    },
+    finish() {
+      for (const end of chunker.finish()) close(end);
+      if (pack !== null) fs.ftruncateSync(pack.fd, pack.bytes);
+      return { chunks, hash: 'blake3:' + whole.digest('hex'), size: pos, packBytes: pack === null ? 0 : pack.bytes };
+    },
+  };
+}
+
+function chunkFile(job, chunker, pack) {
+  const fd = fs.openSync(job.path, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(job.blockBytes);
+    const cutter = createCutter(job, chunker, pack);
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) break;
+      cutter.feed(n === buf.length ? buf : buf.subarray(0, n));
     }
-    for (const end of chunker.finish()) close(end);
-    return { chunks, hash: 'blake3:' + whole.digest('hex'), size: pos, packBytes: pack === null ? 0 : pack.bytes };
+    return cutter.finish();
   } finally {
     fs.closeSync(fd);
   }
@@ -136,7 +155,23 @@ function describe(err) {
   return { message: String(e.message || err), code: e.code, errno: e.errno, syscall: e.syscall, path: e.path };
 }
 
-async function run(job) {
+/** Nothing staged survives a failure: the caller gets no pack to clean up. */
+function discard(job, pack) {
+  try {
+    closePack(pack);
+  } catch {
+    // closing failed too; the unlink below still runs
+  }
+  if (pack !== null) {
+    try {
+      fs.rmSync(job.stage.packPath, { force: true });
+    } catch {
+      // the store's start-up cleanup removes it
+    }
+  }
+}
+
+async function runFile(job) {
   let pack = null;
   try {
     const chunker = await openChunker(job);
@@ -145,25 +180,71 @@ async function run(job) {
     closePack(pack);
     return reply;
   } catch (err) {
-    // Nothing staged survives a failure: the caller gets no pack to clean up.
-    try {
-      closePack(pack);
-    } catch {
-      // closing failed too; the unlink below still runs
-    }
-    if (pack !== null) {
-      try {
-        fs.rmSync(job.stage.packPath, { force: true });
-      } catch {
-        // the store's start-up cleanup removes it
-      }
-    }
+    discard(job, pack);
     return { error: describe(err) };
   }
 }
 
-// One job at a time: the caller never sends a second before the first is answered.
-parentPort.on('message', (job) => {
-  run(job).then((reply) => parentPort.postMessage({ id: job.id, ...reply }));
+// A streaming session (chunk-session.ts): begin, data..., then end or abort. The first failure is
+// kept and answered to every later message; its pack is removed at once.
+let session = null;
+
+async function handleSession(m) {
+  switch (m.op) {
+    case 'begin': {
+      session = { job: m, pack: null, cutter: null, error: null };
+      try {
+        const chunker = await openChunker(m);
+        if (m.stage) session.pack = openPack(m.stage);
+        session.cutter = createCutter(m, chunker, session.pack);
+      } catch (err) {
+        session.error = describe(err);
+        discard(m, session.pack);
+      }
+      return session.error === null ? {} : { error: session.error };
+    }
+    case 'data': {
+      if (session !== null && session.error === null) {
+        try {
+          session.cutter.feed(Buffer.from(m.buf, 0, m.len));
+        } catch (err) {
+          session.error = describe(err);
+          discard(session.job, session.pack);
+        }
+      }
+      const reply = session === null || session.error === null ? {} : { error: session.error };
+      return [reply, m.buf];
+    }
+    case 'end': {
+      const current = session;
+      session = null;
+      if (current === null) return { error: { message: 'no chunking session is open' } };
+      if (current.error !== null) return { error: current.error };
+      try {
+        const reply = current.cutter.finish();
+        closePack(current.pack);
+        return reply;
+      } catch (err) {
+        discard(current.job, current.pack);
+        return { error: describe(err) };
+      }
+    }
+    case 'abort': {
+      if (session !== null && session.error === null) discard(session.job, session.pack);
+      session = null;
+      return {};
+    }
+  }
+  return { error: { message: 'unknown chunking op ' + m.op } };
+}
+
+// One job at a time per thread: the caller holds the thread for a whole file or session, and a
+// session's messages are answered in order.
+parentPort.on('message', (m) => {
+  const work = m.op === 'file' ? runFile(m) : handleSession(m);
+  work.then((result) => {
+    if (Array.isArray(result)) parentPort.postMessage({ id: m.id, buf: result[1], ...result[0] }, [result[1]]);
+    else parentPort.postMessage({ id: m.id, ...result });
+  });
 });
 `;

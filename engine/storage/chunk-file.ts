@@ -1,17 +1,12 @@
-// Chunk and hash a file off the event loop: one worker thread per call reads the file in large blocks
-// and returns the content-defined chunks (offset, size, BLAKE3) plus the whole file's BLAKE3 and size.
-// Nothing holds the whole file in memory: the worker's block buffer is the only copy.
-//
-// A thread per call (~30 ms to start) rather than a pool: this is for datasets, files of tens of MB and
-// more, where the chunking itself takes far longer than the start-up.
-import { createRequire } from 'node:module';
-import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+// Chunk and hash a file off the event loop: a chunking thread (chunk-threads.ts) reads the file in
+// large blocks and returns the content-defined chunks (offset, size, BLAKE3) plus the whole file's
+// BLAKE3 and size. Nothing holds the whole file in memory: the worker's block buffer is the only copy.
+// chunk-session.ts does the same for a stream.
 import { type ChunkerParams, chunkerParams, DEFAULT_CHUNKER_PARAMS } from '../datasets/chunker-params.js';
 import { type ChunkerImplementation, jsChunkerModuleUrl, loadNativeChunker, nativeChunkerPath } from '../datasets/gear-chunker.js';
 import { StrataError } from '../errors.js';
 import type { ContentHash } from '../types.js';
-import { CHUNK_FILE_WORKER_SOURCE } from './chunk-file-worker-source.js';
+import { acquireChunkThread, releaseChunkThread } from './chunk-threads.js';
 
 /**
  * Read size inside the worker. bench/chunk-throughput.ts, 1 GiB file in page cache, quiet machine:
@@ -60,7 +55,7 @@ export interface ChunkStaging {
   minBytes: number;
 }
 
-interface WorkerFailure {
+export interface WorkerFailure {
   message: string;
   code?: string;
   errno?: number;
@@ -68,7 +63,7 @@ interface WorkerFailure {
   path?: string;
 }
 
-interface WorkerReply {
+export interface WorkerReply {
   chunks?: FileChunk[];
   hash?: ContentHash;
   size?: number;
@@ -112,84 +107,16 @@ export async function chunkFile(path: string, params: ChunkerParams = DEFAULT_CH
   };
 }
 
-/**
- * Chunking threads, process-wide: one per core. The work is CPU-bound, so more threads only share the
- * same cores (4 × 256 MiB took the same time with 2 threads as with 4) while each costs ~15 MB of
- * memory (an isolate, a read block and a maxSize buffer). They stay up between files (starting one
- * and loading its modules costs ~30 ms) but are unref'd, so an idle pool never holds the process.
- */
-const MAX_THREADS = Math.max(1, Math.min(2, availableParallelism()));
-const idle: Worker[] = [];
-let threads = 0;
-let nextJob = 1;
-const waiting: Array<(worker: Worker) => void> = [];
-
 async function runWorker(job: Record<string, unknown>): Promise<WorkerReply> {
-  const worker = await acquire();
-  const id = nextJob++;
-  worker.ref();
-  let reply: WorkerReply;
+  const thread = await acquireChunkThread();
   try {
-    reply = await new Promise<WorkerReply>((resolve, reject) => {
-      const onMessage = (reply: WorkerReply & { id: number }) => {
-        if (reply.id !== id) return;
-        done();
-        resolve(reply);
-      };
-      const onExit = (code: number) => {
-        done();
-        reject(new StrataError('INTERNAL', { message: `The chunk worker exited (code ${code}) without a result`, cause: failure }));
-      };
-      let failure: unknown;
-      const onError = (error: unknown) => {
-        failure = error;
-      };
-      const done = () => {
-        worker.off('message', onMessage);
-        worker.off('exit', onExit);
-        worker.off('error', onError);
-      };
-      worker.on('message', onMessage);
-      worker.on('error', onError);
-      // 'exit' comes after 'error': it alone rejects, with the error as its cause.
-      worker.on('exit', onExit);
-      worker.postMessage({ ...job, id });
-    });
-  } catch (error) {
-    threads -= 1; // that thread is gone; the next caller starts a fresh one
-    const next = waiting.shift();
-    if (next !== undefined) void acquire().then(next);
-    throw error;
+    return (await thread.request({ op: 'file', ...job })) as WorkerReply;
   } finally {
-    worker.unref();
+    releaseChunkThread(thread);
   }
-  release(worker);
-  return reply;
 }
 
-function acquire(): Promise<Worker> {
-  const ready = idle.pop();
-  if (ready !== undefined) return Promise.resolve(ready);
-  if (threads < MAX_THREADS) {
-    threads += 1;
-    const require = createRequire(import.meta.url);
-    const worker = new Worker(CHUNK_FILE_WORKER_SOURCE, {
-      eval: true,
-      workerData: { blakeModulePath: require.resolve('@napi-rs/blake-hash'), sqliteModulePath: require.resolve('better-sqlite3') },
-    });
-    worker.unref();
-    return Promise.resolve(worker);
-  }
-  return new Promise((resolve) => waiting.push(resolve));
-}
-
-function release(worker: Worker): void {
-  const next = waiting.shift();
-  if (next !== undefined) next(worker);
-  else idle.push(worker);
-}
-
-function toError(failure: WorkerFailure): Error {
+export function toError(failure: WorkerFailure): Error {
   if (failure.code !== undefined && failure.syscall !== undefined) {
     return Object.assign(new Error(failure.message), {
       code: failure.code,

@@ -18,7 +18,8 @@ import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { StrataError } from '../errors.js';
 import type { DatasetFileOptions, DatasetIngest, PutOptions, PutResult } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
-import { type ChunkStaging, chunkFile, type FileChunk } from './chunk-file.js';
+import { type ChunkFileResult, type ChunkStaging, chunkFile, type FileChunk } from './chunk-file.js';
+import { ChunkSession } from './chunk-session.js';
 import type { PackEntry } from './local-content-store-pack.js';
 
 /** Unstaged shards stored concurrently (each a read-back and a put). */
@@ -95,28 +96,44 @@ export async function putDatasetFile(sink: ShardSink, absolutePath: string, para
 }
 
 /**
- * A stream into a private temp file (the store's tmp/ directory: a crash leaves it to the next start's
- * cleanup), for a dataset upload: no hashing here — chunking the file hashes every byte anyway.
+ * A stream (an upload) cut as it arrives (chunk-session.ts); every new chunk, however small, goes to
+ * the pack, since there is no file to read a small one back from. BODY_TOO_LARGE past maxBytes, and
+ * nothing is stored.
  */
-export async function stageStream(path: string, source: AsyncIterable<Uint8Array>, maxBytes: number): Promise<{ path: string; size: number }> {
-  const handle = await open(path, 'wx', 0o600);
-  let size = 0;
+export async function putDatasetStream(
+  packs: NonNullable<ShardSink['packs']>,
+  source: AsyncIterable<Uint8Array>,
+  params: ChunkerParams,
+  maxBytes: number,
+): Promise<DatasetIngest> {
+  const staging = { ...packs.staging(), minBytes: 1 };
+  const session = await ChunkSession.open(params, { stage: staging });
+  let chunked: ChunkFileResult;
   try {
-    for await (const chunk of source) {
-      size += chunk.length;
+    let size = 0;
+    for await (const piece of source) {
+      size += piece.length;
       if (size > maxBytes) {
         throw new StrataError('BODY_TOO_LARGE', { message: `The content is larger than the limit of ${maxBytes} bytes`, details: { maxBytes } });
       }
-      let done = 0;
-      while (done < chunk.length) done += (await handle.write(chunk, done, chunk.length - done)).bytesWritten;
+      await session.write(piece);
     }
+    chunked = await session.end();
   } catch (error) {
-    await handle.close();
-    await rm(path, { force: true });
+    await session.abort();
+    await packs.discard(staging.packPath);
     throw error;
   }
-  await handle.close();
-  return { path, size };
+  const entries = chunked.chunks.flatMap((c) => (c.packOffset === undefined ? [] : [{ hash: c.hash, offset: c.packOffset, size: c.size }]));
+  const created = await packs.commit(staging.packPath, entries);
+  let newShards = 0;
+  let newBytes = 0;
+  for (const [i, entry] of entries.entries()) {
+    if (created[i] !== true) continue;
+    newShards += 1;
+    newBytes += entry.size;
+  }
+  return { hash: chunked.hash, size: chunked.size, shards: chunked.chunks.map((c) => ({ hash: c.hash, size: c.size })), newShards, newBytes };
 }
 
 async function readRange(handle: FileHandle, offset: number, size: number): Promise<Buffer> {

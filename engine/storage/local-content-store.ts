@@ -19,7 +19,7 @@ import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
 import { adoptFile, objectFile } from './local-content-store-adopt.js';
-import { putDatasetFile, stageStream } from './local-content-store-dataset.js';
+import { putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
 import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
@@ -110,28 +110,14 @@ class LocalContentStore implements ContentStore {
     const sink = {
       has: (hash: ContentHash) => this.has(hash),
       putBuffer: (data: Uint8Array, put?: Omit<PutOptions, 'onProgress'>) => this.putBuffer(data, put),
-      packs: {
-        staging: () => ({
-          packPath: this.ctx.loose.newTempPath(),
-          objectsDir: this.ctx.loose.objectsDir,
-          dbPath: this.ctx.pack.path,
-          // Smaller chunks (a file's tail) belong in the SQLite pack: read back and stored the usual way.
-          minBytes: this.ctx.smallObjectMaxBytes + 1,
-        }),
-        commit: (packPath: string, entries: PackEntry[]) => this.ctx.shardPacks.commit(packPath, entries),
-        discard: (packPath: string) => rm(packPath, { force: true }),
-      },
+      packs: this.shardPackSink(),
     };
     return putDatasetFile(sink, absolutePath, params, options);
   }
 
-  async stageStream(source: AsyncIterable<Uint8Array>, options: { maxBytes?: number } = {}): Promise<{ path: string; size: number }> {
+  async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: { maxBytes?: number } = {}): Promise<DatasetIngest> {
     this.assertOpen();
-    return stageStream(this.ctx.loose.newTempPath(), source, options.maxBytes ?? Number.POSITIVE_INFINITY);
-  }
-
-  async discardStaged(path: string): Promise<void> {
-    await rm(path, { force: true });
+    return putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY);
   }
 
   async objectFile(hash: ContentHash): Promise<string | null> {
@@ -266,6 +252,20 @@ class LocalContentStore implements ContentStore {
     await this.ctx.pack.close();
     await this.ctx.pool.close();
     await this.batchReader?.close();
+  }
+
+  private shardPackSink() {
+    return {
+      staging: () => ({
+        packPath: this.ctx.loose.newTempPath(),
+        objectsDir: this.ctx.loose.objectsDir,
+        dbPath: this.ctx.pack.path,
+        // Smaller chunks (a file's tail) belong in the SQLite pack: read back and stored the usual way.
+        minBytes: this.ctx.smallObjectMaxBytes + 1,
+      }),
+      commit: (packPath: string, entries: PackEntry[]) => this.ctx.shardPacks.commit(packPath, entries),
+      discard: (packPath: string) => rm(packPath, { force: true }),
+    };
   }
 
   private check(hash: ContentHash): ContentHash {
