@@ -12,7 +12,9 @@ interface Acked {
 
 /**
  * kill -9 the server during a write storm, restart it: every acknowledged version is there with its
- * exact content, and fsck finds nothing missing or corrupt. Three rounds on the same home.
+ * exact content, and fsck finds nothing missing or corrupt. Three rounds on the same home. One writer
+ * stores datasets, so the shard packs (written by a chunking thread, fsynced, renamed, then indexed)
+ * are in the storm too.
  */
 describe('crash safety', () => {
   let home: { path: string; cleanup: () => Promise<void> };
@@ -40,6 +42,13 @@ describe('crash safety', () => {
         const created = await fetch(`${server.url}/v1/projects`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'storm' }) });
         expect(created.status).toBe(201);
         projectId = ((await created.json()) as { projectId: string }).projectId;
+        // ds/ files are datasets: their shards go through the chunking thread into pack files
+        const tracked = await fetch(`${server.url}/v1/projects/${projectId}/fs/datasets/track`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json' },
+          body: JSON.stringify({ pattern: 'ds/*' }),
+        });
+        expect(tracked.status).toBe(200);
       }
       // Everything acknowledged in earlier rounds survived the crash.
       await verifyAll(server.url, headers, projectId, acked);
@@ -48,15 +57,19 @@ describe('crash safety', () => {
       let stop = false;
       const worker = async (w: number) => {
         for (let i = 0; !stop; i++) {
-          // mostly small files (packed objects), sometimes a large one (a loose object)
-          const body = randomBytes(i % 17 === 0 ? 200_000 + w : 512 + ((i * 131) % 4000));
-          const path = `w${w}/f${i % 40}.bin`;
+          // mostly small files (packed objects), sometimes a large one (a loose object); worker 0
+          // writes datasets of 1.5–3 MiB (shards in a pack, tail in the SQLite pack)
+          const dataset = w === 0;
+          const body = randomBytes(dataset ? 1_500_000 + ((i * 7919) % 1_500_000) : i % 17 === 0 ? 200_000 + w : 512 + ((i * 131) % 4000));
+          const path = dataset ? `ds/d${i % 5}.bin` : `w${w}/f${i % 40}.bin`;
           try {
             const res = await fetch(`${url}/v1/projects/${projectId}/fs/write?path=${encodeURIComponent(path)}`, { method: 'PUT', headers, body });
             if (res.status !== 201) continue;
-            const { version } = (await res.json()) as { version: Acked };
-            expect(version.contentHash).toBe(hashBuffer(body));
-            acked.push({ versionId: version.versionId, path, contentHash: version.contentHash });
+            const { version } = (await res.json()) as { version: Acked & { dataset: boolean } };
+            expect(version.dataset).toBe(dataset);
+            // a dataset's version names its manifest; what it reads back is checked against the bytes
+            if (!dataset) expect(version.contentHash).toBe(hashBuffer(body));
+            acked.push({ versionId: version.versionId, path, contentHash: hashBuffer(body) });
           } catch {
             return; // the server died under us: whatever was not acknowledged may be lost
           }
@@ -74,6 +87,7 @@ describe('crash safety', () => {
       expect(JSON.parse(fsck.stdout)).toMatchObject({ ok: true, missing: [], corrupt: [] });
     }
     expect(acked.length).toBeGreaterThan(100);
+    expect(acked.filter((a) => a.path.startsWith('ds/')).length).toBeGreaterThan(3);
     server = await startServerProcess(home.path);
     await verifyAll(server.url, { authorization: `Bearer ${apiKey}` }, projectId, acked);
   });
