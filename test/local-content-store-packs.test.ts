@@ -99,6 +99,15 @@ describe('local content store: shard packs', () => {
     expect(await store.verify(result.shards[2]!.hash)).toBe('ok');
   });
 
+  it('a pack file removed behind the store\'s back makes its shards missing, not a crash', async () => {
+    const result = await ingest('lost.bin', bytes(2 * 1024 * 1024, 39));
+    await rm(join(packsDir(), (await packFiles())[0]!), { force: true });
+    const hash = result.shards[0]!.hash;
+    expect(await store.verify(hash)).toBe('missing');
+    await expectStrataError(store.readBuffer(hash), 'CONTENT_NOT_FOUND');
+    await expectStrataError(store.open(hash), 'CONTENT_NOT_FOUND');
+  });
+
   it('removes a pack once every shard in it is deleted', async () => {
     const result = await ingest('c.bin', bytes(2 * 1024 * 1024, 33));
     const hashes = [...distinct(result)];

@@ -242,7 +242,8 @@ export class ShardPacks {
 
   /**
    * Runs `use` on the shard's location; when its pack vanished under us (compacted, or emptied), looks
-   * the shard up once more. Null when the shard is not in any pack.
+   * the shard up once more. Null when the shard is not in any pack, or its pack file is gone for good
+   * (removed behind the store's back: the shard is missing, which is what readers and fsck report).
    */
   private async withLocation<T>(hash: ContentHash, use: (at: PackLocation) => Promise<T>): Promise<T | null> {
     for (let attempt = 0; ; attempt++) {
@@ -251,7 +252,8 @@ export class ShardPacks {
       try {
         return await use(at);
       } catch (error) {
-        if (!isNotFound(error) || attempt > 0) throw isNotFound(error) ? error : storageError(error, 'Reading a shard pack');
+        if (!isNotFound(error)) throw storageError(error, 'Reading a shard pack');
+        if (attempt > 0) return null;
       }
     }
   }
