@@ -61,6 +61,17 @@ describe('local content store: shard packs', () => {
       expect((await store.readBuffer(shard.hash)).equals(expected)).toBe(true);
       expect(await store.verify(shard.hash)).toBe('ok');
       expect(await store.objectFile!(shard.hash)).toBeNull();
+      // the mount reads a shard by its span of the pack file
+      const span = (await store.objectSpan!(shard.hash))!;
+      expect(span).toMatchObject({ offset, size: shard.size });
+      const handle = await open(span.file, 'r');
+      try {
+        const got = Buffer.alloc(shard.size);
+        await handle.read(got, 0, shard.size, span.offset);
+        expect(got.equals(expected)).toBe(true);
+      } finally {
+        await handle.close();
+      }
       offset += shard.size;
     }
     // 16 or more at once go through the batch reader thread

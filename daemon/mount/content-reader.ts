@@ -3,7 +3,7 @@
 // read — never a stream, never the whole file in memory. Packed objects (≤ 64 KiB) come whole from
 // the store's SQLite pack, once per handle. Without a local store (a remote one) each read is a ranged
 // engine read. A dataset is read through its manifest: each read opens only the shards it covers
-// (positional reads of their loose files), never the whole dataset.
+// (positional reads of their spans in the store's pack files), never the whole dataset.
 import { type FileHandle, open } from 'node:fs/promises';
 import { ShardIndex } from '../../engine/datasets/manifest.js';
 import type { Engine } from '../../engine/engine-api.js';
@@ -23,12 +23,18 @@ export interface ReadSource {
 }
 
 class FileReader implements ContentReader {
-  constructor(private readonly handle: FileHandle) {}
+  /** `base`/`size`: the object is that span of the file (a dataset shard inside a pack file). */
+  constructor(
+    private readonly handle: FileHandle,
+    private readonly base = 0,
+    private readonly size = Number.POSITIVE_INFINITY,
+  ) {}
 
   async read(into: Buffer, len: number, pos: number): Promise<number> {
     let done = 0;
+    len = Math.max(0, Math.min(len, this.size - pos));
     while (done < len) {
-      const { bytesRead } = await this.handle.read(into, done, len - done, pos + done);
+      const { bytesRead } = await this.handle.read(into, done, len - done, this.base + pos + done);
       if (bytesRead === 0) break;
       done += bytesRead;
     }
@@ -123,8 +129,20 @@ class DatasetReader implements ContentReader {
   }
 
   private async openShard(hash: ContentHash): Promise<ContentReader> {
-    const file = this.store.objectFile === undefined ? null : await this.store.objectFile(hash);
-    return file !== null ? new FileReader(await open(file, 'r')) : new BufferReader(await this.store.readBuffer(hash));
+    if (this.store.objectSpan !== undefined) {
+      // Positional reads of the shard's span, in its loose file or its pack. A pack compacted away
+      // between the lookup and the open is looked up once more; an open handle outlives the unlink.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const span = await this.store.objectSpan(hash);
+        if (span === null) break;
+        try {
+          return new FileReader(await open(span.file, 'r'), span.offset, span.size);
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        }
+      }
+    }
+    return new BufferReader(await this.store.readBuffer(hash));
   }
 
   private closeIdle(keep: number): Promise<unknown> {

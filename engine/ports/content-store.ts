@@ -91,6 +91,12 @@ export interface ContentStore {
    */
   objectFile?(hash: ContentHash): Promise<string | null>;
   /**
+   * Optional: where the object's bytes lie in a plain local file (read-only): a loose object is its
+   * whole file, a dataset shard a span of a pack file. Null when stored otherwise (SQLite pack) or
+   * absent. The file may be replaced by compaction: a reader that gets ENOENT asks again.
+   */
+  objectSpan?(hash: ContentHash): Promise<{ file: string; offset: number; size: number } | null>;
+  /**
    * Optional: store a local file as content-defined shards, each an ordinary object; only shards not
    * stored yet are written. Chunking and hashing run off the event loop. If the file changes while
    * it is read, a shard fails its hash check and the call rejects with CONTENT_CORRUPT, storing no

@@ -124,6 +124,15 @@ class LocalContentStore implements ContentStore {
     return objectFile(this.ctx, this.check(hash));
   }
 
+  async objectSpan(hash: ContentHash): Promise<{ file: string; offset: number; size: number } | null> {
+    const valid = this.check(hash);
+    const shard = this.ctx.shardPacks.locate(valid);
+    if (shard !== null) return { file: shard.path, offset: shard.offset, size: shard.size };
+    if (this.ctx.pack.stat(valid) !== null) return null;
+    const info = await this.ctx.loose.stat(valid);
+    return info === null ? null : { file: this.ctx.loose.pathOf(valid), offset: 0, size: info.size };
+  }
+
   async has(hash: ContentHash): Promise<boolean> {
     return (await this.stat(hash)) !== null;
   }
