@@ -93,7 +93,9 @@ function closePack(pack) {
 function createCutter(job, chunker, pack) {
   let open = 0;
   const whole = new Blake3Hasher();
-  let piece = new Blake3Hasher();
+  // One hasher for every chunk, reset after each: a new native hasher per chunk (~2 KB each, freed
+  // only when the thread's GC gets to their small JS wrappers) piled up with the file's length.
+  const piece = new Blake3Hasher();
   const chunks = [];
   let start = 0;
   let pos = 0;
@@ -110,7 +112,7 @@ function createCutter(job, chunker, pack) {
       pack.staged.add(chunk.hash);
     }
     chunks.push(chunk);
-    piece = new Blake3Hasher();
+    piece.reset();
     open = 0;
     start = end;
   };
