@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
 import { LowLevelSession } from './fuse-lowlevel.js';
-import type { NativeFuse } from './fuse-native.js';
+import { type NativeFuse, Op } from './fuse-native.js';
 
 /** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
@@ -97,6 +97,8 @@ export interface FuseMount {
   unmount(): Promise<void>;
   /** Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry. */
   invalidate(path: string): Promise<void>;
+  /** Kernel requests received so far, by kind (Lookup, Getattr, ...). */
+  requestCounts(): Record<string, number>;
 }
 
 /** The device the kernel side needs; STRATA_FUSE_DEVICE lets tests simulate a machine without FUSE. */
@@ -160,5 +162,12 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       return unmounted;
     },
     invalidate: (path) => session.invalidate(path),
+    requestCounts: () => {
+      const out: Record<string, number> = {};
+      session.requests.forEach((n, op) => {
+        if (n > 0) out[Op[op] ?? String(op)] = n;
+      });
+      return out;
+    },
   };
 }

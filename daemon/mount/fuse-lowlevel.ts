@@ -22,6 +22,8 @@ export class LowLevelSession {
   private nextDirHandle = 1;
   private hiddenSeq = 0;
   private readonly scratch = new Float64Array(16);
+  /** kernel requests received, per Op (for `strata status` and the benchmarks) */
+  readonly requests = new Float64Array(Op.Closed + 1);
   private handle: NativeHandle | null = null;
   /** Resolves when the kernel side is gone (unmounted or aborted). */
   readonly closed: Promise<void>;
@@ -77,6 +79,7 @@ export class LowLevelSession {
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
+    this.requests[op] = (this.requests[op] ?? 0) + 1;
     try {
       this.handleRequest(op, id, ino, n1, n2, s1, s2);
     } catch {

@@ -3,6 +3,7 @@
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import { MountDeleteGuard } from './delete-guard.js';
+import { startCaptureThread } from './capture-thread.js';
 import { MountedProject } from './mounted-project.js';
 import { createEngineSink } from './sink.js';
 
@@ -22,6 +23,9 @@ class MountHost implements ProjectHost {
 
   async start(): Promise<void> {
     const { ctx } = this;
+    const inProcess = createEngineSink(ctx.engine, ctx.projectId, ctx.actor);
+    // Captures run in a thread of their own when it starts (capture-thread.ts), else here.
+    const thread = await startCaptureThread({ home: ctx.home, projectId: ctx.projectId, actor: ctx.actor, inProcess, logger: ctx.logger });
     try {
       this.project = await MountedProject.start({
         engine: ctx.engine,
@@ -35,7 +39,7 @@ class MountHost implements ProjectHost {
           add: (path) => ctx.state.emptyDirs.add(ctx.projectId, path),
           remove: (path) => ctx.state.emptyDirs.remove(ctx.projectId, path),
         },
-        sink: createEngineSink(ctx.engine, ctx.projectId, ctx.actor),
+        sink: thread ?? inProcess,
         logger: ctx.logger,
       });
       // Wired as soon as the mount is up: MountedProject.start resolves in the same turn as the mount
@@ -53,6 +57,7 @@ class MountHost implements ProjectHost {
       guard.prime();
       this.state = 'mounted';
     } catch (error) {
+      if (this.project === null) await thread?.close();
       this.state = 'error';
       this.error = { code: (error as { code?: string }).code ?? 'INTERNAL', message: (error as Error).message };
       throw error;

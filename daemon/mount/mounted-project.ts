@@ -102,6 +102,8 @@ export class MountedProject {
     await ignore.reload();
     const ns = new Namespace(options.engine, options.projectId, options.dirStore, (path) => state.onExternalChange(path), now);
     await ns.start();
+    const sink = options.sink;
+    if (sink.busy !== undefined) ns.ownInFlight = (path) => sink.busy!(path);
     const pool = new StagingPool(options.stagingDir);
     state = new MountState({
       engine: options.engine,
@@ -129,7 +131,7 @@ export class MountedProject {
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: FUSE_MOUNT_OPTIONS,
-        attrTimeoutS: options.attrTimeoutS ?? 0,
+        attrTimeoutS: options.attrTimeoutS ?? Number(process.env['STRATA_MOUNT_ATTR_TIMEOUT'] ?? 0),
         entryTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
@@ -149,6 +151,7 @@ export class MountedProject {
     this.stopping ??= (async () => {
       const fuse = this.fuse;
       this.fuse = null;
+      const requests = fuse?.requestCounts() ?? {};
       if (fuse !== null) {
         try {
           await fuse.unmount();
@@ -157,12 +160,13 @@ export class MountedProject {
         }
       }
       await this.state.reconciler.flushAll();
+      await this.options.sink.close?.();
       await this.state.pool.close();
       // Everything was captured (or failed and was logged): a log left now would replay stale history.
       await this.state.journal.close(this.state.reconciler.pendingCount() === 0);
       if (process.env['STRATA_MOUNT_OPSTATS'] === '1') {
         const rows = [...this.opStats].sort((a, b) => b[1].ms - a[1].ms);
-        this.options.logger.info({ ops: Object.fromEntries(rows.map(([op, s]) => [op, { n: s.count, ms: Math.round(s.ms), avgUs: Math.round((s.ms * 1000) / s.count) }])) }, 'mount: operation stats');
+        this.options.logger.info({ ops: Object.fromEntries(rows.map(([op, s]) => [op, { n: s.count, ms: Math.round(s.ms), avgUs: Math.round((s.ms * 1000) / s.count) }])), requests }, 'mount: operation stats');
       }
     })();
     return this.stopping;
