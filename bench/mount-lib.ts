@@ -45,6 +45,13 @@ export async function startMount(home: string, dir: string, extraEnv: NodeJS.Pro
     const response = await fetch(`${url}/v1/daemon/status`, { headers: { authorization: `Bearer ${apiKey}` } });
     return (await response.json()) as { projects: Array<{ pending: number; state: string }> };
   };
+  // A project host that failed to mount leaves the daemon up: an untar would then measure the plain
+  // directory underneath. Refuse to measure anything but a mounted project.
+  const states = (await status()).projects.map((p) => p.state);
+  if (states.length === 0 || states.some((state) => state !== 'mounted')) {
+    child.kill('SIGTERM');
+    throw new Error(`the mount is not up (project states: ${states.join(', ')}):\n${stderr}`);
+  }
   const proc: MountProc = {
     child,
     dir,

@@ -30,6 +30,12 @@ export interface FuseStat {
   ino?: number;
   dev?: number;
   rdev?: number;
+  /**
+   * These attributes change only through requests about this file (it is open for writing with local
+   * changes, which restores do not replace): native/fuse may answer getattr, chown and an exec-bit-
+   * preserving chmod with them until the next request about the file reaches JS (src/attrs.c).
+   */
+  cacheable?: boolean;
 }
 
 export interface FuseStatfs {
@@ -167,6 +173,9 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       session.requests.forEach((n, op) => {
         if (n > 0) out[Op[op] ?? String(op)] = n;
       });
+      const [getattr = 0, setattr = 0] = session.answered();
+      if (getattr > 0) out['Getattr (answered in C)'] = getattr;
+      if (setattr > 0) out['Setattr (answered in C)'] = setattr;
       return out;
     },
   };

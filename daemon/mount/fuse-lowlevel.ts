@@ -49,6 +49,11 @@ export class LowLevelSession {
     this.markClosed();
   }
 
+  /** [getattr, setattr] requests native/fuse answered without JS. */
+  answered(): number[] {
+    return this.handle === null ? [] : this.native.answered(this.handle);
+  }
+
   /** Drops what the kernel cached for `path` (attributes, pages, the name and its negative entry). */
   async invalidate(path: string): Promise<void> {
     const handle = this.handle;
@@ -59,6 +64,7 @@ export class LowLevelSession {
     const parent = this.inodes.inoOf(parentPath);
     const ino = this.inodes.inoOf(path);
     const work: Promise<number>[] = [];
+    if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
     if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
     await Promise.all(work);
@@ -93,7 +99,7 @@ export class LowLevelSession {
   }
 
   /** Answers a request that created or found `name` in `parent` with its entry (after a getattr). */
-  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number) => void): (errno: number) => void {
+  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number, cacheable: number) => void): (errno: number) => void {
     return (errno) => {
       if (errno !== 0) {
         this.native.replyErr(id, -errno);
@@ -106,8 +112,9 @@ export class LowLevelSession {
         }
         this.writeStat(stat);
         const ino = this.inodes.remember(parent, name, stat.mode);
-        if (onAttr !== undefined) onAttr(ino);
-        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS);
+        const cacheable = stat.cacheable === true ? 1 : 0;
+        if (onAttr !== undefined) onAttr(ino, cacheable);
+        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS, cacheable);
       });
     };
   }
@@ -142,7 +149,7 @@ export class LowLevelSession {
             return;
           }
           this.writeStat(stat);
-          native.replyAttr(id, ino, this.options.attrTimeoutS);
+          native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
         });
         return;
       case Op.Setattr:
@@ -204,8 +211,8 @@ export class LowLevelSession {
             native.replyErr(id, errno !== 0 ? -errno : EIO);
             return;
           }
-          this.entry(id, ino, name, path, (newIno) => {
-            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1)) this.opened(newIno, 1, path);
+          this.entry(id, ino, name, path, (newIno, cacheable) => {
+            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1, cacheable)) this.opened(newIno, 1, path);
             else ops.release(path, fd, () => {});
           })(0);
         });
@@ -387,7 +394,7 @@ export class LowLevelSession {
         return;
       }
       this.writeStat(stat);
-      this.native.replyAttr(id, ino, this.options.attrTimeoutS);
+      this.native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
     });
   }
 }
