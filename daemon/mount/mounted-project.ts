@@ -121,6 +121,7 @@ export class MountedProject {
       gid: process.getgid?.() ?? 0,
       now,
     });
+    ns.isBusy = () => state.isBusy(now());
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
     state.onCaptured = (path) => {

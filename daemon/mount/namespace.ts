@@ -21,6 +21,7 @@ export interface ExplicitDirStore {
 }
 
 const FEED_PAGE = 500;
+const BUSY_POLL_MS = 100;
 const FEED_MAX_PAGES = 20;
 
 export class Namespace {
@@ -41,6 +42,12 @@ export class Namespace {
   private deferred: Array<{ versionId: string; path: string }> = [];
   /** set by the mount when captures run in another thread (capture-thread.ts) */
   ownInFlight: (path: string) => boolean = () => false;
+  /**
+   * Set by the mount: true while a tool hammers it. Polls are then at most every BUSY_POLL_MS: each is
+   * a history query on the thread that answers the kernel (~130 us; 100 a second were ~2% of an
+   * untar), and a restore during such a storm may show a few tens of milliseconds later.
+   */
+  isBusy: () => boolean = () => false;
   private lastSeen: string | null = null;
   private lastPollMs = 0;
   private polling: Promise<void> | null = null;
@@ -129,7 +136,8 @@ export class Namespace {
   /** Picks up changes committed by others since the last look (at most every pollIntervalMs). */
   maybePoll(): Promise<void> {
     if (this.polling !== null) return this.polling;
-    if (this.now() - this.lastPollMs < this.pollIntervalMs) return Promise.resolve();
+    const since = this.now() - this.lastPollMs;
+    if (since < this.pollIntervalMs || (since < BUSY_POLL_MS && this.isBusy())) return Promise.resolve();
     this.polling = this.poll().finally(() => {
       this.lastPollMs = this.now();
       this.polling = null;
