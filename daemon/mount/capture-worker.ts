@@ -7,6 +7,8 @@
 // Two engines on one home is the case the store and the repository already handle for two processes
 // (SQLite WAL, one writer at a time with a busy timeout; objects younger than the GC grace period are
 // never collected, which covers a capture's object before its record commits).
+import { readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openLocalEngine } from '../../engine/local.js';
 import { createEngineSink } from './sink.js';
@@ -15,6 +17,23 @@ import type { CaptureReply, CaptureRequest, CaptureWorkerData, WorkerError, Work
 const port = parentPort;
 if (port === null) throw new TypeError('capture-worker.js runs as a worker thread');
 const data = workerData as CaptureWorkerData;
+
+/**
+ * This thread yields to the one answering the kernel: a tool waits for every answer, never for a
+ * capture (closed files are journaled first). Linux applies setpriority() to one thread when given its
+ * id, and threads started from here later (the engine's own workers) inherit the value. Best effort:
+ * elsewhere (or without /proc) captures run at normal priority.
+ */
+function lowerPriority(): void {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    if (Number.isInteger(tid) && tid > 0 && tid !== process.pid) setPriority(tid, CAPTURE_NICE);
+  } catch {
+    // not Linux, or not permitted: keep the default priority
+  }
+}
+const CAPTURE_NICE = 10;
+lowerPriority();
 
 function serialize(error: unknown): WorkerError {
   if (!(error instanceof Error)) return { name: 'Error', message: String(error) };
