@@ -37,6 +37,7 @@ class MountHost implements ProjectHost {
         stagingDir: ctx.stagingDir,
         dirStore: batchedDirStore(ctx),
         sink: thread ?? inProcess,
+        recoverySink: inProcess,
         logger: ctx.logger,
       });
       // Wired as soon as the mount is up: MountedProject.start resolves in the same turn as the mount

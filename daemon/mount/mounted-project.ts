@@ -31,6 +31,11 @@ export interface MountProjectOptions {
   stagingDir: string;
   dirStore: ExplicitDirStore;
   sink: MountSink;
+  /**
+   * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
+   * so the in-process sink, without a thread hop per record (default: `sink`).
+   */
+  recoverySink?: MountSink;
   logger: Logger;
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
@@ -94,7 +99,7 @@ export class MountedProject {
     await mkdir(backingRoot, { recursive: true, mode: 0o700 });
     const now = options.now ?? Date.now;
 
-    const recovered = await recoverStaging(options, logger);
+    const recovered = await recoverStaging({ ...options, sink: options.recoverySink ?? options.sink }, logger);
     if (recovered > 0) warnings.push(`versioned ${recovered} file(s) a previous run had written but not yet captured`);
 
     let state!: MountState;
