@@ -321,33 +321,47 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   mount_t *m = handle->data;
   napi_env env = m->env;
   int gone = status < 0;
+  // m->buf holds a request read but not yet processed (a batch ended on it).
+  int have = 0;
   while (!gone && !m->closed) {
-    int res = fuse_session_receive_buf(m->se, &m->buf);
-    if (res == -EINTR) continue;
-    if (res == -EAGAIN) break;
-    if (res <= 0 || fuse_session_exited(m->se)) {
-      gone = 1;
-      break;
-    }
-    napi_handle_scope scope;
-    napi_callback_scope cscope;
-    napi_value resource;
-    napi_open_handle_scope(env, &scope);
-    napi_get_reference_value(env, m->resource, &resource);
-    napi_open_callback_scope(env, resource, m->actx, &cscope);
-    for (int i = 0; i < 64; i++) {
-      fuse_session_process_buf(m->se, &m->buf);
-      if (m->closed) break;
-      res = fuse_session_receive_buf(m->se, &m->buf);
-      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+    if (!have) {
+      int res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EINTR) continue;
       if (res == -EAGAIN) break;
       if (res <= 0 || fuse_session_exited(m->se)) {
         gone = 1;
         break;
       }
     }
+    have = 0;
+    napi_handle_scope scope;
+    napi_callback_scope cscope;
+    napi_value resource;
+    napi_open_handle_scope(env, &scope);
+    napi_get_reference_value(env, m->resource, &resource);
+    napi_open_callback_scope(env, resource, m->actx, &cscope);
+    // Once the queue is empty (EAGAIN) we return to the event loop at once: epoll is level-triggered,
+    // so asking again here would be one more failing read(2) per request. (Before, a batch of 64
+    // ended with the 65th request read into m->buf and then overwritten by the next read: lost.)
+    int drained = 0;
+    for (int i = 0; i < 64; i++) {
+      fuse_session_process_buf(m->se, &m->buf);
+      if (m->closed) break;
+      int res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EAGAIN || res == -EINTR) {
+        drained = 1;
+        break;
+      }
+      if (res <= 0 || fuse_session_exited(m->se)) {
+        gone = 1;
+        break;
+      }
+      if (i == 63) have = 1;
+    }
     napi_close_callback_scope(env, cscope);
     napi_close_handle_scope(env, scope);
+    if (drained) break;
   }
   if (gone && !m->closed) {
     m->closed = 1;
