@@ -80,6 +80,7 @@ export interface FuseOps {
   rmdir?(path: string, cb: Done): void;
   chmod?(path: string, mode: number, cb: Done): void;
   chown?(path: string, uid: number, gid: number, cb: Done): void;
+  /** A time given as NaN is left as it is (a setattr that sets only the other one). */
   utimens?(path: string, atime: number, mtime: number, cb: Done): void;
   mknod?(path: string, mode: number, dev: number, cb: Done): void;
 }
