@@ -229,8 +229,46 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   dispatch(req, OP_FLUSH, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
 }
+// The kernel sends RELEASE after close(2) has returned (nobody waits for it), typically together with
+// the tool's next request (tar: the next file's lookup). Handing it to JS first made that request wait
+// for it; it now goes to JS once the batch it came in has been handed over (on_readable).
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-  dispatch(req, OP_RELEASE, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
+  mount_t *m = fuse_req_userdata(req);
+  if (m->nlater == m->caplater) {
+    unsigned cap = m->caplater == 0 ? 16 : m->caplater * 2;
+    struct deferred_release *later = realloc(m->later, cap * sizeof *later);
+    if (later == NULL) {
+      dispatch(req, OP_RELEASE, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
+      return;
+    }
+    m->later = later;
+    m->caplater = cap;
+  }
+  m->later[m->nlater++] = (struct deferred_release){req, (double)ino, (double)fi->fh};
+}
+
+static void dispatch_later(mount_t *m) {
+  if (m->nlater == 0) return;
+  if (m->destroyed) {
+    // JS closed the session during the batch: nobody is left to release anything.
+    for (unsigned i = 0; i < m->nlater; i++) fuse_reply_err(m->later[i].req, 0);
+    m->nlater = 0;
+    return;
+  }
+  napi_env env = m->env;
+  napi_handle_scope scope;
+  napi_callback_scope cscope;
+  napi_value resource;
+  napi_open_handle_scope(env, &scope);
+  napi_get_reference_value(env, m->resource, &resource);
+  napi_open_callback_scope(env, resource, m->actx, &cscope);
+  for (unsigned i = 0; i < m->nlater; i++) {
+    struct deferred_release r = m->later[i];
+    dispatch(r.req, OP_RELEASE, r.ino, r.fh, 0, NULL, NULL, NULL, 0);
+  }
+  m->nlater = 0;
+  napi_close_callback_scope(env, cscope);
+  napi_close_handle_scope(env, scope);
 }
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
   dispatch(req, OP_FSYNC, (double)ino, (double)fi->fh, datasync, NULL, NULL, NULL, 0);
@@ -267,6 +305,7 @@ static void mount_free(mount_t *m) {
   fail_pending(m);
   attr_table_free(m->attrs);
   m->attrs = NULL;
+  free(m->later);
   if (m->se != NULL) fuse_session_destroy(m->se);
   free(m->buf.mem);
   free(m);
@@ -363,6 +402,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
     napi_close_handle_scope(env, scope);
     if (drained) break;
   }
+  dispatch_later(m);
   if (gone && !m->closed) {
     m->closed = 1;
     stop_polling(m);

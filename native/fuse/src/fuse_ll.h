@@ -52,6 +52,9 @@ typedef struct mount_s {
   double op_timeout_ms;
   attr_table_t *attrs;
   double answered[2];   // getattr and setattr requests answered from `attrs`, without JS
+  // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c).
+  struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
+  unsigned nlater, caplater;
 } mount_t;
 
 #define CHECK(call)                                                        \
