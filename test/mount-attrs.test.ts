@@ -3,8 +3,12 @@
 // have answered at every step of tar's sequence (create, write, utimens, fstat, fchown, fchmod, close),
 // and every change that does reach JS (a write, an exec bit, a new mtime) must show at once.
 
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inMount, type MountedDir, mountProject } from './mount-harness.js';
+import type { VersionRecord } from '../engine/types.js';
+import { inMount, type MountedDir, mountProject, sh, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 
@@ -45,7 +49,43 @@ out.append([s.st_size, oct(s.st_mode & 0o7777), int(s.st_mtime)])
 print(json.dumps(out))
 `;
 
+// Holds r.txt open with a local append while the test restores an older version through the API,
+// then looks again: local changes not yet captured win over a restore (mount-state.ts), so the
+// attributes native/fuse kept stay right.
+const HOLD = `
+import os, sys, json, time
+ready, go = sys.argv[1], sys.argv[2]
+fd = os.open('r.txt', os.O_WRONLY | os.O_APPEND)
+os.write(fd, b'local\\n')
+before = os.fstat(fd).st_size
+os.fchown(fd, os.getuid(), os.getgid())
+open(ready, 'w').close()
+while not os.path.exists(go):
+    time.sleep(0.02)
+after = os.fstat(fd).st_size
+os.close(fd)
+print(json.dumps([before, after, os.stat('r.txt').st_size]))
+`;
+
 describe('attributes answered by native/fuse', () => {
+  it('stay right when a restore lands while the file is open with local changes', async () => {
+    await inMount(m, 'printf "one\\n" > r.txt');
+    await m.idle();
+    await inMount(m, 'printf "second version\\n" > r.txt');
+    await m.idle();
+    const [, first] = (await m.history('r.txt')) as [VersionRecord, VersionRecord];
+    const ready = join(m.root, 'ready');
+    const go = join(m.root, 'go');
+    const holder = sh('python3', ['-c', HOLD, ready, go], { cwd: m.dir, timeoutMs: 30_000 });
+    await waitFor('the holder to write', async () => (existsSync(ready) ? true : undefined), 20_000);
+    await m.api('POST', `/v1/projects/${m.projectId}/history/restore`, { versionId: first.versionId });
+    await writeFile(go, '');
+    const local = 'second version\n'.length + 'local\n'.length;
+    expect(JSON.parse((await holder).stdout)).toEqual([local, local, local]);
+    await m.idle();
+    expect((await m.read('r.txt')).toString()).toBe('second version\nlocal\n');
+  });
+
   it("match JS's answers through tar's sequence, and every change shows at once", async () => {
     const result = await inMount(m, `python3 - <<'EOF'\n${SCRIPT}\nEOF`);
     // A write and a truncate set mtime to the present: shown as 'now'.
