@@ -116,3 +116,39 @@ const struct stat *attr_get(attr_table_t *t, fuse_ino_t ino, double *timeout) {
   *timeout = e->timeout;
   return &e->st;
 }
+
+// attrDrop(handle, ino): JS no longer vouches for what it said about `ino` (an external change).
+static napi_value js_attr_drop(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mount_t *m = mount_of(env, argv[0]);
+  if (m == NULL || m->destroyed) return NULL;
+  double ino = 0;
+  napi_get_value_double(env, argv[1], &ino);
+  attr_drop(m->attrs, (fuse_ino_t)ino);
+  return NULL;
+}
+
+// answered(handle) -> [getattr, setattr]: requests answered from the attribute cache, without JS.
+static napi_value js_answered(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out, v;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mount_t *m = mount_of(env, argv[0]);
+  if (m == NULL) return NULL;
+  CHECK(napi_create_array_with_length(env, 2, &out));
+  for (uint32_t i = 0; i < 2; i++) {
+    CHECK(napi_create_double(env, m->destroyed ? 0 : m->answered[i], &v));
+    CHECK(napi_set_element(env, out, i, v));
+  }
+  return out;
+}
+
+void define_attr_exports(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+    {"attrDrop", NULL, js_attr_drop, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"answered", NULL, js_answered, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+}

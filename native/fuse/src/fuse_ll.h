@@ -70,5 +70,6 @@ char *string_arg(napi_env env, napi_value v);
 mount_t *mount_of(napi_env env, napi_value v);
 void maybe_free(mount_t *m);
 void define_replies(napi_env env, napi_value exports);
+void define_attr_exports(napi_env env, napi_value exports);
 
 #endif
