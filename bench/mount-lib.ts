@@ -18,6 +18,8 @@ export interface MountProc {
   idle(timeoutMs: number): Promise<void>;
   /** per-operation counts and times, logged by the mount at stop (STRATA_MOUNT_OPSTATS=1) */
   stop(): Promise<Record<string, { n: number; ms: number; avgUs: number }> | null>;
+  /** kernel requests by kind, from the same log line (after stop) */
+  requests: Record<string, number> | null;
 }
 
 export async function startMount(home: string, dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<MountProc> {
@@ -43,11 +45,19 @@ export async function startMount(home: string, dir: string, extraEnv: NodeJS.Pro
     const response = await fetch(`${url}/v1/daemon/status`, { headers: { authorization: `Bearer ${apiKey}` } });
     return (await response.json()) as { projects: Array<{ pending: number; state: string }> };
   };
-  return {
+  // A project host that failed to mount leaves the daemon up: an untar would then measure the plain
+  // directory underneath. Refuse to measure anything but a mounted project.
+  const states = (await status()).projects.map((p) => p.state);
+  if (states.length === 0 || states.some((state) => state !== 'mounted')) {
+    child.kill('SIGTERM');
+    throw new Error(`the mount is not up (project states: ${states.join(', ')}):\n${stderr}`);
+  }
+  const proc: MountProc = {
     child,
     dir,
     url,
     apiKey,
+    requests: null,
     async idle(timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -72,9 +82,13 @@ export async function startMount(home: string, dir: string, extraEnv: NodeJS.Pro
       }
       await run('fusermount', ['-uz', dir]).catch(() => undefined);
       const line = stderr.split('\n').find((l) => l.includes('mount: operation stats'));
-      return line === undefined ? null : (JSON.parse(line) as { ops: Record<string, { n: number; ms: number; avgUs: number }> }).ops;
+      if (line === undefined) return null;
+      const parsed = JSON.parse(line) as { ops: Record<string, { n: number; ms: number; avgUs: number }>; requests?: Record<string, number> };
+      proc.requests = parsed.requests ?? null;
+      return parsed.ops;
     },
   };
+  return proc;
 }
 
 export interface Bindfs {

@@ -90,6 +90,7 @@ async function once(variant: Variant, root: string, tarball: string, round: numb
     ops = await mount.stop();
     trash(home);
     if (ops) console.log(`  strata FUSE operations: ${Object.entries(ops).map(([op, s]) => `${op} ${s.n} (${s.avgUs} µs)`).join(', ')}`);
+    if (mount.requests) console.log(`  kernel requests: ${Object.entries(mount.requests).map(([op, n]) => `${op} ${n}`).join(', ')}`);
     lastOps = ops;
   }
 }

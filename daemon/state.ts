@@ -122,6 +122,8 @@ export function openDaemonState(file: string): DaemonState {
     for (const row of rows) put(projectId, row);
   });
   const getFlag = db.prepare<[string, string], { value: string }>('SELECT value FROM project_flags WHERE project_id = ? AND key = ?');
+  let addEmptyDir: Database.Statement<[string, string]> | null = null;
+  let removeEmptyDir: Database.Statement<[string, string]> | null = null;
 
   return {
     db,
@@ -147,11 +149,14 @@ export function openDaemonState(file: string): DaemonState {
       },
     },
     emptyDirs: {
+      // Prepared once: a mount unpacking a tree adds a directory per mkdir.
       add: (projectId, path) => {
-        db.prepare('INSERT OR IGNORE INTO mount_empty_dirs (project_id, path) VALUES (?, ?)').run(projectId, path);
+        addEmptyDir ??= db.prepare('INSERT OR IGNORE INTO mount_empty_dirs (project_id, path) VALUES (?, ?)');
+        addEmptyDir.run(projectId, path);
       },
       remove: (projectId, path) => {
-        db.prepare('DELETE FROM mount_empty_dirs WHERE project_id = ? AND path = ?').run(projectId, path);
+        removeEmptyDir ??= db.prepare('DELETE FROM mount_empty_dirs WHERE project_id = ? AND path = ?');
+        removeEmptyDir.run(projectId, path);
       },
       list: (projectId) =>
         db

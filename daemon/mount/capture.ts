@@ -16,7 +16,10 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
     let payload: SinkContent;
     let adopted: { file: StagingFile; hash: ContentHash; size: number } | null = null;
     if (content.kind === 'memory') {
-      payload = Buffer.from(content.buf.subarray(0, node.size)); // a copy: writes may continue meanwhile
+      // A copy (writes may continue meanwhile) that owns its memory, so it can move to the capture thread.
+      const copy = new Uint8Array(node.size);
+      copy.set(content.buf.subarray(0, node.size));
+      payload = copy;
     } else if (content.kind === 'staged') {
       if (node.writers > 0) {
         // Forced while still open for writing (fsync, unmount): the file stays ours, the store copies it.

@@ -13,7 +13,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
 import { LowLevelSession } from './fuse-lowlevel.js';
-import type { NativeFuse } from './fuse-native.js';
+import { type NativeFuse, Op } from './fuse-native.js';
 
 /** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
@@ -30,6 +30,12 @@ export interface FuseStat {
   ino?: number;
   dev?: number;
   rdev?: number;
+  /**
+   * These attributes change only through requests about this file (it is open for writing with local
+   * changes, which restores do not replace): native/fuse may answer getattr, chown and an exec-bit-
+   * preserving chmod with them until the next request about the file reaches JS (src/attrs.c).
+   */
+  cacheable?: boolean;
 }
 
 export interface FuseStatfs {
@@ -74,6 +80,7 @@ export interface FuseOps {
   rmdir?(path: string, cb: Done): void;
   chmod?(path: string, mode: number, cb: Done): void;
   chown?(path: string, uid: number, gid: number, cb: Done): void;
+  /** A time given as NaN is left as it is (a setattr that sets only the other one). */
   utimens?(path: string, atime: number, mtime: number, cb: Done): void;
   mknod?(path: string, mode: number, dev: number, cb: Done): void;
 }
@@ -97,6 +104,8 @@ export interface FuseMount {
   unmount(): Promise<void>;
   /** Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry. */
   invalidate(path: string): Promise<void>;
+  /** Kernel requests received so far, by kind (Lookup, Getattr, ...). */
+  requestCounts(): Record<string, number>;
 }
 
 /** The device the kernel side needs; STRATA_FUSE_DEVICE lets tests simulate a machine without FUSE. */
@@ -160,5 +169,15 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       return unmounted;
     },
     invalidate: (path) => session.invalidate(path),
+    requestCounts: () => {
+      const out: Record<string, number> = {};
+      session.requests.forEach((n, op) => {
+        if (n > 0) out[Op[op] ?? String(op)] = n;
+      });
+      const [getattr = 0, setattr = 0] = session.answered();
+      if (getattr > 0) out['Getattr (answered in C)'] = getattr;
+      if (setattr > 0) out['Setattr (answered in C)'] = setattr;
+      return out;
+    },
   };
 }

@@ -22,6 +22,8 @@ export class LowLevelSession {
   private nextDirHandle = 1;
   private hiddenSeq = 0;
   private readonly scratch = new Float64Array(16);
+  /** kernel requests received, per Op (for `strata status` and the benchmarks) */
+  readonly requests = new Float64Array(Op.Closed + 1);
   private handle: NativeHandle | null = null;
   /** Resolves when the kernel side is gone (unmounted or aborted). */
   readonly closed: Promise<void>;
@@ -47,6 +49,11 @@ export class LowLevelSession {
     this.markClosed();
   }
 
+  /** [getattr, setattr] requests native/fuse answered without JS. */
+  answered(): number[] {
+    return this.handle === null ? [] : this.native.answered(this.handle);
+  }
+
   /** Drops what the kernel cached for `path` (attributes, pages, the name and its negative entry). */
   async invalidate(path: string): Promise<void> {
     const handle = this.handle;
@@ -57,6 +64,7 @@ export class LowLevelSession {
     const parent = this.inodes.inoOf(parentPath);
     const ino = this.inodes.inoOf(path);
     const work: Promise<number>[] = [];
+    if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
     if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
     await Promise.all(work);
@@ -77,6 +85,7 @@ export class LowLevelSession {
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
+    this.requests[op] = (this.requests[op] ?? 0) + 1;
     try {
       this.handleRequest(op, id, ino, n1, n2, s1, s2);
     } catch {
@@ -90,7 +99,7 @@ export class LowLevelSession {
   }
 
   /** Answers a request that created or found `name` in `parent` with its entry (after a getattr). */
-  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number) => void): (errno: number) => void {
+  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number, cacheable: number) => void): (errno: number) => void {
     return (errno) => {
       if (errno !== 0) {
         this.native.replyErr(id, -errno);
@@ -103,8 +112,9 @@ export class LowLevelSession {
         }
         this.writeStat(stat);
         const ino = this.inodes.remember(parent, name, stat.mode);
-        if (onAttr !== undefined) onAttr(ino);
-        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS);
+        const cacheable = stat.cacheable === true ? 1 : 0;
+        if (onAttr !== undefined) onAttr(ino, cacheable);
+        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS, cacheable);
       });
     };
   }
@@ -139,7 +149,7 @@ export class LowLevelSession {
             return;
           }
           this.writeStat(stat);
-          native.replyAttr(id, ino, this.options.attrTimeoutS);
+          native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
         });
         return;
       case Op.Setattr:
@@ -201,8 +211,8 @@ export class LowLevelSession {
             native.replyErr(id, errno !== 0 ? -errno : EIO);
             return;
           }
-          this.entry(id, ino, name, path, (newIno) => {
-            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1)) this.opened(newIno, 1, path);
+          this.entry(id, ino, name, path, (newIno, cacheable) => {
+            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1, cacheable)) this.opened(newIno, 1, path);
             else ops.release(path, fd, () => {});
           })(0);
         });
@@ -384,7 +394,7 @@ export class LowLevelSession {
         return;
       }
       this.writeStat(stat);
-      this.native.replyAttr(id, ino, this.options.attrTimeoutS);
+      this.native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
     });
   }
 }

@@ -41,10 +41,15 @@ export interface NativeFuse {
   mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
   close(handle: NativeHandle): void;
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
+  /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
+  attrDrop(handle: NativeHandle, ino: number): void;
+  /** [getattr, setattr] requests the C side answered from those attributes, without JS. */
+  answered(handle: NativeHandle): number[];
   replyErr(id: number, errno: number): boolean;
-  replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number): boolean;
-  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number): boolean;
-  replyAttr(id: number, ino: number, attrTimeoutS: number): boolean;
+  // `cacheable` 1: the attributes stay true until the next request about the inode (src/attrs.c).
+  replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, cacheable?: number): boolean;
+  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number, cacheable?: number): boolean;
+  replyAttr(id: number, ino: number, attrTimeoutS: number, cacheable?: number): boolean;
   replyOpen(id: number, fh: number, keepCache: number): boolean;
   replyWrite(id: number, count: number): boolean;
   replyBuf(id: number, buf: Buffer, length: number): boolean;

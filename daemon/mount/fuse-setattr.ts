@@ -45,20 +45,10 @@ export function applySetattr(ops: FuseOps, path: string, fh: number, toSet: numb
     const utimens = ops.utimens;
     steps.push((next) => {
       const now = Date.now();
-      const pick = (set: number, setNow: number, value: number, current: number) => ((toSet & setNow) !== 0 ? now : (toSet & set) !== 0 ? value : current);
-      const both = (toSet & (SET_ATIME | SET_ATIME_NOW)) !== 0 && (toSet & (SET_MTIME | SET_MTIME_NOW)) !== 0;
-      // touch sets both times: no need to read the one that stays (tar sets only mtime).
-      if (both) {
-        utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, 0), pick(SET_MTIME, SET_MTIME_NOW, mtime, 0), next);
-        return;
-      }
-      ops.getattr(path, (errno, stat) => {
-        if (errno !== 0 || stat === undefined) {
-          next(errno !== 0 ? errno : -EIO);
-          return;
-        }
-        utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime, stat.atime), pick(SET_MTIME, SET_MTIME_NOW, mtime, stat.mtime), next);
-      });
+      // A time that is not set is NaN: "keep it" (FuseOps.utimens). tar sets only mtime; reading the
+      // current atime first was one more getattr per file.
+      const pick = (set: number, setNow: number, value: number) => ((toSet & setNow) !== 0 ? now : (toSet & set) !== 0 ? value : Number.NaN);
+      utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime), pick(SET_MTIME, SET_MTIME_NOW, mtime), next);
     });
   }
   const step = (i: number) => {

@@ -46,14 +46,18 @@ export class MountJournal {
   }
 
   append(record: JournalRecord, data?: Uint8Array): void {
-    const header = Buffer.from(JSON.stringify(record));
-    const length = Buffer.allocUnsafe(4);
-    length.writeUInt32LE(header.length, 0);
+    const json = JSON.stringify(record);
+    const headerLength = Buffer.byteLength(json);
+    const dataLength = data === undefined ? 0 : data.length;
+    // One write(2) per record: it runs while the kernel waits for our answer to close(2) (three
+    // separate writes were ~1% of an untar's serving thread).
+    const bytes = Buffer.allocUnsafe(4 + headerLength + dataLength);
+    bytes.writeUInt32LE(headerLength, 0);
+    bytes.write(json, 4, 'utf8');
+    if (data !== undefined && dataLength > 0) bytes.set(data, 4 + headerLength);
     try {
       this.fd ??= fs.openSync(this.path, 'a', 0o600);
-      this.writeAll(length);
-      this.writeAll(header);
-      if (data !== undefined && data.length > 0) this.writeAll(data);
+      this.writeAll(bytes);
     } catch (error) {
       this.failed ??= error as Error;
     }

@@ -31,6 +31,11 @@ export interface MountProjectOptions {
   stagingDir: string;
   dirStore: ExplicitDirStore;
   sink: MountSink;
+  /**
+   * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
+   * so the in-process sink, without a thread hop per record (default: `sink`).
+   */
+  recoverySink?: MountSink;
   logger: Logger;
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
@@ -94,7 +99,7 @@ export class MountedProject {
     await mkdir(backingRoot, { recursive: true, mode: 0o700 });
     const now = options.now ?? Date.now;
 
-    const recovered = await recoverStaging(options, logger);
+    const recovered = await recoverStaging({ ...options, sink: options.recoverySink ?? options.sink }, logger);
     if (recovered > 0) warnings.push(`versioned ${recovered} file(s) a previous run had written but not yet captured`);
 
     let state!: MountState;
@@ -102,6 +107,8 @@ export class MountedProject {
     await ignore.reload();
     const ns = new Namespace(options.engine, options.projectId, options.dirStore, (path) => state.onExternalChange(path), now);
     await ns.start();
+    const sink = options.sink;
+    if (sink.busy !== undefined) ns.ownInFlight = (path) => sink.busy!(path);
     const pool = new StagingPool(options.stagingDir);
     state = new MountState({
       engine: options.engine,
@@ -119,6 +126,7 @@ export class MountedProject {
       gid: process.getgid?.() ?? 0,
       now,
     });
+    ns.isBusy = () => state.isBusy(now());
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
     state.onCaptured = (path) => {
@@ -129,7 +137,7 @@ export class MountedProject {
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: FUSE_MOUNT_OPTIONS,
-        attrTimeoutS: options.attrTimeoutS ?? 0,
+        attrTimeoutS: options.attrTimeoutS ?? Number(process.env['STRATA_MOUNT_ATTR_TIMEOUT'] ?? 0),
         entryTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
@@ -149,6 +157,7 @@ export class MountedProject {
     this.stopping ??= (async () => {
       const fuse = this.fuse;
       this.fuse = null;
+      const requests = fuse?.requestCounts() ?? {};
       if (fuse !== null) {
         try {
           await fuse.unmount();
@@ -157,12 +166,13 @@ export class MountedProject {
         }
       }
       await this.state.reconciler.flushAll();
+      await this.options.sink.close?.();
       await this.state.pool.close();
       // Everything was captured (or failed and was logged): a log left now would replay stale history.
       await this.state.journal.close(this.state.reconciler.pendingCount() === 0);
       if (process.env['STRATA_MOUNT_OPSTATS'] === '1') {
         const rows = [...this.opStats].sort((a, b) => b[1].ms - a[1].ms);
-        this.options.logger.info({ ops: Object.fromEntries(rows.map(([op, s]) => [op, { n: s.count, ms: Math.round(s.ms), avgUs: Math.round((s.ms * 1000) / s.count) }])) }, 'mount: operation stats');
+        this.options.logger.info({ ops: Object.fromEntries(rows.map(([op, s]) => [op, { n: s.count, ms: Math.round(s.ms), avgUs: Math.round((s.ms * 1000) / s.count) }])), requests }, 'mount: operation stats');
       }
     })();
     return this.stopping;

@@ -21,6 +21,7 @@ export interface ExplicitDirStore {
 }
 
 const FEED_PAGE = 500;
+const BUSY_POLL_MS = 100;
 const FEED_MAX_PAGES = 20;
 
 export class Namespace {
@@ -33,6 +34,20 @@ export class Namespace {
   readonly explicitDirs: Set<string>;
   /** versions this mount committed: the change feed skips them */
   private readonly own = new Set<string>();
+  /**
+   * Unknown records of paths whose capture was still under way in the capture thread when a poll saw
+   * them: the thread commits before its answer (with the version ids) reaches us, so such a record is
+   * probably ours. Judged again at the next poll, once the path has no request in flight.
+   */
+  private deferred: Array<{ versionId: string; path: string }> = [];
+  /** set by the mount when captures run in another thread (capture-thread.ts) */
+  ownInFlight: (path: string) => boolean = () => false;
+  /**
+   * Set by the mount: true while a tool hammers it. Polls are then at most every BUSY_POLL_MS: each is
+   * a history query on the thread that answers the kernel (~130 us; 100 a second were ~2% of an
+   * untar), and a restore during such a storm may show a few tens of milliseconds later.
+   */
+  isBusy: () => boolean = () => false;
   private lastSeen: string | null = null;
   private lastPollMs = 0;
   private polling: Promise<void> | null = null;
@@ -121,7 +136,8 @@ export class Namespace {
   /** Picks up changes committed by others since the last look (at most every pollIntervalMs). */
   maybePoll(): Promise<void> {
     if (this.polling !== null) return this.polling;
-    if (this.now() - this.lastPollMs < this.pollIntervalMs) return Promise.resolve();
+    const since = this.now() - this.lastPollMs;
+    if (since < this.pollIntervalMs || (since < BUSY_POLL_MS && this.isBusy())) return Promise.resolve();
     this.polling = this.poll().finally(() => {
       this.lastPollMs = this.now();
       this.polling = null;
@@ -150,17 +166,24 @@ export class Namespace {
       }
       cursor = result.nextCursor;
     }
-    if (fresh.length === 0) return;
-    this.lastSeen = fresh[0]!.versionId;
+    if (fresh.length === 0 && this.deferred.length === 0) return;
+    if (fresh.length > 0) this.lastSeen = fresh[0]!.versionId;
     if (!reachedLastSeen) {
       // More changed than we are willing to read: start over from the engine.
       this.dirs.clear();
       this.own.clear();
+      this.deferred = [];
       for (const path of this.nodes.keys()) this.onExternalChange(path);
       return;
     }
-    for (const record of fresh) {
+    const records = this.deferred.length === 0 ? fresh : [...this.deferred, ...fresh];
+    this.deferred = [];
+    for (const record of records) {
       if (this.own.delete(record.versionId)) continue;
+      if (this.ownInFlight(record.path)) {
+        this.deferred.push(record);
+        continue;
+      }
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
     }

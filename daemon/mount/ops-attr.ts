@@ -19,7 +19,10 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       return { ...state.fileStat(resolved.data.length, false, state.now()), mode: 0o100444 };
     case 'node': {
       const { node } = resolved;
-      return state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs);
+      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs);
+      // Open for writing with local changes: only requests about this file change it (src/attrs.c).
+      if (node.writers > 0 && node.dirty && !node.detached) stat.cacheable = true;
+      return stat;
     }
     case 'entry': {
       const { entry } = resolved;

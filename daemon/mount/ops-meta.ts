@@ -34,25 +34,36 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
   }
 }
 
-export async function utimens(state: MountState, path: string, _atimeMs: number, mtimeMs: number): Promise<void> {
+/** Times in ms; NaN keeps that time (versioned files keep no atime at all). */
+export async function utimens(state: MountState, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
   switch (resolved.kind) {
     case 'virtual-dir':
     case 'virtual-file':
     case 'dir':
-      if (resolved.kind === 'dir' && !resolved.versioned) await state.backing.utimens(path, _atimeMs, mtimeMs);
+      if (resolved.kind === 'dir' && !resolved.versioned) await backingUtimens(state, path, atimeMs, mtimeMs);
       return;
     case 'backing-file':
-      return state.backing.utimens(path, _atimeMs, mtimeMs);
+      return backingUtimens(state, path, atimeMs, mtimeMs);
     case 'node':
-      resolved.node.mtimeMs = mtimeMs;
+      if (!Number.isNaN(mtimeMs)) resolved.node.mtimeMs = mtimeMs;
       resolved.node.ctimeMs = state.now();
       return;
     case 'entry':
       // No local state needed: remember the time for this version (tar, rsync -t, make rely on it).
-      state.mtimes.set(path, { versionId: resolved.entry.versionId, mtimeMs });
+      if (!Number.isNaN(mtimeMs)) state.mtimes.set(path, { versionId: resolved.entry.versionId, mtimeMs });
   }
+}
+
+async function backingUtimens(state: MountState, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+  if (Number.isNaN(atimeMs) || Number.isNaN(mtimeMs)) {
+    const current = await state.backing.stat(path);
+    if (current === null) fail(E.NOENT);
+    if (Number.isNaN(atimeMs)) atimeMs = current.atimeMs;
+    if (Number.isNaN(mtimeMs)) mtimeMs = current.mtimeMs;
+  }
+  return state.backing.utimens(path, atimeMs, mtimeMs);
 }
 
 /** Owners are not versioned; accepting the call keeps `tar` and `cp -a` (as root) working. */

@@ -21,6 +21,10 @@ export interface MountSink {
   remove(path: string): Promise<{ versionIds: string[] } | 'absent'>;
   /** One rename record pair, so `to`'s history links back to `from`. */
   rename(from: string, to: string): Promise<SinkResult>;
+  /** A request touching `path` is under way in another thread (capture-thread.ts); absent = never. */
+  busy?(path: string): boolean;
+  /** Releases what the sink holds (its thread); called after the mount's last capture. */
+  close?(): Promise<void>;
 }
 
 /** The mount writes local files of any size: the HTTP upload limit does not apply. */

@@ -19,6 +19,7 @@
 static fuse_req_t *g_reqs = NULL;
 static double *g_gen = NULL;
 static double *g_started = NULL;
+static double *g_ino = NULL;   // the inode each request is about (attrs.c counts it in flight)
 static unsigned *g_free = NULL;
 static unsigned g_cap = 0, g_nfree = 0;
 
@@ -29,7 +30,7 @@ static double coarse_ms(void) {
   return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
 }
 
-static double slot_put(fuse_req_t req) {
+static double slot_put(fuse_req_t req, double ino) {
   if (g_nfree == 0) {
     unsigned cap = g_cap == 0 ? 64 : g_cap * 2;
     if (cap > (1u << SLOT_BITS)) return -1;
@@ -42,6 +43,9 @@ static double slot_put(fuse_req_t req) {
     double *started = realloc(g_started, cap * sizeof *started);
     if (started == NULL) return -1;
     g_started = started;
+    double *inos = realloc(g_ino, cap * sizeof *inos);
+    if (inos == NULL) return -1;
+    g_ino = inos;
     unsigned *fr = realloc(g_free, cap * sizeof *fr);
     if (fr == NULL) return -1;
     g_free = fr;
@@ -56,6 +60,7 @@ static double slot_put(fuse_req_t req) {
   g_reqs[slot] = req;
   g_gen[slot] += 1;
   g_started[slot] = coarse_ms();
+  g_ino[slot] = ino;
   return g_gen[slot] * (double)(1u << SLOT_BITS) + slot;
 }
 
@@ -67,6 +72,7 @@ fuse_req_t slot_take(double id) {
   fuse_req_t req = g_reqs[slot];
   g_reqs[slot] = NULL;
   g_free[g_nfree++] = slot;
+  attr_answered(((mount_t *)fuse_req_userdata(req))->attrs, (fuse_ino_t)g_ino[slot]);
   return req;
 }
 
@@ -78,6 +84,7 @@ static void fail_pending(mount_t *m) {
     if (req == NULL || fuse_req_userdata(req) != m) continue;
     g_reqs[slot] = NULL;
     g_free[g_nfree++] = slot;
+    attr_answered(m->attrs, (fuse_ino_t)g_ino[slot]);
     fuse_reply_err(req, EIO);
   }
 }
@@ -91,11 +98,14 @@ static void dispatch(fuse_req_t req, int op, double ino, double n1, double n2, c
   napi_env env = m->env;
   double id = -1;
   if (op != OP_FORGET) {
-    id = slot_put(req);
+    id = slot_put(req, ino);
     if (id < 0) {
       fuse_reply_err(req, ENOMEM);
       return;
     }
+    attr_forwarded(m->attrs, (fuse_ino_t)ino);
+  } else {
+    attr_drop(m->attrs, (fuse_ino_t)ino);
   }
   napi_value argv[7], fn, global, result;
   napi_create_int32(env, op, &argv[0]);
@@ -147,11 +157,33 @@ static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   dispatch(req, OP_FORGET, (double)ino, (double)nlookup, 0, NULL, NULL, NULL, 0);
 }
 static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  mount_t *m = fuse_req_userdata(req);
+  double timeout;
+  const struct stat *cached = attr_get(m->attrs, ino, &timeout);
+  if (cached != NULL) {
+    m->answered[0] += 1;
+    fuse_reply_attr(req, cached, timeout);
+    return;
+  }
   dispatch(req, OP_GETATTR, (double)ino, fh_of(fi), 0, NULL, NULL, NULL, 0);
 }
 static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6; }
+// Owners are not stored and modes are only the owner's exec bit: a chown, or a chmod that keeps that
+// bit, changes nothing JS would answer differently (ops-meta.ts).
+#define SETATTR_NOOP_BITS                                                                                   \
+  (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_CTIME | FUSE_SET_ATTR_KILL_SUID | \
+   FUSE_SET_ATTR_KILL_SGID | FUSE_SET_ATTR_KILL_PRIV | FUSE_SET_ATTR_FILE)
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
-  double *scratch = ((mount_t *)fuse_req_userdata(req))->scratch;
+  mount_t *m = fuse_req_userdata(req);
+  double timeout;
+  const struct stat *cached = attr_get(m->attrs, ino, &timeout);
+  if (cached != NULL && (to_set & ~SETATTR_NOOP_BITS) == 0 &&
+      (!(to_set & FUSE_SET_ATTR_MODE) || ((attr->st_mode ^ cached->st_mode) & S_IXUSR) == 0)) {
+    m->answered[1] += 1;
+    fuse_reply_attr(req, cached, timeout);
+    return;
+  }
+  double *scratch = m->scratch;
   scratch[0] = attr->st_mode;
   scratch[1] = attr->st_uid;
   scratch[2] = attr->st_gid;
@@ -197,8 +229,46 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   dispatch(req, OP_FLUSH, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
 }
+// The kernel sends RELEASE after close(2) has returned (nobody waits for it), typically together with
+// the tool's next request (tar: the next file's lookup). Handing it to JS first made that request wait
+// for it; it now goes to JS once the batch it came in has been handed over (on_readable).
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
-  dispatch(req, OP_RELEASE, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
+  mount_t *m = fuse_req_userdata(req);
+  if (m->nlater == m->caplater) {
+    unsigned cap = m->caplater == 0 ? 16 : m->caplater * 2;
+    struct deferred_release *later = realloc(m->later, cap * sizeof *later);
+    if (later == NULL) {
+      dispatch(req, OP_RELEASE, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
+      return;
+    }
+    m->later = later;
+    m->caplater = cap;
+  }
+  m->later[m->nlater++] = (struct deferred_release){req, (double)ino, (double)fi->fh};
+}
+
+static void dispatch_later(mount_t *m) {
+  if (m->nlater == 0) return;
+  if (m->destroyed) {
+    // JS closed the session during the batch: nobody is left to release anything.
+    for (unsigned i = 0; i < m->nlater; i++) fuse_reply_err(m->later[i].req, 0);
+    m->nlater = 0;
+    return;
+  }
+  napi_env env = m->env;
+  napi_handle_scope scope;
+  napi_callback_scope cscope;
+  napi_value resource;
+  napi_open_handle_scope(env, &scope);
+  napi_get_reference_value(env, m->resource, &resource);
+  napi_open_callback_scope(env, resource, m->actx, &cscope);
+  for (unsigned i = 0; i < m->nlater; i++) {
+    struct deferred_release r = m->later[i];
+    dispatch(r.req, OP_RELEASE, r.ino, r.fh, 0, NULL, NULL, NULL, 0);
+  }
+  m->nlater = 0;
+  napi_close_callback_scope(env, cscope);
+  napi_close_handle_scope(env, scope);
 }
 static void ll_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi) {
   dispatch(req, OP_FSYNC, (double)ino, (double)fi->fh, datasync, NULL, NULL, NULL, 0);
@@ -233,6 +303,9 @@ static const struct fuse_lowlevel_ops LL_OPS = {
 
 static void mount_free(mount_t *m) {
   fail_pending(m);
+  attr_table_free(m->attrs);
+  m->attrs = NULL;
+  free(m->later);
   if (m->se != NULL) fuse_session_destroy(m->se);
   free(m->buf.mem);
   free(m);
@@ -265,6 +338,7 @@ static void on_timer(uv_timer_t *handle) {
     if (req == NULL || g_started[slot] > limit || fuse_req_userdata(req) != m) continue;
     g_reqs[slot] = NULL;
     g_free[g_nfree++] = slot;
+    attr_answered(m->attrs, (fuse_ino_t)g_ino[slot]);
     fuse_reply_err(req, EIO);
   }
 }
@@ -286,34 +360,49 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
   mount_t *m = handle->data;
   napi_env env = m->env;
   int gone = status < 0;
+  // m->buf holds a request read but not yet processed (a batch ended on it).
+  int have = 0;
   while (!gone && !m->closed) {
-    int res = fuse_session_receive_buf(m->se, &m->buf);
-    if (res == -EINTR) continue;
-    if (res == -EAGAIN) break;
-    if (res <= 0 || fuse_session_exited(m->se)) {
-      gone = 1;
-      break;
-    }
-    napi_handle_scope scope;
-    napi_callback_scope cscope;
-    napi_value resource;
-    napi_open_handle_scope(env, &scope);
-    napi_get_reference_value(env, m->resource, &resource);
-    napi_open_callback_scope(env, resource, m->actx, &cscope);
-    for (int i = 0; i < 64; i++) {
-      fuse_session_process_buf(m->se, &m->buf);
-      if (m->closed) break;
-      res = fuse_session_receive_buf(m->se, &m->buf);
-      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+    if (!have) {
+      int res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EINTR) continue;
       if (res == -EAGAIN) break;
       if (res <= 0 || fuse_session_exited(m->se)) {
         gone = 1;
         break;
       }
     }
+    have = 0;
+    napi_handle_scope scope;
+    napi_callback_scope cscope;
+    napi_value resource;
+    napi_open_handle_scope(env, &scope);
+    napi_get_reference_value(env, m->resource, &resource);
+    napi_open_callback_scope(env, resource, m->actx, &cscope);
+    // Once the queue is empty (EAGAIN) we return to the event loop at once: epoll is level-triggered,
+    // so asking again here would be one more failing read(2) per request. (Before, a batch of 64
+    // ended with the 65th request read into m->buf and then overwritten by the next read: lost.)
+    int drained = 0;
+    for (int i = 0; i < 64; i++) {
+      fuse_session_process_buf(m->se, &m->buf);
+      if (m->closed) break;
+      int res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+      if (res == -EAGAIN || res == -EINTR) {
+        drained = 1;
+        break;
+      }
+      if (res <= 0 || fuse_session_exited(m->se)) {
+        gone = 1;
+        break;
+      }
+      if (i == 63) have = 1;
+    }
     napi_close_callback_scope(env, cscope);
     napi_close_handle_scope(env, scope);
+    if (drained) break;
   }
+  dispatch_later(m);
   if (gone && !m->closed) {
     m->closed = 1;
     stop_polling(m);
@@ -381,6 +470,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     return NULL;
   }
   m->env = env;
+  m->attrs = attr_table_new();
   m->max_write = max_write;
   m->scratch = data;
   napi_get_value_double(env, argv[5], &m->op_timeout_ms);
@@ -391,6 +481,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   fuse_opt_free_args(&fargs);
   free(opts);
   if (m->se == NULL) {
+    attr_table_free(m->attrs);
     free(mnt), free(m);
     napi_throw_error(env, "EINVAL", "fuse_session_new failed (bad mount options?)");
     return NULL;
@@ -398,6 +489,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   if (fuse_session_mount(m->se, mnt) != 0) {
     free(mnt);
     fuse_session_destroy(m->se);
+    attr_table_free(m->attrs);
     free(m);
     napi_throw_error(env, "EMOUNT", "fuse_session_mount failed (see stderr)");
     return NULL;
@@ -462,6 +554,7 @@ static napi_value init_module(napi_env env, napi_value exports) {
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   define_replies(env, exports);
+  define_attr_exports(env, exports);
   return exports;
 }
 

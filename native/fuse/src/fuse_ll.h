@@ -22,6 +22,16 @@ enum {
 
 #define SCRATCH_LEN 16
 
+// attrs.c: attributes answered without JS (see there for when that is coherent).
+typedef struct attr_table attr_table_t;
+attr_table_t *attr_table_new(void);
+void attr_table_free(attr_table_t *t);
+void attr_forwarded(attr_table_t *t, fuse_ino_t ino);
+void attr_answered(attr_table_t *t, fuse_ino_t ino);
+void attr_fill(attr_table_t *t, fuse_ino_t ino, const struct stat *st, double timeout);
+void attr_drop(attr_table_t *t, fuse_ino_t ino);
+const struct stat *attr_get(attr_table_t *t, fuse_ino_t ino, double *timeout);
+
 typedef struct mount_s {
   napi_env env;
   struct fuse_session *se;
@@ -40,6 +50,11 @@ typedef struct mount_s {
   uv_timer_t timer;
   int timer_open;
   double op_timeout_ms;
+  attr_table_t *attrs;
+  double answered[2];   // getattr and setattr requests answered from `attrs`, without JS
+  // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c).
+  struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
+  unsigned nlater, caplater;
 } mount_t;
 
 #define CHECK(call)                                                        \
@@ -55,5 +70,6 @@ char *string_arg(napi_env env, napi_value v);
 mount_t *mount_of(napi_env env, napi_value v);
 void maybe_free(mount_t *m);
 void define_replies(napi_env env, napi_value exports);
+void define_attr_exports(napi_env env, napi_value exports);
 
 #endif

@@ -65,20 +65,29 @@ static void entry_of(napi_env env, fuse_req_t req, napi_value *argv, struct fuse
   if (e->ino != 0) fill_stat(req, &e->attr, (double)e->ino);
 }
 
-// replyEntry(id, ino, entryTimeout, attrTimeout) with the stat in scratch; ino 0 = negative entry.
+// Remembers the attributes a reply carries when JS says they stay true until the next request about
+// the inode (attrs.c).
+static void maybe_cache(napi_env env, fuse_req_t req, napi_value cacheable, fuse_ino_t ino, const struct stat *st, double timeout) {
+  if (ino == 0 || num(env, cacheable) == 0) return;
+  attr_fill(((mount_t *)fuse_req_userdata(req))->attrs, ino, st, timeout);
+}
+
+// replyEntry(id, ino, entryTimeout, attrTimeout, cacheable?) with the stat in scratch; ino 0 = negative entry.
 static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
-  ARGS(4)
+  ARGS(5)
   struct fuse_entry_param e;
   entry_of(env, req, argv, &e);
+  maybe_cache(env, req, argv[4], e.ino, &e.attr, e.attr_timeout);
   fuse_reply_entry(req, &e);
   return bool_value(env, 1);
 }
 
-// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache) with the stat in scratch.
+// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache, cacheable?) with the stat in scratch.
 static napi_value js_reply_create(napi_env env, napi_callback_info info) {
-  ARGS(6)
+  ARGS(7)
   struct fuse_entry_param e;
   entry_of(env, req, argv, &e);
+  maybe_cache(env, req, argv[6], e.ino, &e.attr, e.attr_timeout);
   struct fuse_file_info fi;
   memset(&fi, 0, sizeof fi);
   fi.fh = (uint64_t)num(env, argv[4]);
@@ -87,11 +96,12 @@ static napi_value js_reply_create(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-// replyAttr(id, ino, attrTimeout) with the stat in scratch.
+// replyAttr(id, ino, attrTimeout, cacheable?) with the stat in scratch.
 static napi_value js_reply_attr(napi_env env, napi_callback_info info) {
-  ARGS(3)
+  ARGS(4)
   struct stat st;
   fill_stat(req, &st, num(env, argv[1]));
+  maybe_cache(env, req, argv[3], (fuse_ino_t)num(env, argv[1]), &st, num(env, argv[2]));
   fuse_reply_attr(req, &st, num(env, argv[2]));
   return bool_value(env, 1);
 }
