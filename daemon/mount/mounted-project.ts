@@ -137,7 +137,9 @@ export class MountedProject {
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: FUSE_MOUNT_OPTIONS,
-        attrTimeoutS: options.attrTimeoutS ?? Number(process.env['STRATA_MOUNT_ATTR_TIMEOUT'] ?? 0),
+        // 0: the kernel asks for attributes each time. A longer cache would go stale when the engine
+        // changes a file behind the mount (a restore), and nothing invalidates it yet.
+        attrTimeoutS: options.attrTimeoutS ?? 0,
         entryTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
