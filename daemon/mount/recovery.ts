@@ -10,7 +10,7 @@ import { isContentHash } from '../../engine/hash.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { ContentHash } from '../../engine/types.js';
 import { JOURNAL_NAME, readJournal } from './journal.js';
-import type { MountSink } from './sink.js';
+import type { MountSink, SinkContent } from './sink.js';
 
 const STAGING_NAME = /^(\d+)-[0-9a-f-]+\.stg$/;
 
@@ -105,13 +105,17 @@ async function versionStored(
   hash: ContentHash,
   logger: Logger,
 ): Promise<number> {
-  const object = options.store?.objectFile === undefined ? null : await options.store.objectFile(hash);
-  if (object === null) {
-    logger.error({ path: record.path, hash }, 'a crashed mount had stored a file whose object is not readable here; not versioned');
-    return 0;
-  }
   try {
-    const result = await options.sink.write(record.path, { file: object, knownHash: hash, adopt: false }, record.executable);
+    const store = options.store;
+    if (store === null || !(await store.has(hash))) {
+      logger.error({ path: record.path, hash }, 'a crashed mount had stored a file whose object is not readable here; not versioned');
+      return 0;
+    }
+    // A loose object is handed over as its file; one kept otherwise (a small file in the SQLite pack,
+    // or bytes that equal a dataset shard in a pack file) is streamed from the store.
+    const object = store.objectFile === undefined ? null : await store.objectFile(hash);
+    const content: SinkContent = object !== null ? { file: object, knownHash: hash, adopt: false } : await store.open(hash);
+    const result = await options.sink.write(record.path, content, record.executable);
     if (result.versionIds.length > 0) logger.warn({ path: record.path }, 'versioned a file a crashed mount had stored but not recorded');
     return result.versionIds.length > 0 ? 1 : 0;
   } catch (error) {
