@@ -1,6 +1,6 @@
 // Where benchmarks put their data, and what machine they ran on (recorded with every result).
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -67,6 +67,22 @@ export interface MachineInfo {
   filesystem: string;
   /** 1-minute load average when the benchmark started: the machine is shared, so this says how noisy it was */
   loadAverage1m: number;
+  /**
+   * The guest's halt polling (cpuidle haltpoll), when the machine is a VM that has it. At 0 (this
+   * machine's kernel command line sets it so) an idle vCPU halts at once and a wakeup sent to it from
+   * the other CPU costs ~40 µs instead of ~6 µs (pipe ping-pong), which slows every FUSE round trip
+   * that crosses CPUs. docs/benchmarks.md shows how the mount figures move with it.
+   */
+  guestHaltPollNs: number | null;
+}
+
+function readNumber(file: string): number | null {
+  try {
+    const value = Number(readFileSync(file, 'utf8').trim());
+    return Number.isFinite(value) ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 export function machineInfo(): MachineInfo {
@@ -87,6 +103,7 @@ export function machineInfo(): MachineInfo {
     git: execFileSync('git', ['--version'], { encoding: 'utf8' }).trim(),
     filesystem,
     loadAverage1m: Math.round(loadavg()[0]! * 100) / 100,
+    guestHaltPollNs: readNumber('/sys/module/haltpoll/parameters/guest_halt_poll_ns'),
   };
 }
 
