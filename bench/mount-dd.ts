@@ -13,7 +13,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_TMP, freshDir, machineInfo, removeDir, selected, writeResult } from './lib/env.js';
+import { BENCH_TMP, freshDir, machineInfo, noteWakeupCost, removeDir, selected, writeResult } from './lib/env.js';
 import { run, settleDisk, timeRun } from './lib/proc.js';
 import { pairedSpeedup, round3, summarize, target } from './lib/stats.js';
 import { printTable, spread } from './lib/table.js';
@@ -70,6 +70,7 @@ async function once(variant: Variant, root: string): Promise<{ seconds: number; 
 
 async function main(): Promise<void> {
   const machine = machineInfo();
+  noteWakeupCost(machine);
   const root = freshDir('mount-dd');
   const samples = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
   const durable: number[] = [];

@@ -10,7 +10,7 @@
 
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { BENCH_TMP, machineInfo, removeDir, selected, writeResult } from './lib/env.js';
+import { BENCH_TMP, machineInfo, noteWakeupCost, removeDir, selected, writeResult } from './lib/env.js';
 import { run, settleDisk, timeRun } from './lib/proc.js';
 import { scratchFs } from './lib/scratch-fs.js';
 import { pairedSpeedup, round3, summarize, target } from './lib/stats.js';
@@ -113,6 +113,7 @@ let lastOps: Ops = null;
 
 async function main(): Promise<void> {
   const machine = machineInfo();
+  noteWakeupCost(machine);
   const tarball = await makeTarball();
   const samples = new Map<Variant, number[]>(VARIANTS.map((v) => [v, []]));
   const durable: number[] = [];

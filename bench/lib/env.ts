@@ -107,6 +107,20 @@ export function machineInfo(): MachineInfo {
   };
 }
 
+/**
+ * Says so when the mount benchmarks run on a VM whose idle vCPUs halt at once: there a FUSE round trip
+ * that crosses CPUs costs ~40 µs more, which slows bindfs (a thread hand-off per request) 3–4× and
+ * flatters every ratio against it. docs/benchmarks.md ("Wakeups") shows the figures both ways.
+ */
+export function noteWakeupCost(machine: MachineInfo): void {
+  if (machine.guestHaltPollNs !== 0) return;
+  console.log(
+    'note: guest halt polling is off on this VM (/sys/module/haltpoll/parameters/guest_halt_poll_ns = 0):\n' +
+      '      cross-CPU wakeups are slow here and slow bindfs most. To measure as on a machine with fast\n' +
+      '      wakeups, as root: echo 200000 > /sys/module/haltpoll/parameters/guest_halt_poll_ns (0 restores it).',
+  );
+}
+
 /** bench/results/<name>.json: small, commit-worthy. */
 export function writeResult(name: string, result: object): string {
   mkdirSync(RESULTS_DIR, { recursive: true });
