@@ -76,14 +76,51 @@ export interface ServeHandle {
   stop(): Promise<number | null>;
 }
 
-/** Starts `strata serve --listen 127.0.0.1:0` and reads the chosen URL from its stderr. */
-export function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<ServeHandle> {
-  const child = spawn(process.execPath, [MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+/**
+ * Starts the compiled CLI with `args` (a command that serves HTTP: `serve`, `daemon`, `mount`, ...) and
+ * resolves once it prints `listening on URL` on stderr; rejects if it exits first or stays silent for
+ * `timeoutMs` (then it is killed). Used by every test that needs a real server process.
+ */
+export function startListening(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 20_000,
+): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const what = `strata ${args[0] ?? ''}`;
   let stderr = '';
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  return new Promise((resolvePromise, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      child.kill('SIGKILL');
+      reject(new Error(`${what} did not report its URL within ${timeoutMs} ms; stderr:\n${stderr}`));
+    }, timeoutMs);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
+      if (match && !settled) {
+        settled = true;
+        clearTimeout(timer);
+        resolvePromise({ child, url: match[1]!, stderr: () => stderr });
+      }
+    });
+    child.on('exit', (code) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      reject(new Error(`${what} exited with ${code} (signal ${child.signalCode}) before listening; stderr:\n${stderr}`));
+    });
+  });
+}
+
+/** Starts `strata serve --listen 127.0.0.1:0` and reads the chosen URL from its stderr. */
+export async function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<ServeHandle> {
+  const { child, url, stderr } = await startListening(['serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], env, timeoutMs);
+  const exited = new Promise<number | null>((res) => {
+    if (child.exitCode !== null || child.signalCode !== null) res(child.exitCode);
+    else child.on('exit', (code) => res(code));
+  });
   const stop = async (): Promise<number | null> => {
     if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
     child.kill('SIGTERM');
@@ -92,29 +129,7 @@ export function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs = 20_
     clearTimeout(killer);
     return code;
   };
-  return new Promise((resolvePromise, reject) => {
-    let settled = false;
-    const timer = setTimeout(() => {
-      settled = true;
-      child.kill('SIGKILL');
-      reject(new Error(`strata serve did not report its URL within ${timeoutMs} ms; stderr:\n${stderr}`));
-    }, timeoutMs);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
-      if (match && !settled) {
-        settled = true;
-        clearTimeout(timer);
-        resolvePromise({ url: match[1]!, child, stderr: () => stderr, exited, stop });
-      }
-    });
-    child.on('exit', (code) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      reject(new Error(`strata serve exited with ${code} before listening; stderr:\n${stderr}`));
-    });
-  });
+  return { url, child, stderr, exited, stop };
 }
 
 /** A port nothing listens on: bind an ephemeral port, then release it. */

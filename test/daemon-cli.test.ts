@@ -2,43 +2,15 @@
 // discovery inside the directory (no --project, no server URL, no key), `strata status`,
 // `strata watch` adding to a running daemon, and SIGTERM → exit 0.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, MAIN } from './cli-harness.js';
+import { baseEnv, MAIN, startListening } from './cli-harness.js';
 import { sh, waitFor } from './daemon-harness.js';
 
-interface Daemon {
-  child: ChildProcess;
-  url: string;
-  stderr: () => string;
-}
-
-function startDaemonProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Daemon> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`daemon did not start:\n${stderr}`));
-    }, 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]!, stderr: () => stderr });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`daemon exited ${code}:\n${stderr}`));
-    });
-  });
-}
+type Daemon = Awaited<ReturnType<typeof startListening>>;
 
 describe('strata init / daemon / status / watch and project discovery', () => {
   let root: string;
@@ -73,7 +45,7 @@ describe('strata init / daemon / status / watch and project discovery', () => {
   });
 
   it('the daemon captures; inside the directory `strata history` finds project and daemon by itself', async () => {
-    daemon = await startDaemonProcess(['daemon', '--listen', '127.0.0.1:0'], env);
+    daemon = await startListening(['daemon', '--listen', '127.0.0.1:0'], env);
     const dir = join(root, 'thesis');
     await mkdir(join(dir, 'sub'), { recursive: true });
     await writeFile(join(dir, 'a.m'), 'x = 1;\n');
@@ -128,7 +100,7 @@ describe('strata init / daemon / status / watch and project discovery', () => {
     // without the daemon the CLI says where it tried (exit 7)
     const down = await strata(['history', 'last.m'], join(root, 'thesis'), true);
     expect(down.code).toBe(7);
-    daemon = await startDaemonProcess(['daemon'], env);
+    daemon = await startListening(['daemon'], env);
     const history = await json<{ items: unknown[] }>(['history', 'last.m'], join(root, 'thesis'));
     expect(history.items).toHaveLength(1);
     daemon.child.kill('SIGTERM');

@@ -3,12 +3,12 @@
 // and real tools run against DIR as async child processes with timeouts. Results are read back over
 // the daemon's real HTTP API. dispose() always unmounts (`fusermount -uz`), whatever happened.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Entry, VersionRecord } from '../engine/types.js';
-import { baseEnv, MAIN } from './cli-harness.js';
+import { baseEnv, startListening } from './cli-harness.js';
 import { sh, waitFor } from './daemon-harness.js';
 
 export { sh, sleep, waitFor } from './daemon-harness.js';
@@ -34,31 +34,6 @@ export interface MountedDir {
   dispose(): Promise<void>;
 }
 
-export function startMountProcess(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`mount did not start:\n${stderr}`));
-    }, 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve({ child, url: match[1]!, stderr: () => stderr });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`mount exited ${code} (signal ${child.signalCode}):\n${stderr}`));
-    });
-  });
-}
 
 /** Lazy unmount that never throws: the last line of every test's cleanup. */
 export async function forceUnmount(dir: string): Promise<void> {
@@ -83,9 +58,9 @@ export async function mountProject(options: { root?: string; env?: Record<string
   const home = join(root, 'home');
   const dir = join(root, 'mnt');
   const env = { ...baseEnv(join(root, 'config')), STRATA_LOG_LEVEL: 'warn', ...options.env };
-  let started: Awaited<ReturnType<typeof startMountProcess>>;
+  let started: Awaited<ReturnType<typeof startListening>>;
   try {
-    started = await startMountProcess(['mount', dir, '--home', home, '--listen', '127.0.0.1:0'], env);
+    started = await startListening(['mount', dir, '--home', home, '--listen', '127.0.0.1:0'], env);
   } catch (error) {
     await forceUnmount(dir);
     throw error;
