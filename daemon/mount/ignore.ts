@@ -3,12 +3,12 @@
 // synchronously (the kernel would wait for the event loop that is blocked reading).
 import ignore, { type Ignore } from 'ignore';
 import type { Engine } from '../../engine/engine-api.js';
-import { DEFAULT_IGNORES, STRATAIGNORE } from '../capture/ignore.js';
+import { BoundedIgnore, DEFAULT_IGNORES, STRATAIGNORE } from '../capture/ignore.js';
 
 const MAX_RULES_BYTES = 1024 * 1024;
 
 export class MountIgnore {
-  private matcher: Ignore = ignore().add([...DEFAULT_IGNORES]);
+  private matcher = BoundedIgnore.of(DEFAULT_IGNORES);
   /** the last problem reading `.strataignore`, for status */
   problem: string | null = null;
 
@@ -24,7 +24,7 @@ export class MountIgnore {
   }
 
   async reload(): Promise<void> {
-    const next = ignore().add([...DEFAULT_IGNORES]);
+    const next: Ignore = ignore().add([...DEFAULT_IGNORES]);
     this.problem = null;
     try {
       const entry = await this.engine.stat({ projectId: this.projectId, path: STRATAIGNORE });
@@ -39,7 +39,7 @@ export class MountIgnore {
     } catch (error) {
       this.problem = `cannot read ${STRATAIGNORE}: ${(error as Error).message}`;
     }
-    this.matcher = next;
+    this.matcher = new BoundedIgnore(next);
   }
 }
 

@@ -35,9 +35,11 @@ export function openSqliteRepository(options: SqliteRepositoryOptions): Metadata
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
-    // Up to 64 MiB of page cache (allocated only as used; the default is 2 MiB). A 100,000-entry
-    // snapshot touches more than 2 MiB of index pages: measured 352 ms -> 242 ms for its creation.
-    db.pragma('cache_size = -65536');
+    // Up to 16 MiB of page cache (allocated only as used; the default is 2 MiB). A 100,000-entry
+    // snapshot touches more than 2 MiB of index pages: measured 352 ms -> 242 ms for its creation with
+    // 64 MiB, 142 ms with 16 MiB (bench/snapshot-100k.ts). 64 MiB filled up while the daemon imported a
+    // 200,000-file project and took its RSS to 325-355 MiB (target 300 MB; 240-277 MiB with 8-16 MiB).
+    db.pragma('cache_size = -16384');
     applyMigrations(db);
     db.pragma('synchronous = NORMAL');
     // Checkpoints run on their own thread (sqlite-checkpointer.ts), not inside our commits.
