@@ -83,6 +83,13 @@ export interface FuseOps {
   /** A time given as NaN is left as it is (a setattr that sets only the other one). */
   utimens?(path: string, atime: number, mtime: number, cb: Done): void;
   mknod?(path: string, mode: number, dev: number, cb: Done): void;
+  /**
+   * Write-behind (native/fuse src/write_behind.c): may the C side keep the appended bytes and the times
+   * of the file just created under handle `fd`? Only for a new, empty file in memory.
+   */
+  writeBehind?(fd: number): boolean;
+  /** The bytes (the whole file, from offset 0) and times the C side kept for `fd`. Synchronous. */
+  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number): void;
 }
 
 export interface MountOptions {
@@ -174,9 +181,12 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       session.requests.forEach((n, op) => {
         if (n > 0) out[Op[op] ?? String(op)] = n;
       });
-      const [getattr = 0, setattr = 0] = session.answered();
+      const [getattr = 0, setattr = 0, writes = 0, times = 0, handovers = 0] = session.answered();
       if (getattr > 0) out['Getattr (answered in C)'] = getattr;
       if (setattr > 0) out['Setattr (answered in C)'] = setattr;
+      if (writes > 0) out['Write (kept in C)'] = writes;
+      if (times > 0) out['Setattr of times (kept in C)'] = times;
+      if (handovers > 0) out['Write-behind hand-overs to JS'] = handovers;
       return out;
     },
   };

@@ -44,12 +44,15 @@ export class LowLevelSession {
   }
 
   close(): void {
+    // Bytes native/fuse still keeps belong to files open for writing: the forced captures after the
+    // unmount (reconciler.flushAll) must see them.
+    if (this.handle !== null) this.native.spillAll(this.handle);
     if (this.handle !== null) this.native.close(this.handle);
     this.handle = null;
     this.markClosed();
   }
 
-  /** [getattr, setattr] requests native/fuse answered without JS. */
+  /** What native/fuse answered without JS (fuse-native.ts `answered`). */
   answered(): number[] {
     return this.handle === null ? [] : this.native.answered(this.handle);
   }
@@ -85,7 +88,7 @@ export class LowLevelSession {
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
-    this.requests[op] = (this.requests[op] ?? 0) + 1;
+    if (op !== Op.Absorb) this.requests[op] = (this.requests[op] ?? 0) + 1;
     try {
       this.handleRequest(op, id, ino, n1, n2, s1, s2);
     } catch {
@@ -128,6 +131,11 @@ export class LowLevelSession {
     }
     if (op === Op.Forget) {
       this.inodes.forget(ino, n1);
+      return;
+    }
+    if (op === Op.Absorb) {
+      // Not a request: nothing to answer. Applied before the request that caused it is handled.
+      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!);
       return;
     }
     const name = s1 ?? '';
@@ -201,7 +209,7 @@ export class LowLevelSession {
           }
           // keep_cache: with AUTO_INVAL_DATA the kernel drops the pages itself when a getattr shows a new
           // mtime or size (what libfuse2's auto_cache did); restores also invalidate explicitly.
-          if (native.replyOpen(id, fd, 1)) this.opened(ino, 1, path);
+          if (native.replyOpen(id, fd, 1)) this.opened(ino, 1);
           else ops.release(path, fd, () => {});
         });
         return;
@@ -212,7 +220,8 @@ export class LowLevelSession {
             return;
           }
           this.entry(id, ino, name, path, (newIno, cacheable) => {
-            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1, cacheable)) this.opened(newIno, 1, path);
+            const writeBehind = cacheable === 1 && this.ops.writeBehind?.(fd) === true ? 1 : 0;
+            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1, cacheable, writeBehind)) this.opened(newIno, 1);
             else ops.release(path, fd, () => {});
           })(0);
         });
@@ -238,8 +247,11 @@ export class LowLevelSession {
         else ops.flush(path, n1, this.reply(id));
         return;
       case Op.Release:
+        // Closed as far as the kernel is concerned, from now on: a rename or unlink handled before this
+        // release finishes must not take the file for open (and hide it as .fuse_hidden*).
+        this.opened(ino, -1);
         ops.release(path, n1, (errno) => {
-          this.opened(ino, -1, path);
+          this.unlinkIfHiddenAndClosed(ino);
           native.replyErr(id, errno < 0 ? -errno : errno);
         });
         return;
@@ -326,18 +338,24 @@ export class LowLevelSession {
       node.hidden = true;
       this.inodes.setChild(parent, hiddenName, ino);
       then();
+      // Its last release may have come while the rename ran.
+      this.unlinkIfHiddenAndClosed(ino);
     });
   }
 
-  private opened(ino: number, delta: number, path: string): void {
+  private opened(ino: number, delta: number): void {
     const node = this.inodes.node(ino);
-    if (node === undefined) return;
-    node.opens += delta;
-    if (delta < 0 && node.opens === 0 && node.hidden && this.ops.unlink !== undefined) {
-      node.hidden = false;
-      this.inodes.detach(node.parent, node.name);
-      this.ops.unlink(path, () => {});
-    }
+    if (node !== undefined) node.opens += delta;
+  }
+
+  /** A hidden file goes once nothing has it open (by its current, hidden, path). */
+  private unlinkIfHiddenAndClosed(ino: number): void {
+    const node = this.inodes.node(ino);
+    if (node === undefined || !node.hidden || node.opens > 0 || this.ops.unlink === undefined) return;
+    const path = this.inodes.pathOf(ino);
+    node.hidden = false;
+    this.inodes.detach(node.parent, node.name);
+    if (path !== null) this.ops.unlink(path, () => {});
   }
 
   private writeStatfs(s: FuseStatfs): void {

@@ -28,6 +28,8 @@ export enum Op {
   Access,
   Create,
   Closed,
+  /** not a kernel request: native/fuse hands over a new file's kept bytes and times (src/write_behind.c) */
+  Absorb,
 }
 
 export interface NativeHandle {
@@ -43,12 +45,18 @@ export interface NativeFuse {
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
   /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
   attrDrop(handle: NativeHandle, ino: number): void;
-  /** [getattr, setattr] requests the C side answered from those attributes, without JS. */
+  /**
+   * [getattr, setattr, write, setattr of times, hand-overs]: requests the C side answered without JS
+   * (from those attributes, and by write-behind), and write-behind's hand-overs to JS.
+   */
   answered(handle: NativeHandle): number[];
+  /** Hands over every new file's bytes and times native/fuse kept (src/write_behind.c), synchronously. */
+  spillAll(handle: NativeHandle): void;
   replyErr(id: number, errno: number): boolean;
   // `cacheable` 1: the attributes stay true until the next request about the inode (src/attrs.c).
   replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, cacheable?: number): boolean;
-  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number, cacheable?: number): boolean;
+  // `writeBehind` 1: a new empty file open once; native/fuse may keep its appended bytes and times.
+  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number, cacheable?: number, writeBehind?: number): boolean;
   replyAttr(id: number, ino: number, attrTimeoutS: number, cacheable?: number): boolean;
   replyOpen(id: number, fh: number, keepCache: number): boolean;
   replyWrite(id: number, count: number): boolean;

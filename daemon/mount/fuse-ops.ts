@@ -9,7 +9,7 @@ import { mkdir, rmdir } from './ops-dirs.js';
 import { ftruncate, read, truncate, write } from './ops-io.js';
 import { chmod, chown, link, readlink, symlink, utimens } from './ops-meta.js';
 import { rename, unlink } from './ops-names.js';
-import { create, flush, fsync, open, release } from './ops-open.js';
+import { absorb, create, flush, fsync, open, release, writeBehind } from './ops-open.js';
 import { fromFuse } from './paths.js';
 
 /** Per-operation counts and time spent answering (ms): `strata status` / benchmarks show where time goes. */
@@ -85,5 +85,11 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     link: (src, _dest, cb) => run('link', src, () => link(), cb),
     symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),
     readlink: (path, cb) => run('readlink', path, () => readlink(), cb),
+    writeBehind: (fd) => writeBehind(state, fd),
+    absorb: (fd, data, mtimeMs, ctimeMs) => {
+      const started = performance.now();
+      absorb(state, fd, data, mtimeMs, ctimeMs);
+      note('absorb', started);
+    },
   };
 }

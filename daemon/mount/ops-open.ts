@@ -5,7 +5,7 @@ import { closeFd, fsyncFd } from './backing.js';
 import { E, fail } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
 import type { MountState } from './mount-state.js';
-import { truncateNode } from './node-content.js';
+import { truncateNode, writeNode } from './node-content.js';
 import { isWithin, parentOf } from './paths.js';
 
 const O_ACCMODE = 3;
@@ -82,6 +82,42 @@ export async function create(state: MountState, path: string, mode: number): Pro
   const handle = state.newHandle({ node, fd: null, writable: true, virtual: null });
   handle.wrote = true;
   return handle.id;
+}
+
+/**
+ * Write-behind (native/fuse src/write_behind.c): the C side may keep the bytes appended to a file and
+ * its times, and hand them over before JS handles anything that could look at the file. Only a new
+ * file qualifies: empty, in memory, open once, with nothing else running on it.
+ */
+export function writeBehind(state: MountState, fh: number): boolean {
+  const handle = state.handles.get(fh);
+  const node = handle?.node;
+  if (handle === undefined || node === null || node === undefined || !handle.writable) return false;
+  return node.base === null && node.content.kind === 'memory' && node.size === 0 && node.handles === 1 && node.writers === 1 && node.busy === null && !node.detached;
+}
+
+/** What the C side kept for `fh`: the file's whole content from offset 0, and its times. */
+export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number): void {
+  const handle = state.handles.get(fh);
+  const node = handle?.node;
+  if (handle === undefined || node === null || node === undefined) return;
+  handle.wrote = true;
+  const apply = () => {
+    node.mtimeMs = mtimeMs;
+    node.ctimeMs = ctimeMs;
+    node.generation += 1;
+    node.dirty = true;
+  };
+  if (node.busy === null && node.content.kind === 'memory' && node.size === 0) {
+    node.content = { kind: 'memory', buf: data };
+    node.size = data.length;
+    apply();
+    return;
+  }
+  // Something changed the node meanwhile without a request (it cannot be a write: those reach JS only
+  // after this hand-over): the bytes go in as the write they were, in order with what follows.
+  if (data.length > 0) void writeNode(state, node, data, data.length, 0).then(apply, (error: unknown) => state.logger.warn({ path: node.path, err: (error as Error).message }, 'mount: write-behind hand-over failed'));
+  else apply();
 }
 
 export function handleOf(state: MountState, fh: number): Handle {

@@ -92,11 +92,33 @@ static void fail_pending(mount_t *m) {
 // Calls the mount's JS dispatcher: (op, id, ino, n1, n2, s1, s2). Runs inside the poll callback's
 // callback scope. If JS throws (it is written not to), the request is failed with EIO so the caller in
 // the kernel is never left waiting, and the exception is rethrown as uncaught.
+static void release_deferred(mount_t *m);
+
+// Requests about one inode only (write_behind.c hands over just that file's kept bytes); every other
+// request names paths, and could be about any file.
+static int about_one_inode(int op) {
+  switch (op) {
+    case OP_GETATTR: case OP_SETATTR: case OP_READLINK: case OP_OPEN: case OP_READ: case OP_WRITE:
+    case OP_FLUSH: case OP_RELEASE: case OP_FSYNC: case OP_ACCESS:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
 static void dispatch(fuse_req_t req, int op, double ino, double n1, double n2, const char *s1, const char *s2,
                      const void *data, size_t len) {
   mount_t *m = fuse_req_userdata(req);
   napi_env env = m->env;
   double id = -1;
+  // A file the tool closed before it renamed or removed something must not look open to JS then (it
+  // would be hidden as .fuse_hidden*, as if still in use): deferred RELEASEs go first.
+  if (m->nlater > 0 && (op == OP_RENAME || op == OP_UNLINK || op == OP_RMDIR || op == OP_LINK)) release_deferred(m);
+  // JS must see every byte the tool wrote before it answers anything that could look at the file.
+  if (m->wb != NULL && op != OP_FORGET) {
+    if (about_one_inode(op)) wb_spill(m, (fuse_ino_t)ino);
+    else wb_spill_all(m);
+  }
   if (op != OP_FORGET) {
     id = slot_put(req, ino);
     if (id < 0) {
@@ -175,6 +197,7 @@ static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (d
    FUSE_SET_ATTR_KILL_SGID | FUSE_SET_ATTR_KILL_PRIV | FUSE_SET_ATTR_FILE)
 static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set, struct fuse_file_info *fi) {
   mount_t *m = fuse_req_userdata(req);
+  if (m->wb != NULL && wb_setattr(m, req, ino, attr, to_set, SETATTR_NOOP_BITS)) return;
   double timeout;
   const struct stat *cached = attr_get(m->attrs, ino, &timeout);
   if (cached != NULL && (to_set & ~SETATTR_NOOP_BITS) == 0 &&
@@ -224,6 +247,8 @@ static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, stru
 }
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                      struct fuse_file_info *fi) {
+  mount_t *m = fuse_req_userdata(req);
+  if (m->wb != NULL && wb_write(m, req, ino, buf, size, off, fi->fh)) return;
   dispatch(req, OP_WRITE, (double)ino, (double)fi->fh, (double)off, NULL, NULL, buf, size);
 }
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
@@ -231,7 +256,8 @@ static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) 
 }
 // The kernel sends RELEASE after close(2) has returned (nobody waits for it), typically together with
 // the tool's next request (tar: the next file's lookup). Handing it to JS first made that request wait
-// for it; it now goes to JS once the batch it came in has been handed over (on_readable).
+// for it; it now goes to JS once the requests read with it have been handed over (on_readable), or
+// before a rename or removal (dispatch), which must not see the file still open.
 static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   mount_t *m = fuse_req_userdata(req);
   if (m->nlater == m->caplater) {
@@ -245,6 +271,18 @@ static void ll_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
     m->caplater = cap;
   }
   m->later[m->nlater++] = (struct deferred_release){req, (double)ino, (double)fi->fh};
+}
+
+// Hands the deferred RELEASEs to JS; the caller is inside a callback scope.
+static void release_deferred(mount_t *m) {
+  // Taken off the list first: dispatch() below may come back here (it does not for RELEASE, but the
+  // list must never be walked while it changes).
+  while (m->nlater > 0) {
+    struct deferred_release r = m->later[0];
+    m->nlater -= 1;
+    memmove(m->later, m->later + 1, m->nlater * sizeof *m->later);
+    dispatch(r.req, OP_RELEASE, r.ino, r.fh, 0, NULL, NULL, NULL, 0);
+  }
 }
 
 static void dispatch_later(mount_t *m) {
@@ -262,11 +300,7 @@ static void dispatch_later(mount_t *m) {
   napi_open_handle_scope(env, &scope);
   napi_get_reference_value(env, m->resource, &resource);
   napi_open_callback_scope(env, resource, m->actx, &cscope);
-  for (unsigned i = 0; i < m->nlater; i++) {
-    struct deferred_release r = m->later[i];
-    dispatch(r.req, OP_RELEASE, r.ino, r.fh, 0, NULL, NULL, NULL, 0);
-  }
-  m->nlater = 0;
+  release_deferred(m);
   napi_close_callback_scope(env, cscope);
   napi_close_handle_scope(env, scope);
 }
@@ -303,6 +337,7 @@ static const struct fuse_lowlevel_ops LL_OPS = {
 
 static void mount_free(mount_t *m) {
   fail_pending(m);
+  wb_free_all(m);
   attr_table_free(m->attrs);
   m->attrs = NULL;
   free(m->later);
@@ -351,56 +386,35 @@ static void stop_polling(mount_t *m) {
   }
 }
 
-// Reads every request the kernel has queued (the fd is non-blocking) and hands each to JS, one callback
-// scope per batch of up to 64: promises JS settled synchronously reply when the scope closes. (Busy-
-// polling the fd for the next request before returning to epoll was tried: no gain, 5.61 s vs 5.56 s
-// with 50 us, 6.27 s with 200 us for the 20,000-file untar; the cost is CPU per request, not wake-ups.)
+// Reads every request the kernel has queued (the fd is non-blocking) and hands each to JS in a callback
+// scope of its own: promises JS settled synchronously reply when the scope closes, so the answer is on
+// its way before we ask the kernel for the next request. (One scope per batch of 64 used to read the
+// next request first: one more read(2), usually failing with EAGAIN, before every reply of a tool that
+// waits for each answer, as tar does.) After 64 requests we return to the event loop (epoll is level-
+// triggered and comes straight back). Busy-polling the fd before returning to epoll was tried: no gain
+// (5.61 s vs 5.56 s with 50 us for the 20,000-file untar); the cost is CPU per request, not wake-ups.
 static void on_readable(uv_poll_t *handle, int status, int events) {
   (void)events;
   mount_t *m = handle->data;
   napi_env env = m->env;
   int gone = status < 0;
-  // m->buf holds a request read but not yet processed (a batch ended on it).
-  int have = 0;
-  while (!gone && !m->closed) {
-    if (!have) {
-      int res = fuse_session_receive_buf(m->se, &m->buf);
-      if (res == -EINTR) continue;
-      if (res == -EAGAIN) break;
-      if (res <= 0 || fuse_session_exited(m->se)) {
-        gone = 1;
-        break;
-      }
+  for (int i = 0; i < 64 && !gone && !m->closed; i++) {
+    int res = fuse_session_receive_buf(m->se, &m->buf);
+    if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
+    if (res == -EAGAIN || res == -EINTR) break;
+    if (res <= 0 || fuse_session_exited(m->se)) {
+      gone = 1;
+      break;
     }
-    have = 0;
     napi_handle_scope scope;
     napi_callback_scope cscope;
     napi_value resource;
     napi_open_handle_scope(env, &scope);
     napi_get_reference_value(env, m->resource, &resource);
     napi_open_callback_scope(env, resource, m->actx, &cscope);
-    // Once the queue is empty (EAGAIN) we return to the event loop at once: epoll is level-triggered,
-    // so asking again here would be one more failing read(2) per request. (Before, a batch of 64
-    // ended with the 65th request read into m->buf and then overwritten by the next read: lost.)
-    int drained = 0;
-    for (int i = 0; i < 64; i++) {
-      fuse_session_process_buf(m->se, &m->buf);
-      if (m->closed) break;
-      int res = fuse_session_receive_buf(m->se, &m->buf);
-      if (res == -EINTR) res = fuse_session_receive_buf(m->se, &m->buf);
-      if (res == -EAGAIN || res == -EINTR) {
-        drained = 1;
-        break;
-      }
-      if (res <= 0 || fuse_session_exited(m->se)) {
-        gone = 1;
-        break;
-      }
-      if (i == 63) have = 1;
-    }
+    fuse_session_process_buf(m->se, &m->buf);
     napi_close_callback_scope(env, cscope);
     napi_close_handle_scope(env, scope);
-    if (drained) break;
   }
   dispatch_later(m);
   if (gone && !m->closed) {
@@ -555,6 +569,7 @@ static napi_value init_module(napi_env env, napi_value exports) {
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   define_replies(env, exports);
   define_attr_exports(env, exports);
+  define_write_behind_exports(env, exports);
   return exports;
 }
 

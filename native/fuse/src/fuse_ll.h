@@ -17,7 +17,8 @@
 enum {
   OP_LOOKUP = 0, OP_FORGET, OP_GETATTR, OP_SETATTR, OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR,
   OP_SYMLINK, OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE, OP_FSYNC, OP_OPENDIR,
-  OP_READDIR, OP_RELEASEDIR, OP_STATFS, OP_ACCESS, OP_CREATE, OP_CLOSED
+  OP_READDIR, OP_RELEASEDIR, OP_STATFS, OP_ACCESS, OP_CREATE, OP_CLOSED,
+  OP_ABSORB  // not a kernel request: write_behind.c hands a new file's kept bytes and times to JS
 };
 
 #define SCRATCH_LEN 16
@@ -31,6 +32,8 @@ void attr_answered(attr_table_t *t, fuse_ino_t ino);
 void attr_fill(attr_table_t *t, fuse_ino_t ino, const struct stat *st, double timeout);
 void attr_drop(attr_table_t *t, fuse_ino_t ino);
 const struct stat *attr_get(attr_table_t *t, fuse_ino_t ino, double *timeout);
+
+typedef struct wb_file wb_file_t;
 
 typedef struct mount_s {
   napi_env env;
@@ -55,6 +58,8 @@ typedef struct mount_s {
   // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c).
   struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
   unsigned nlater, caplater;
+  wb_file_t *wb;        // new files whose writes and times write_behind.c keeps (usually 0 or 1)
+  double wb_counts[3];  // writes kept, setattrs answered, hand-overs to JS
 } mount_t;
 
 #define CHECK(call)                                                        \
@@ -71,5 +76,14 @@ mount_t *mount_of(napi_env env, napi_value v);
 void maybe_free(mount_t *m);
 void define_replies(napi_env env, napi_value exports);
 void define_attr_exports(napi_env env, napi_value exports);
+
+// write_behind.c: a new small file's appended bytes and times, kept until JS needs the file.
+void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh);
+int wb_write(mount_t *m, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, uint64_t fh);
+int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *attr, int to_set, int noop_bits);
+void wb_spill(mount_t *m, fuse_ino_t ino);
+void wb_spill_all(mount_t *m);
+void wb_free_all(mount_t *m);
+void define_write_behind_exports(napi_env env, napi_value exports);
 
 #endif

@@ -82,9 +82,10 @@ static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache, cacheable?) with the stat in scratch.
+// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache, cacheable?, writeBehind?) with the stat in
+// scratch. writeBehind 1: a new empty file open once, whose writes and times write_behind.c may keep.
 static napi_value js_reply_create(napi_env env, napi_callback_info info) {
-  ARGS(7)
+  ARGS(8)
   struct fuse_entry_param e;
   entry_of(env, req, argv, &e);
   maybe_cache(env, req, argv[6], e.ino, &e.attr, e.attr_timeout);
@@ -92,7 +93,9 @@ static napi_value js_reply_create(napi_env env, napi_callback_info info) {
   memset(&fi, 0, sizeof fi);
   fi.fh = (uint64_t)num(env, argv[4]);
   fi.keep_cache = num(env, argv[5]) != 0;
+  mount_t *m = fuse_req_userdata(req);
   if (fuse_reply_create(req, &e, &fi) == -ENOENT) return bool_value(env, 0);
+  if (argc >= 8 && num(env, argv[7]) != 0 && e.ino != 0 && num(env, argv[6]) != 0) wb_register(m, e.ino, fi.fh);
   return bool_value(env, 1);
 }
 

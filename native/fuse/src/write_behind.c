@@ -1,0 +1,181 @@
+// Write-behind for new small files: their writes and times stay here until JS needs the file.
+//
+// Why (measured, docs/benchmarks.md): tar extracts a file as lookup, create, write (1.5 on average),
+// utimens, getattr, chown, chmod, flush, release. attrs.c already answers the getattr, chown and chmod;
+// the writes and the utimens were still a full trip into JS each (~2.5 of ~6.5 per file), for bytes
+// JS only needs at close. A file JS has just created (empty, in memory, open once: fuse-lowlevel.ts
+// decides) now keeps its appended bytes and its times here, and JS gets them in one call (OP_ABSORB)
+// before it handles any request that could see the file: its flush (close), or anything else.
+//
+// Coherence:
+// - A request about the file that we do not answer here hands the bytes over first; so does every
+//   request that names paths (lookup, create, rename, readdir, ...): one of them could be this file.
+//   Only forget, and requests about another inode, leave it alone. JS's own paths that look at open
+//   files without a request (unmount) call spillAll first.
+// - Only writes that append (offset == bytes kept) and stay within MEMORY_LIMIT are kept, and only
+//   while attrs.c holds the file's attributes (so getattr answers from them stay true: we update them).
+// - Nothing here is durable, as before: a write's bytes lived in JS memory until close journaled them.
+//   close (FLUSH) still goes to JS, which journals the file before it answers.
+#include "fuse_ll.h"
+
+#define WB_LIMIT (64 * 1024)  // MEMORY_LIMIT in daemon/mount/file-node.ts
+
+struct wb_file {
+  fuse_ino_t ino;
+  uint64_t fh;
+  char *data;
+  size_t len, cap;
+  struct timespec mtime, ctime;
+  struct wb_file *next;
+};
+
+static struct timespec now_ms(void) {
+  // Whole milliseconds, as JS keeps times: the attributes JS reports after the hand-over are then
+  // exactly the ones we reported (a different mtime would make the kernel drop the file's pages).
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  ts.tv_nsec = ts.tv_nsec / 1000000 * 1000000;
+  return ts;
+}
+
+static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6; }
+
+static wb_file_t **find_link(mount_t *m, fuse_ino_t ino) {
+  wb_file_t **link = &m->wb;
+  while (*link != NULL && (*link)->ino != ino) link = &(*link)->next;
+  return link;
+}
+
+void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh) {
+  double timeout;
+  const struct stat *st = attr_get(m->attrs, ino, &timeout);
+  if (st == NULL || *find_link(m, ino) != NULL) return;
+  wb_file_t *f = calloc(1, sizeof *f);
+  if (f == NULL) return;  // the file's requests simply go to JS
+  f->ino = ino;
+  f->fh = fh;
+  f->mtime = st->st_mtim;
+  f->ctime = st->st_ctim;
+  f->next = m->wb;
+  m->wb = f;
+}
+
+// Hands the file's bytes and times to JS (dispatch: op, id -1, ino, fh, 0, null, bytes; times in the
+// scratch array, which is saved around the call: the request being dispatched may have filled it).
+static void hand_over(mount_t *m, wb_file_t *f) {
+  napi_env env = m->env;
+  double saved[SCRATCH_LEN];
+  memcpy(saved, m->scratch, sizeof saved);
+  m->scratch[0] = ms_of(f->mtime);
+  m->scratch[1] = ms_of(f->ctime);
+  napi_value argv[7], fn, global, result;
+  void *copy;
+  napi_create_int32(env, OP_ABSORB, &argv[0]);
+  napi_create_double(env, -1, &argv[1]);
+  napi_create_double(env, (double)f->ino, &argv[2]);
+  napi_create_double(env, (double)f->fh, &argv[3]);
+  napi_create_double(env, 0, &argv[4]);
+  napi_get_null(env, &argv[5]);
+  napi_create_buffer_copy(env, f->len, f->len > 0 ? f->data : "", &copy, &argv[6]);
+  napi_get_reference_value(env, m->dispatch, &fn);
+  napi_get_global(env, &global);
+  if (napi_call_function(env, global, fn, 7, argv, &result) != napi_ok) {
+    napi_value error;
+    if (napi_get_and_clear_last_exception(env, &error) == napi_ok) napi_fatal_exception(env, error);
+  }
+  memcpy(m->scratch, saved, sizeof saved);
+  m->wb_counts[2] += 1;
+}
+
+static void drop(wb_file_t **link) {
+  wb_file_t *f = *link;
+  *link = f->next;
+  free(f->data);
+  free(f);
+}
+
+void wb_spill(mount_t *m, fuse_ino_t ino) {
+  wb_file_t **link = find_link(m, ino);
+  if (*link == NULL) return;
+  wb_file_t *f = *link;
+  *link = f->next;  // unlinked first: nothing JS does during the hand-over can find it again
+  f->next = NULL;
+  if (!m->destroyed) hand_over(m, f);
+  free(f->data);
+  free(f);
+}
+
+void wb_spill_all(mount_t *m) {
+  while (m->wb != NULL) wb_spill(m, m->wb->ino);
+}
+
+void wb_free_all(mount_t *m) {
+  while (m->wb != NULL) drop(&m->wb);
+}
+
+int wb_write(mount_t *m, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, uint64_t fh) {
+  wb_file_t *f = *find_link(m, ino);
+  if (f == NULL || f->fh != fh || off < 0 || (size_t)off != f->len || size > WB_LIMIT - f->len) return 0;
+  double timeout;
+  struct stat *st = (struct stat *)attr_get(m->attrs, ino, &timeout);
+  if (st == NULL) return 0;
+  if (f->len + size > f->cap) {
+    size_t cap = f->cap == 0 ? 4096 : f->cap;
+    while (cap < f->len + size) cap *= 2;
+    if (cap > WB_LIMIT) cap = WB_LIMIT;
+    char *data = realloc(f->data, cap);
+    if (data == NULL) return 0;
+    f->data = data;
+    f->cap = cap;
+  }
+  memcpy(f->data + f->len, buf, size);
+  f->len += size;
+  // What JS's writeNode does to the node: size, and mtime = ctime = now.
+  f->mtime = f->ctime = now_ms();
+  st->st_size = (off_t)f->len;
+  st->st_blocks = (blkcnt_t)((f->len + 511) / 512);
+  st->st_atim = st->st_mtim = f->mtime;
+  st->st_ctim = f->ctime;
+  m->wb_counts[0] += 1;
+  fuse_reply_write(req, size);
+  return 1;
+}
+
+#define WB_TIME_BITS (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)
+
+int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *attr, int to_set, int noop_bits) {
+  wb_file_t *f = *find_link(m, ino);
+  if (f == NULL || (to_set & WB_TIME_BITS) == 0 || (to_set & ~(WB_TIME_BITS | noop_bits)) != 0) return 0;
+  double timeout;
+  struct stat *st = (struct stat *)attr_get(m->attrs, ino, &timeout);
+  if (st == NULL) return 0;
+  if ((to_set & FUSE_SET_ATTR_MODE) && ((attr->st_mode ^ st->st_mode) & S_IXUSR) != 0) return 0;
+  // What JS's utimens does to a node: mtime as given (atime is not kept: it reads as mtime), ctime now.
+  struct timespec now = now_ms();
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) f->mtime = now;
+  else if (to_set & FUSE_SET_ATTR_MTIME) f->mtime = attr->st_mtim;
+  f->ctime = now;
+  st->st_atim = st->st_mtim = f->mtime;
+  st->st_ctim = f->ctime;
+  m->wb_counts[1] += 1;
+  fuse_reply_attr(req, st, timeout);
+  return 1;
+}
+
+// spillAll(handle): JS is about to look at open files without a request (unmount): hand over what we kept.
+static napi_value js_spill_all(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mount_t *m = mount_of(env, argv[0]);
+  if (m == NULL || m->destroyed) return NULL;
+  wb_spill_all(m);
+  return NULL;
+}
+
+void define_write_behind_exports(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+    {"spillAll", NULL, js_spill_all, NULL, NULL, NULL, napi_enumerable, NULL},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+}
