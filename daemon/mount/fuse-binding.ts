@@ -85,11 +85,22 @@ export interface FuseOps {
   mknod?(path: string, mode: number, dev: number, cb: Done): void;
   /**
    * Write-behind (native/fuse src/write_behind.c): may the C side keep the appended bytes and the times
-   * of the file just created under handle `fd`? Only for a new, empty file in memory.
+   * of the file just created under handle `fd`? Only for a new, empty file in memory; null otherwise.
    */
-  writeBehind?(fd: number): boolean;
-  /** The bytes (the whole file, from offset 0) and times the C side kept for `fd`. Synchronous. */
-  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number): void;
+  writeBehind?(fd: number): WriteBehind | null;
+  /**
+   * The bytes (the whole file, from offset 0) and times the C side kept for `fd`. Synchronous.
+   * `journaled`: 0, or the bytes of the file's close record the C side wrote to the journal (it then
+   * answered the close), or -errno when writing it failed.
+   */
+  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number): void;
+}
+
+/** What the C side needs to journal a kept file's close itself (journalFd -1: the close goes to JS). */
+export interface WriteBehind {
+  journalFd: number;
+  /** the file's journal record header (journal.ts) up to its size: `{"op":"w",...,"size":` */
+  journalPrefix: string | null;
 }
 
 export interface MountOptions {
@@ -181,12 +192,13 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       session.requests.forEach((n, op) => {
         if (n > 0) out[Op[op] ?? String(op)] = n;
       });
-      const [getattr = 0, setattr = 0, writes = 0, times = 0, handovers = 0] = session.answered();
+      const [getattr = 0, setattr = 0, writes = 0, times = 0, handovers = 0, flushes = 0] = session.answered();
       if (getattr > 0) out['Getattr (answered in C)'] = getattr;
       if (setattr > 0) out['Setattr (answered in C)'] = setattr;
       if (writes > 0) out['Write (kept in C)'] = writes;
       if (times > 0) out['Setattr of times (kept in C)'] = times;
       if (handovers > 0) out['Write-behind hand-overs to JS'] = handovers;
+      if (flushes > 0) out['Flush (journaled in C)'] = flushes;
       return out;
     },
   };

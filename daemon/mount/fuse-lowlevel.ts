@@ -135,7 +135,7 @@ export class LowLevelSession {
     }
     if (op === Op.Absorb) {
       // Not a request: nothing to answer. Applied before the request that caused it is handled.
-      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!);
+      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!, n2);
       return;
     }
     const name = s1 ?? '';
@@ -220,8 +220,9 @@ export class LowLevelSession {
             return;
           }
           this.entry(id, ino, name, path, (newIno, cacheable) => {
-            const writeBehind = cacheable === 1 && this.ops.writeBehind?.(fd) === true ? 1 : 0;
-            if (native.replyCreate(id, newIno, this.options.entryTimeoutS, this.options.attrTimeoutS, fd, 1, cacheable, writeBehind)) this.opened(newIno, 1);
+            const wb = cacheable === 1 ? (this.ops.writeBehind?.(fd) ?? null) : null;
+            const { entryTimeoutS, attrTimeoutS } = this.options;
+            if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.opened(newIno, 1);
             else ops.release(path, fd, () => {});
           })(0);
         });

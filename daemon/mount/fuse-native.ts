@@ -46,8 +46,8 @@ export interface NativeFuse {
   /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
   attrDrop(handle: NativeHandle, ino: number): void;
   /**
-   * [getattr, setattr, write, setattr of times, hand-overs]: requests the C side answered without JS
-   * (from those attributes, and by write-behind), and write-behind's hand-overs to JS.
+   * [getattr, setattr, write, setattr of times, hand-overs, flush]: requests the C side answered
+   * without JS (from those attributes, and by write-behind), and write-behind's hand-overs to JS.
    */
   answered(handle: NativeHandle): number[];
   /** Hands over every new file's bytes and times native/fuse kept (src/write_behind.c), synchronously. */
@@ -55,8 +55,20 @@ export interface NativeFuse {
   replyErr(id: number, errno: number): boolean;
   // `cacheable` 1: the attributes stay true until the next request about the inode (src/attrs.c).
   replyEntry(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, cacheable?: number): boolean;
-  // `writeBehind` 1: a new empty file open once; native/fuse may keep its appended bytes and times.
-  replyCreate(id: number, ino: number, entryTimeoutS: number, attrTimeoutS: number, fh: number, keepCache: number, cacheable?: number, writeBehind?: number): boolean;
+  // `writeBehind` 1: a new empty file open once; native/fuse may keep its appended bytes and times,
+  // and with the journal's descriptor and the file's record header up to its size, journal its close.
+  replyCreate(
+    id: number,
+    ino: number,
+    entryTimeoutS: number,
+    attrTimeoutS: number,
+    fh: number,
+    keepCache: number,
+    cacheable?: number,
+    writeBehind?: number,
+    journalFd?: number,
+    journalPrefix?: string | null,
+  ): boolean;
   replyAttr(id: number, ino: number, attrTimeoutS: number, cacheable?: number): boolean;
   replyOpen(id: number, fh: number, keepCache: number): boolean;
   replyWrite(id: number, count: number): boolean;

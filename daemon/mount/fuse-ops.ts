@@ -86,10 +86,10 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),
     readlink: (path, cb) => run('readlink', path, () => readlink(), cb),
     writeBehind: (fd) => writeBehind(state, fd),
-    absorb: (fd, data, mtimeMs, ctimeMs) => {
+    absorb: (fd, data, mtimeMs, ctimeMs, journaled) => {
       const started = performance.now();
-      absorb(state, fd, data, mtimeMs, ctimeMs);
-      note('absorb', started);
+      absorb(state, fd, data, mtimeMs, ctimeMs, journaled);
+      note(journaled === 0 ? 'absorb' : 'absorb (closed)', started);
     },
   };
 }

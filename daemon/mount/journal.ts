@@ -63,6 +63,32 @@ export class MountJournal {
     }
   }
 
+  /**
+   * The log's descriptor, for native/fuse to append a kept small file's close record itself (in this
+   * format, with the same single-thread ordering: both sides run on the thread serving the mount), or
+   * -1 when the log cannot be written.
+   */
+  descriptor(): number {
+    if (this.failed !== null) return -1;
+    try {
+      this.fd ??= fs.openSync(this.path, 'a', 0o600);
+      return this.fd;
+    } catch (error) {
+      this.failed ??= error as Error;
+      return -1;
+    }
+  }
+
+  /** native/fuse appended `bytes` through descriptor(). */
+  appendedElsewhere(bytes: number): void {
+    this.size += bytes;
+  }
+
+  /** native/fuse's append failed with `errno`. */
+  failedElsewhere(errno: number): void {
+    this.failed ??= Object.assign(new Error(`write failed (errno ${errno})`), { errno: -errno });
+  }
+
   /** Makes everything appended so far durable (fsync of a file the mount holds without versioning it). */
   async sync(): Promise<void> {
     const fd = this.fd;

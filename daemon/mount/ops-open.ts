@@ -4,6 +4,8 @@
 import { closeFd, fsyncFd } from './backing.js';
 import { E, fail } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
+import type { WriteBehind } from './fuse-binding.js';
+import type { JournalRecord } from './journal.js';
 import type { MountState } from './mount-state.js';
 import { truncateNode, writeNode } from './node-content.js';
 import { isWithin, parentOf } from './paths.js';
@@ -89,15 +91,32 @@ export async function create(state: MountState, path: string, mode: number): Pro
  * its times, and hand them over before JS handles anything that could look at the file. Only a new
  * file qualifies: empty, in memory, open once, with nothing else running on it.
  */
-export function writeBehind(state: MountState, fh: number): boolean {
+export function writeBehind(state: MountState, fh: number): WriteBehind | null {
   const handle = state.handles.get(fh);
   const node = handle?.node;
-  if (handle === undefined || node === null || node === undefined || !handle.writable) return false;
-  return node.base === null && node.content.kind === 'memory' && node.size === 0 && node.handles === 1 && node.writers === 1 && node.busy === null && !node.detached;
+  if (handle === undefined || node === null || node === undefined || !handle.writable) return null;
+  const fresh = node.base === null && node.content.kind === 'memory' && node.size === 0 && node.handles === 1 && node.writers === 1 && node.busy === null && !node.detached;
+  if (!fresh) return null;
+  // While the C side keeps the file, its path and exec bit stay as they are now (a rename or an exec
+  // bit change is a request that hands the file back first), so its close record can be written there:
+  // the record flush() -> logNode() would write, in journal.ts's format.
+  const journalFd = state.journal.descriptor();
+  return { journalFd, journalPrefix: journalFd < 0 ? null : closeRecordPrefix(node.path, node.executable) };
 }
 
-/** What the C side kept for `fh`: the file's whole content from offset 0, and its times. */
-export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number): void {
+/** logNode's record for a small file, up to its size (JSON.stringify's output for the same object). */
+export function closeRecordPrefix(path: string, executable: boolean): string {
+  const record = JSON.stringify({ op: 'w', path, exec: executable, size: 0 } satisfies JournalRecord);
+  return record.slice(0, -'0}'.length);
+}
+
+/**
+ * What the C side kept for `fh`: the file's whole content from offset 0, and its times. `journaled`
+ * > 0: it also journaled the file's close and answered it (what flush() does), -errno: that failed.
+ */
+export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number): void {
+  if (journaled > 0) state.journal.appendedElsewhere(journaled);
+  else if (journaled < 0) state.journal.failedElsewhere(-journaled);
   const handle = state.handles.get(fh);
   const node = handle?.node;
   if (handle === undefined || node === null || node === undefined) return;

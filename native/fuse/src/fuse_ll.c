@@ -252,6 +252,8 @@ static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
   dispatch(req, OP_WRITE, (double)ino, (double)fi->fh, (double)off, NULL, NULL, buf, size);
 }
 static void ll_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
+  mount_t *m = fuse_req_userdata(req);
+  if (m->wb != NULL && wb_flush(m, req, ino, fi->fh)) return;
   dispatch(req, OP_FLUSH, (double)ino, (double)fi->fh, 0, NULL, NULL, NULL, 0);
 }
 // The kernel sends RELEASE after close(2) has returned (nobody waits for it), typically together with

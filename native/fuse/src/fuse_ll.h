@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/uio.h>
 #include <uv.h>
 
 enum {
@@ -59,7 +60,7 @@ typedef struct mount_s {
   struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
   unsigned nlater, caplater;
   wb_file_t *wb;        // new files whose writes and times write_behind.c keeps (usually 0 or 1)
-  double wb_counts[3];  // writes kept, setattrs answered, hand-overs to JS
+  double wb_counts[4];  // writes kept, setattrs answered, hand-overs to JS, closes journaled here
 } mount_t;
 
 #define CHECK(call)                                                        \
@@ -78,7 +79,8 @@ void define_replies(napi_env env, napi_value exports);
 void define_attr_exports(napi_env env, napi_value exports);
 
 // write_behind.c: a new small file's appended bytes and times, kept until JS needs the file.
-void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh);
+void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh, int journal_fd, char *journal_prefix);
+int wb_flush(mount_t *m, fuse_req_t req, fuse_ino_t ino, uint64_t fh);
 int wb_write(mount_t *m, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off, uint64_t fh);
 int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *attr, int to_set, int noop_bits);
 void wb_spill(mount_t *m, fuse_ino_t ino);

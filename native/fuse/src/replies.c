@@ -82,10 +82,12 @@ static napi_value js_reply_entry(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache, cacheable?, writeBehind?) with the stat in
-// scratch. writeBehind 1: a new empty file open once, whose writes and times write_behind.c may keep.
+// replyCreate(id, ino, entryTimeout, attrTimeout, fh, keepCache, cacheable?, writeBehind?, journalFd?,
+// journalPrefix?) with the stat in scratch. writeBehind 1: a new empty file open once, whose writes and
+// times write_behind.c may keep; with the journal's fd and the file's record header up to its size,
+// write_behind.c also journals and answers its close.
 static napi_value js_reply_create(napi_env env, napi_callback_info info) {
-  ARGS(8)
+  ARGS(10)
   struct fuse_entry_param e;
   entry_of(env, req, argv, &e);
   maybe_cache(env, req, argv[6], e.ino, &e.attr, e.attr_timeout);
@@ -95,7 +97,11 @@ static napi_value js_reply_create(napi_env env, napi_callback_info info) {
   fi.keep_cache = num(env, argv[5]) != 0;
   mount_t *m = fuse_req_userdata(req);
   if (fuse_reply_create(req, &e, &fi) == -ENOENT) return bool_value(env, 0);
-  if (argc >= 8 && num(env, argv[7]) != 0 && e.ino != 0 && num(env, argv[6]) != 0) wb_register(m, e.ino, fi.fh);
+  if (argc >= 8 && num(env, argv[7]) != 0 && e.ino != 0 && num(env, argv[6]) != 0) {
+    napi_valuetype t = napi_undefined;
+    if (argc >= 10) napi_typeof(env, argv[9], &t);
+    wb_register(m, e.ino, fi.fh, argc >= 9 ? (int)num(env, argv[8]) : -1, t == napi_string ? string_arg(env, argv[9]) : NULL);
+  }
   return bool_value(env, 1);
 }
 

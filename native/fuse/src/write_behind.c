@@ -1,11 +1,12 @@
-// Write-behind for new small files: their writes and times stay here until JS needs the file.
+// Write-behind for new small files: their writes, times and close stay here until JS needs the file.
 //
 // Why (measured, docs/benchmarks.md): tar extracts a file as lookup, create, write (1.5 on average),
 // utimens, getattr, chown, chmod, flush, release. attrs.c already answers the getattr, chown and chmod;
-// the writes and the utimens were still a full trip into JS each (~2.5 of ~6.5 per file), for bytes
-// JS only needs at close. A file JS has just created (empty, in memory, open once: fuse-lowlevel.ts
-// decides) now keeps its appended bytes and its times here, and JS gets them in one call (OP_ABSORB)
-// before it handles any request that could see the file: its flush (close), or anything else.
+// the writes, the utimens and the close were still a full trip into JS each (~3.5 of ~6.5 per file),
+// for bytes JS only needs at close. A file JS has just created (empty, in memory, open once:
+// fuse-lowlevel.ts decides) now keeps its appended bytes and its times here. Its close (FLUSH) is
+// journaled here, in journal.ts's format, answered, and only then handed to JS (OP_ABSORB), in the same
+// call, so JS knows the file before anything else runs.
 //
 // Coherence:
 // - A request about the file that we do not answer here hands the bytes over first; so does every
@@ -14,8 +15,11 @@
 //   files without a request (unmount) call spillAll first.
 // - Only writes that append (offset == bytes kept) and stay within MEMORY_LIMIT are kept, and only
 //   while attrs.c holds the file's attributes (so getattr answers from them stay true: we update them).
-// - Nothing here is durable, as before: a write's bytes lived in JS memory until close journaled them.
-//   close (FLUSH) still goes to JS, which journals the file before it answers.
+//   A restore drops them (attrDrop): the close then goes to JS, which knows what the restore changed.
+// - While we keep a file, its path and exec bit cannot change without a request that hands it back
+//   (rename, chmod of the exec bit): the record header JS gave us at create stays true.
+// - Durability is unchanged: a write's bytes lived in JS memory until close journaled them; the close
+//   record is written to the journal (page cache, as JS did) before the close is answered.
 #include "fuse_ll.h"
 
 #define WB_LIMIT (64 * 1024)  // MEMORY_LIMIT in daemon/mount/file-node.ts
@@ -26,6 +30,10 @@ struct wb_file {
   char *data;
   size_t len, cap;
   struct timespec mtime, ctime;
+  // The mount's journal (journal.ts) and the start of this file's record header, up to its size:
+  // close journals the file here, as JS would (fd -1: close goes to JS).
+  int journal_fd;
+  char *journal_prefix;
   struct wb_file *next;
 };
 
@@ -46,23 +54,28 @@ static wb_file_t **find_link(mount_t *m, fuse_ino_t ino) {
   return link;
 }
 
-void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh) {
+void wb_register(mount_t *m, fuse_ino_t ino, uint64_t fh, int journal_fd, char *journal_prefix) {
   double timeout;
   const struct stat *st = attr_get(m->attrs, ino, &timeout);
-  if (st == NULL || *find_link(m, ino) != NULL) return;
-  wb_file_t *f = calloc(1, sizeof *f);
-  if (f == NULL) return;  // the file's requests simply go to JS
+  wb_file_t *f = st == NULL || *find_link(m, ino) != NULL ? NULL : calloc(1, sizeof *f);
+  if (f == NULL) {  // the file's requests simply go to JS
+    free(journal_prefix);
+    return;
+  }
   f->ino = ino;
   f->fh = fh;
+  f->journal_fd = journal_prefix == NULL ? -1 : journal_fd;
+  f->journal_prefix = journal_prefix;
   f->mtime = st->st_mtim;
   f->ctime = st->st_ctim;
   f->next = m->wb;
   m->wb = f;
 }
 
-// Hands the file's bytes and times to JS (dispatch: op, id -1, ino, fh, 0, null, bytes; times in the
-// scratch array, which is saved around the call: the request being dispatched may have filled it).
-static void hand_over(mount_t *m, wb_file_t *f) {
+// Hands the file's bytes and times to JS (dispatch: op, id -1, ino, fh, journaled, null, bytes; times
+// in the scratch array, which is saved around the call: the request being dispatched may have filled
+// it). `journaled`: bytes of the close record written to the journal here, or -errno if that failed.
+static void hand_over(mount_t *m, wb_file_t *f, double journaled) {
   napi_env env = m->env;
   double saved[SCRATCH_LEN];
   memcpy(saved, m->scratch, sizeof saved);
@@ -74,7 +87,7 @@ static void hand_over(mount_t *m, wb_file_t *f) {
   napi_create_double(env, -1, &argv[1]);
   napi_create_double(env, (double)f->ino, &argv[2]);
   napi_create_double(env, (double)f->fh, &argv[3]);
-  napi_create_double(env, 0, &argv[4]);
+  napi_create_double(env, journaled, &argv[4]);
   napi_get_null(env, &argv[5]);
   napi_create_buffer_copy(env, f->len, f->len > 0 ? f->data : "", &copy, &argv[6]);
   napi_get_reference_value(env, m->dispatch, &fn);
@@ -87,11 +100,16 @@ static void hand_over(mount_t *m, wb_file_t *f) {
   m->wb_counts[2] += 1;
 }
 
+static void free_file(wb_file_t *f) {
+  free(f->data);
+  free(f->journal_prefix);
+  free(f);
+}
+
 static void drop(wb_file_t **link) {
   wb_file_t *f = *link;
   *link = f->next;
-  free(f->data);
-  free(f);
+  free_file(f);
 }
 
 void wb_spill(mount_t *m, fuse_ino_t ino) {
@@ -100,9 +118,52 @@ void wb_spill(mount_t *m, fuse_ino_t ino) {
   wb_file_t *f = *link;
   *link = f->next;  // unlinked first: nothing JS does during the hand-over can find it again
   f->next = NULL;
-  if (!m->destroyed) hand_over(m, f);
-  free(f->data);
-  free(f);
+  if (!m->destroyed) hand_over(m, f, 0);
+  free_file(f);
+}
+
+// Appends the file's close record to the journal, in the format of journal.ts ([u32 LE header
+// length][JSON header][bytes]), in as many write(2)s as it takes. Returns the bytes written, or -errno
+// (a record may then be torn, as when JS's own append fails: journal.ts reports the journal broken).
+static double append_record(wb_file_t *f) {
+  char size[32];
+  int size_len = snprintf(size, sizeof size, "%zu}", f->len);
+  size_t prefix_len = strlen(f->journal_prefix);
+  uint32_t header_len = (uint32_t)(prefix_len + (size_t)size_len);
+  unsigned char length[4] = {header_len & 0xff, (header_len >> 8) & 0xff, (header_len >> 16) & 0xff, header_len >> 24};
+  struct iovec iov[4] = {{length, 4}, {f->journal_prefix, prefix_len}, {size, (size_t)size_len}, {f->data, f->len}};
+  size_t total = 4 + header_len + f->len, done = 0;
+  int first = 0;
+  while (done < total) {
+    ssize_t n = writev(f->journal_fd, iov + first, 4 - first);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return -(double)(n < 0 ? errno : EIO);
+    done += (size_t)n;
+    while (first < 4 && (size_t)n >= iov[first].iov_len) n -= (ssize_t)iov[first++].iov_len;
+    if (first < 4) {
+      iov[first].iov_base = (char *)iov[first].iov_base + n;
+      iov[first].iov_len -= (size_t)n;
+    }
+  }
+  return (double)total;
+}
+
+// close(2) of a file we keep: journaled here, answered, then handed to JS at once (synchronously, so
+// JS never sees a journal that holds a record of a file it does not know was closed).
+int wb_flush(mount_t *m, fuse_req_t req, fuse_ino_t ino, uint64_t fh) {
+  wb_file_t **link = find_link(m, ino);
+  wb_file_t *f = *link;
+  double timeout;
+  // Without its attributes JS no longer vouches for the file as we know it (a restore): JS decides.
+  if (f == NULL || f->fh != fh || f->journal_fd < 0 || attr_get(m->attrs, ino, &timeout) == NULL) return 0;
+  double journaled = append_record(f);
+  fuse_reply_err(req, 0);
+  *link = f->next;
+  f->next = NULL;
+  m->wb_counts[3] += 1;
+  hand_over(m, f, journaled);
+  free_file(f);
+  return 1;
 }
 
 void wb_spill_all(mount_t *m) {
