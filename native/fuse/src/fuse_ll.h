@@ -59,6 +59,9 @@ typedef struct mount_s {
   // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c).
   struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
   unsigned nlater, caplater;
+  double spin_us;       // how long on_readable waits for a tool's next request before sleeping (0: never)
+  int spinning;         // requests are coming back to back: wait for the next one (on_readable)
+  double replied_at;    // when on_readable last went back to sleep (us, CLOCK_MONOTONIC)
   wb_file_t *wb;        // new files whose writes and times write_behind.c keeps (usually 0 or 1)
   double wb_counts[4];  // writes kept, setattrs answered, hand-overs to JS, closes journaled here
 } mount_t;
