@@ -161,7 +161,7 @@ int wb_flush(mount_t *m, fuse_req_t req, fuse_ino_t ino, uint64_t fh) {
   *link = f->next;
   f->next = NULL;
   m->wb_counts[3] += 1;
-  hand_over(m, f, journaled);
+  if (!m->destroyed) hand_over(m, f, journaled);
   free_file(f);
   return 1;
 }
