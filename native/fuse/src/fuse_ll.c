@@ -9,89 +9,14 @@
 // high-level API turned into two requests (create/mkdir/setattr + getattr).
 //
 // JS owns the inode table (ino <-> path); this file only moves requests and replies. Requests are
-// identified by slot numbers into `g_reqs`; stats travel through the mount's Float64Array (`scratch`)
+// identified by slot numbers (slots.c); stats travel through the mount's Float64Array (`scratch`)
 // that JS reads/fills synchronously around each call. Replies live in replies.c.
 #include "fuse_ll.h"
 
-// A request id is generation * 2^20 + slot: a late or duplicate reply to a reused slot is ignored
-// instead of answering someone else's request.
-#define SLOT_BITS 20
-static fuse_req_t *g_reqs = NULL;
-static double *g_gen = NULL;
-static double *g_started = NULL;
-static double *g_ino = NULL;   // the inode each request is about (attrs.c counts it in flight)
-static unsigned *g_free = NULL;
-static unsigned g_cap = 0, g_nfree = 0;
-
-
-static double coarse_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
-static double slot_put(fuse_req_t req, double ino) {
-  if (g_nfree == 0) {
-    unsigned cap = g_cap == 0 ? 64 : g_cap * 2;
-    if (cap > (1u << SLOT_BITS)) return -1;
-    fuse_req_t *reqs = realloc(g_reqs, cap * sizeof *reqs);
-    if (reqs == NULL) return -1;
-    g_reqs = reqs;
-    double *gen = realloc(g_gen, cap * sizeof *gen);
-    if (gen == NULL) return -1;
-    g_gen = gen;
-    double *started = realloc(g_started, cap * sizeof *started);
-    if (started == NULL) return -1;
-    g_started = started;
-    double *inos = realloc(g_ino, cap * sizeof *inos);
-    if (inos == NULL) return -1;
-    g_ino = inos;
-    unsigned *fr = realloc(g_free, cap * sizeof *fr);
-    if (fr == NULL) return -1;
-    g_free = fr;
-    for (unsigned i = cap; i > g_cap; i--) {
-      g_reqs[i - 1] = NULL;
-      g_gen[i - 1] = 0;
-      g_free[g_nfree++] = i - 1;
-    }
-    g_cap = cap;
-  }
-  unsigned slot = g_free[--g_nfree];
-  g_reqs[slot] = req;
-  g_gen[slot] += 1;
-  g_started[slot] = coarse_ms();
-  g_ino[slot] = ino;
-  return g_gen[slot] * (double)(1u << SLOT_BITS) + slot;
-}
-
-fuse_req_t slot_take(double id) {
-  if (!(id >= 0)) return NULL;
-  double gen = floor(id / (double)(1u << SLOT_BITS));
-  unsigned slot = (unsigned)(id - gen * (double)(1u << SLOT_BITS));
-  if (slot >= g_cap || g_reqs[slot] == NULL || g_gen[slot] != gen) return NULL;
-  fuse_req_t req = g_reqs[slot];
-  g_reqs[slot] = NULL;
-  g_free[g_nfree++] = slot;
-  attr_answered(((mount_t *)fuse_req_userdata(req))->attrs, (fuse_ino_t)g_ino[slot]);
-  return req;
-}
-
 // Before a session goes away every request it still owes is answered (EIO): libfuse frees a request in
 // its reply, through the session.
-static void fail_pending(mount_t *m) {
-  for (unsigned slot = 0; slot < g_cap; slot++) {
-    fuse_req_t req = g_reqs[slot];
-    if (req == NULL || fuse_req_userdata(req) != m) continue;
-    g_reqs[slot] = NULL;
-    g_free[g_nfree++] = slot;
-    attr_answered(m->attrs, (fuse_ino_t)g_ino[slot]);
-    fuse_reply_err(req, EIO);
-  }
-}
+static void fail_pending(mount_t *m) { slots_fail(m, -1); }
 
-// Calls the mount's JS dispatcher: (op, id, ino, n1, n2, s1, s2). Runs inside the poll callback's
-// callback scope. If JS throws (it is written not to), the request is failed with EIO so the caller in
-// the kernel is never left waiting, and the exception is rethrown as uncaught.
 static void release_deferred(mount_t *m);
 
 // Requests about one inode only (write_behind.c hands over just that file's kept bytes); every other
@@ -106,6 +31,9 @@ static int about_one_inode(int op) {
   }
 }
 
+// Calls the mount's JS dispatcher: (op, id, ino, n1, n2, s1, s2). Runs inside the poll callback's
+// callback scope. If JS throws (it is written not to), the request is failed with EIO so the caller in
+// the kernel is never left waiting, and the exception is rethrown as uncaught.
 static void dispatch(fuse_req_t req, int op, double ino, double n1, double n2, const char *s1, const char *s2,
                      const void *data, size_t len) {
   mount_t *m = fuse_req_userdata(req);
@@ -369,15 +297,7 @@ static void on_timer_closed(uv_handle_t *handle) {
 // forever. A late reply from JS then finds its slot answered and is ignored.
 static void on_timer(uv_timer_t *handle) {
   mount_t *m = handle->data;
-  double limit = coarse_ms() - m->op_timeout_ms;
-  for (unsigned slot = 0; slot < g_cap; slot++) {
-    fuse_req_t req = g_reqs[slot];
-    if (req == NULL || g_started[slot] > limit || fuse_req_userdata(req) != m) continue;
-    g_reqs[slot] = NULL;
-    g_free[g_nfree++] = slot;
-    attr_answered(m->attrs, (fuse_ino_t)g_ino[slot]);
-    fuse_reply_err(req, EIO);
-  }
+  slots_fail(m, m->op_timeout_ms);
 }
 
 static void stop_polling(mount_t *m) {

@@ -74,7 +74,10 @@ typedef struct mount_s {
     }                                                                      \
   } while (0)
 
+// slots.c: the requests JS still owes an answer.
+double slot_put(fuse_req_t req, double ino);
 fuse_req_t slot_take(double id);
+void slots_fail(mount_t *m, double older_than_ms);
 char *string_arg(napi_env env, napi_value v);
 mount_t *mount_of(napi_env env, napi_value v);
 void maybe_free(mount_t *m);
