@@ -1,7 +1,7 @@
-// What native/fuse (src/fuse_ll.c) exports and the numbers it uses for requests: the contract between
+// What native/fuse exports and the numbers it uses for requests: the contract between
 // the C side and fuse-lowlevel.ts.
 
-/** Request kinds, as numbered in native/fuse/src/fuse_ll.c. */
+/** Request kinds, as numbered in native/fuse/src/fuse_ll.h. */
 export enum Op {
   Lookup = 0,
   Forget,
@@ -38,7 +38,7 @@ export interface NativeHandle {
 
 export type Dispatch = (op: number, id: number, ino: number, n1: number, n2: number, s1: string | null, s2: string | Buffer | null) => void;
 
-/** native/fuse's exports (src/fuse_ll.c). Replies return false when the request was already answered or interrupted. */
+/** native/fuse's exports (src/serve.c, replies.c, attrs.c, write_behind.c). Replies return false when the request was already answered or interrupted. */
 export interface NativeFuse {
   mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
   close(handle: NativeHandle): void;

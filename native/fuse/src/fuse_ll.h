@@ -1,5 +1,6 @@
-// Shared between fuse_ll.c (the session: requests in, the poll loop, mount/close) and replies.c
-// (replies out, cache invalidation). Everything runs on the JS thread except notify_execute.
+// Shared by the binding's files: serve.c (the session: mount/close, the poll loop), fuse_ll.c (requests
+// in), replies.c (replies out, cache invalidation), attrs.c, write_behind.c and slots.c. Everything runs
+// on the JS thread except notify_execute.
 #ifndef STRATA_FUSE_LL_H
 #define STRATA_FUSE_LL_H
 #define FUSE_USE_VERSION 314
@@ -56,10 +57,11 @@ typedef struct mount_s {
   double op_timeout_ms;
   attr_table_t *attrs;
   double answered[2];   // getattr and setattr requests answered from `attrs`, without JS
-  // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c).
+  // RELEASE requests read in the current batch, handed to JS after the requests behind them (fuse_ll.c,
+  // serve.c).
   struct deferred_release { fuse_req_t req; double ino; double fh; } *later;
   unsigned nlater, caplater;
-  double spin_us;       // how long on_readable waits for a tool's next request before sleeping (0: never)
+  double spin_us;       // how long on_readable (serve.c) waits for a tool's next request before sleeping (0: never)
   int spinning;         // requests are coming back to back: wait for the next one (on_readable)
   double replied_at;    // when on_readable last went back to sleep (us, CLOCK_MONOTONIC)
   wb_file_t *wb;        // new files whose writes and times write_behind.c keeps (usually 0 or 1)
@@ -73,6 +75,10 @@ typedef struct mount_s {
       return NULL;                                                         \
     }                                                                      \
   } while (0)
+
+// fuse_ll.c: the operations libfuse calls for each request, and the RELEASEs held back during a batch.
+extern const struct fuse_lowlevel_ops LL_OPS;
+void release_deferred(mount_t *m);
 
 // slots.c: the requests JS still owes an answer.
 double slot_put(fuse_req_t req, double ino);

@@ -1,5 +1,5 @@
 // Replies from JS to the kernel (fuse_reply_*), and kernel cache invalidation. The first argument of a
-// reply is the request id from fuse_ll.c's slot table; a request already answered (or timed out) is
+// reply is the request id from slots.c's table; a request already answered (or timed out) is
 // ignored and the call returns false.
 #include "fuse_ll.h"
 
