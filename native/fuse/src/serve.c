@@ -6,6 +6,25 @@
 // its reply, through the session.
 static void fail_pending(mount_t *m) { slots_fail(m, -1); }
 
+// Calls into JS from libuv's callbacks happen inside a callback scope, as for any async resource:
+// promises JS settles synchronously (and the replies they send) run when the scope closes.
+typedef struct {
+  napi_handle_scope handles;
+  napi_callback_scope callback;
+} js_scope_t;
+
+static void js_enter(mount_t *m, js_scope_t *s) {
+  napi_value resource;
+  napi_open_handle_scope(m->env, &s->handles);
+  napi_get_reference_value(m->env, m->resource, &resource);
+  napi_open_callback_scope(m->env, resource, m->actx, &s->callback);
+}
+
+static void js_leave(mount_t *m, js_scope_t *s) {
+  napi_close_callback_scope(m->env, s->callback);
+  napi_close_handle_scope(m->env, s->handles);
+}
+
 // Hands the RELEASEs deferred during a batch (fuse_ll.c, ll_release) to JS once the batch is served.
 static void dispatch_later(mount_t *m) {
   if (m->nlater == 0) return;
@@ -15,16 +34,10 @@ static void dispatch_later(mount_t *m) {
     m->nlater = 0;
     return;
   }
-  napi_env env = m->env;
-  napi_handle_scope scope;
-  napi_callback_scope cscope;
-  napi_value resource;
-  napi_open_handle_scope(env, &scope);
-  napi_get_reference_value(env, m->resource, &resource);
-  napi_open_callback_scope(env, resource, m->actx, &cscope);
+  js_scope_t scope;
+  js_enter(m, &scope);
   release_deferred(m);
-  napi_close_callback_scope(env, cscope);
-  napi_close_handle_scope(env, scope);
+  js_leave(m, &scope);
 }
 
 static void mount_free(mount_t *m) {
@@ -120,27 +133,19 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
       gone = 1;
       break;
     }
-    napi_handle_scope scope;
-    napi_callback_scope cscope;
-    napi_value resource;
-    napi_open_handle_scope(env, &scope);
-    napi_get_reference_value(env, m->resource, &resource);
-    napi_open_callback_scope(env, resource, m->actx, &cscope);
+    js_scope_t scope;
+    js_enter(m, &scope);
     fuse_session_process_buf(m->se, &m->buf);
-    napi_close_callback_scope(env, cscope);
-    napi_close_handle_scope(env, scope);
+    js_leave(m, &scope);
   }
   m->replied_at = now_us();
   dispatch_later(m);
   if (gone && !m->closed) {
     m->closed = 1;
     stop_polling(m);
-    napi_handle_scope scope;
-    napi_callback_scope cscope;
-    napi_value resource, fn, global, argv[7], result;
-    napi_open_handle_scope(env, &scope);
-    napi_get_reference_value(env, m->resource, &resource);
-    napi_open_callback_scope(env, resource, m->actx, &cscope);
+    js_scope_t scope;
+    napi_value fn, global, argv[7], result;
+    js_enter(m, &scope);
     napi_create_int32(env, OP_CLOSED, &argv[0]);
     for (int i = 1; i < 5; i++) napi_create_int32(env, 0, &argv[i]);
     napi_get_null(env, &argv[5]);
@@ -148,8 +153,7 @@ static void on_readable(uv_poll_t *handle, int status, int events) {
     napi_get_reference_value(env, m->dispatch, &fn);
     napi_get_global(env, &global);
     napi_call_function(env, global, fn, 7, argv, &result);
-    napi_close_callback_scope(env, cscope);
-    napi_close_handle_scope(env, scope);
+    js_leave(m, &scope);
   }
 }
 
