@@ -3,7 +3,8 @@
 // journaled ext4 of its own (lib/scratch-fs.ts says why). Target:
 // ≥ 0.8× bindfs. For Strata the clock stops when tar exits; the time until every file is a durable
 // version is reported separately, and so are the FUSE operations the mount answered (count and
-// average time in our code), which is where a miss would be explained.
+// average time in our code) and the CPU its threads used per file, which is where a miss would be
+// explained.
 //
 //   node dist/bench/mount-untar.js [--files 20000] [--rounds 3]
 // Result: bench/results/mount-untar.json.
@@ -15,7 +16,7 @@ import { run, settleDisk, timeRun } from './lib/proc.js';
 import { scratchFs } from './lib/scratch-fs.js';
 import { pairedSpeedup, round3, summarize, target } from './lib/stats.js';
 import { printTable, spread } from './lib/table.js';
-import { startBindfs, startMount } from './mount-lib.js';
+import { cpuByThread, cpuDelta, startBindfs, startMount } from './mount-lib.js';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
@@ -96,7 +97,14 @@ async function onceStrata(root: string, untar: (into: string) => Promise<number>
   const mnt = join(root, 'strata-mnt');
   const mount = await startMount(home, mnt);
   try {
+    const pid = mount.child.pid!;
+    const cpuBefore = cpuByThread(pid);
     const seconds = await untar(mnt);
+    // CPU of the mount's threads during the untar, per file: where a slower CPU would hurt first.
+    const used = cpuDelta(cpuBefore, cpuByThread(pid));
+    const perFile = Object.fromEntries(Object.entries(used).map(([name, ms]) => [name, Math.round((ms * 1000) / FILES)]));
+    console.log(`  mount CPU per file during the untar (µs): ${Object.entries(perFile).map(([name, us]) => `${name} ${us}`).join(', ')}`);
+    cpuPerFile.push(perFile);
     const t0 = process.hrtime.bigint();
     await mount.idle(600_000);
     return { seconds, durableSeconds: Number(process.hrtime.bigint() - t0) / 1e9 };
@@ -109,7 +117,14 @@ async function onceStrata(root: string, untar: (into: string) => Promise<number>
 }
 
 let scratchKind = '';
+const cpuPerFile: Array<Record<string, number>> = [];
 let lastOps: Ops = null;
+
+/** The median of each thread's figure over the rounds. */
+function medianPerThread(rounds: Array<Record<string, number>>): Record<string, number> {
+  const names = new Set(rounds.flatMap((r) => Object.keys(r)));
+  return Object.fromEntries([...names].map((name) => [name, summarize(rounds.map((r) => r[name] ?? 0)).median]));
+}
 
 async function main(): Promise<void> {
   const machine = machineInfo();
@@ -151,6 +166,7 @@ async function main(): Promise<void> {
     strataFractionOfRaw: ofRaw,
     strataTarExitToAllVersionedSeconds: durableSummary,
     strataFuseOperations: lastOps,
+    strataCpuPerFileUs: medianPerThread(cpuPerFile),
     targets: vsBindfs ? [target('strata / bindfs (paired median)', vsBindfs.median, '>=', 0.8, 'x')] : [],
   });
   console.log(`\nresult: ${file}`);
