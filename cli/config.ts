@@ -31,6 +31,8 @@ export interface ResolvedTarget {
   apiKey: string | undefined;
   projectId: string | undefined;
   configPath: string;
+  /** the project around the working directory belongs to a home whose daemon is not running */
+  daemonDown?: { home: string; dir: string };
 }
 
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -89,12 +91,14 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
   const local = flags.server || env['STRATA_SERVER_URL'] ? undefined : (discovered?.daemon ?? undefined);
   const server = pick(flags.server, env['STRATA_SERVER_URL'], local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
   const serverUrl = validateServerUrl(server[0]);
+  const apiKey = pick(flags.apiKey, env['STRATA_API_KEY'], local === undefined ? file.apiKey : local.running ? local.apiKey : undefined)?.[0];
   return {
     serverUrl,
     serverUrlSource: server[1],
-    apiKey: pick(flags.apiKey, env['STRATA_API_KEY'], local?.apiKey ?? file.apiKey)?.[0],
+    apiKey,
     projectId: pick(flags.project, env['STRATA_PROJECT_ID'], discovered?.projectId ?? file.projectId)?.[0],
     configPath: path,
+    ...(local !== undefined && !local.running && apiKey === undefined ? { daemonDown: { home: discovered!.home, dir: discovered!.dir } } : {}),
   };
 }
 

@@ -37,6 +37,12 @@ export function contextFor(command: Command): CommandContext {
     client() {
       if (client) return client;
       const resolved = ctx.target();
+      if (resolved.daemonDown !== undefined) {
+        const { home, dir } = resolved.daemonDown;
+        throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} (the home of the project in ${dir}) is not running: start it with \`strata daemon\` (or \`strata watch ${dir}\`)`, {
+          exitCode: EXIT.unreachable,
+        });
+      }
       if (!resolved.apiKey) {
         throw new CliError(
           'NO_CREDENTIALS',

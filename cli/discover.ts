@@ -6,6 +6,7 @@
 import { readFileSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { daemonLayout, projectForDir, readDaemonConfig } from '../daemon/config.js';
+import { daemonLockOwner } from '../daemon/lock.js';
 import { resolveHome } from '../server/home.js';
 
 export interface DiscoveredProject {
@@ -14,7 +15,7 @@ export interface DiscoveredProject {
   /** the project root found */
   dir: string;
   /** the daemon of that home, when its daemon.json and owner key are readable */
-  daemon: { serverUrl: string; apiKey: string } | null;
+  daemon: DaemonTarget | null;
 }
 
 function readJson(file: string): Record<string, unknown> | null {
@@ -26,8 +27,18 @@ function readJson(file: string): Record<string, unknown> | null {
   }
 }
 
+export interface DaemonTarget {
+  serverUrl: string;
+  apiKey: string;
+  /**
+   * A live daemon holds the home's lock. When none does, whatever answers at serverUrl is not this
+   * home's daemon (another home's, or anyone's listener): the owner key must not go there.
+   */
+  running: boolean;
+}
+
 /** The daemon URL and local owner key of a home; null when it has no daemon set up. */
-export function daemonTarget(home: string): { serverUrl: string; apiKey: string } | null {
+export function daemonTarget(home: string): DaemonTarget | null {
   let apiKey: string;
   try {
     apiKey = readFileSync(daemonLayout(home).ownerKey, 'utf8').trim();
@@ -40,7 +51,7 @@ export function daemonTarget(home: string): { serverUrl: string; apiKey: string 
   } catch {
     return null;
   }
-  return { serverUrl: `http://${listen}`, apiKey };
+  return { serverUrl: `http://${listen}`, apiKey, running: daemonLockOwner(daemonLayout(home).dir) !== null };
 }
 
 export function discoverProject(cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): DiscoveredProject | null {

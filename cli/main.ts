@@ -19,7 +19,8 @@ function wantsJson(args: string[]): boolean {
 
 function report(error: CliError, json: boolean): void {
   process.stderr.write(`strata: ${error.message} (${error.code})\n`);
-  const hint = HINTS[error.exitCode];
+  // A message that already says what to start needs no generic hint.
+  const hint = error.code === 'DAEMON_NOT_RUNNING' ? undefined : HINTS[error.exitCode];
   if (hint && !json) process.stderr.write(`strata: ${hint}\n`);
   if (json) process.stdout.write(JSON.stringify(error.toJson(), null, 2) + '\n');
 }

@@ -157,21 +157,30 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     try {
       await app.listen({ host, port });
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw error;
+      // Taken, most often by the daemon of another home (another user of a shared workstation; every
+      // home starts with the same default). An address the user asked for on the command line is
+      // theirs to fix; one from daemon.json is only where the CLI finds us, so take a free port and
+      // record it there.
+      if (options.listen !== undefined) {
         throw new StrataError('DAEMON_RUNNING', {
-          message: `${listen} is in use (another daemon for another home?); set "listen" in ${layout.config} or pass --listen`,
+          message: `${listen} is in use (another daemon for another home?); pass another --listen, or none to let the daemon pick a free port`,
           details: { listen },
           cause: error,
         });
       }
-      throw error;
+      logger.warn({ listen }, `${listen} is in use (another home's daemon?): listening on a free port instead, recorded in ${layout.config}`);
+      await app.listen({ host, port: 0 });
     }
     const address = app.server.address();
     const boundPort = typeof address === 'object' && address !== null ? address.port : port;
-    url = `http://${isIP(host) === 6 ? `[${host}]` : host}:${boundPort}`;
-    // Port 0 (tests, or a second home) must be findable by the CLI: record the port actually bound.
-    if (port === 0) {
-      config = { ...readDaemonConfig(home), listen: `${host}:${boundPort}` };
+    const hostPart = isIP(host) === 6 ? `[${host}]` : host;
+    url = `http://${hostPart}:${boundPort}`;
+    // The CLI finds the daemon through daemon.json: record the address bound when it is not the one
+    // there (port 0 in tests, a taken address, --listen).
+    const bound = `${hostPart}:${boundPort}`;
+    if (bound !== config.listen) {
+      config = { ...readDaemonConfig(home), listen: bound };
       await writeDaemonConfig(home, config);
     }
     logger.info({ url, home }, `strata daemon listening on ${url}`);

@@ -21,6 +21,18 @@ function alive(pid: number): boolean {
   }
 }
 
+/** The pid of the live daemon holding the home's lock, or null when none does. */
+export function daemonLockOwner(daemonDir: string): number | null {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(daemonDir, 'daemon.lock'), 'utf8').trim());
+  } catch {
+    return null;
+  }
+  // This very process counts (a daemon started in-process, as tests do).
+  return pid === process.pid || alive(pid) ? pid : null;
+}
+
 export interface DaemonLock {
   release(): Promise<void>;
 }

@@ -92,7 +92,16 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   const config = registrar.config();
   const same = config.projects.find((p) => p.dir === dir);
   if (same) {
-    if (same.mode !== input.mode) throw taken(dir, same, 'is already bound:');
+    if (same.mode !== input.mode) {
+      // Switching would strand one side: a mount hides the files of the directory it covers, and a
+      // watched directory does not hold what was written through a mount.
+      const error = taken(dir, same, 'is already bound:');
+      const how =
+        same.mode === 'watch'
+          ? `it is versioned as an ordinary directory (\`strata watch ${dir}\`); to work through FUSE, mount a new empty directory (\`strata mount DIR\`)`
+          : `its files live in the mount (\`strata mount ${dir}\`); to watch an ordinary directory, use another one`;
+      throw new StrataError('PROJECT_DIR_TAKEN', { message: `${error.message}: ${how}`, details: error.details });
+    }
     const project = await engine.getProject(same.projectId);
     if (same.mode === 'watch') await writeProjectFile(dir, { projectId: same.projectId, home });
     return { ...same, name: project.name, created: false };

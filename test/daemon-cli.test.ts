@@ -42,6 +42,12 @@ describe('strata init / daemon / status / watch and project discovery', () => {
     const nested = await strata(['init', join(root, 'thesis', 'sub'), '--json'], root, true);
     expect(nested.code).toBe(4);
     expect(JSON.parse(nested.stdout).error.code).toBe('PROJECT_DIR_TAKEN');
+    // the same directory in the other mode: refused, with what to do instead
+    const other = await strata(['init', 'thesis', '--mode', 'mount', '--json'], root, true);
+    expect(other.code).toBe(4);
+    const error = JSON.parse(other.stdout).error as { code: string; message: string };
+    expect(error.code).toBe('PROJECT_DIR_TAKEN');
+    expect(error.message).toMatch(/watch mode\).*mount a new empty directory/);
   });
 
   it('the daemon captures; inside the directory `strata history` finds project and daemon by itself', async () => {

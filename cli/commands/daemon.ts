@@ -20,10 +20,14 @@ export async function localHome(flag: string | undefined): Promise<string> {
   return discoverProject()?.home ?? resolveHome();
 }
 
-/** A client for the home's running daemon, or null when none answers. */
+/**
+ * A client for the home's running daemon, or null when none answers. Whatever answers at the address
+ * in daemon.json is this home's daemon only while that daemon holds the home's lock: another home's
+ * daemon (every home starts with the same default address) must not be taken for it.
+ */
 export async function runningDaemon(home: string): Promise<ApiClient | null> {
   const target = daemonTarget(home);
-  if (target === null) return null;
+  if (target === null || !target.running) return null;
   try {
     const response = await fetch(`${target.serverUrl}/healthz`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
     if (!response.ok) return null;
