@@ -3,7 +3,7 @@
 // `DIR/.strata/project.json` so CLI commands run inside DIR find it the way git finds its repository.
 
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, realpath, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine-api.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
@@ -110,6 +110,9 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
     if (inside(dir, other.dir)) throw taken(dir, other, 'is inside the project directory');
     if (inside(other.dir, dir)) throw taken(dir, other, 'contains the project directory');
   }
+  // Checked before anything is bound: a mount over files would hide them (the mount refuses to start),
+  // and a binding that can never start would stand in the way of `strata watch DIR`.
+  if (input.mode === 'mount') await assertEmptyDir(dir);
 
   // A directory that was bound before (daemon.json lost or edited): keep its project and history.
   let projectId: string | null = null;
@@ -131,4 +134,24 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   if (input.mode === 'watch') await writeProjectFile(dir, { projectId, home });
   await registrar.saveConfig({ ...config, projects: [...config.projects, entry] });
   return { ...entry, name, created: true };
+}
+
+/** A mount point must be empty (or missing: it is created); `.strata` alone is allowed. */
+export async function assertEmptyDir(dir: string): Promise<void> {
+  let info: Awaited<ReturnType<typeof stat>>;
+  try {
+    info = await stat(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    await mkdir(dir, { recursive: true });
+    return;
+  }
+  if (!info.isDirectory()) throw new StrataError('INVALID_ARGUMENT', { message: `${dir} is not a directory`, details: { field: 'dir' } });
+  const names = (await readdir(dir)).filter((name) => name !== '.strata');
+  if (names.length > 0) {
+    throw new StrataError('INVALID_ARGUMENT', {
+      message: `${dir} is not empty: mounting would hide its ${names.length} entr${names.length === 1 ? 'y' : 'ies'} (use \`strata watch\` for an existing directory)`,
+      details: { field: 'dir', entries: names.length },
+    });
+  }
 }

@@ -5,7 +5,8 @@ import type { Command } from 'commander';
 import { type ApiClient, createClient } from '../client.js';
 import { contextFor } from '../context.js';
 import { daemonTarget, discoverProject } from '../discover.js';
-import { CliError, EXIT } from '../errors.js';
+import { ERROR_CATALOGUE } from '../../engine/errors.js';
+import { CliError, EXIT, exitCodeForStatus } from '../errors.js';
 import { checkListen, runUntilSignal } from '../foreground.js';
 import { CLI_VERSION } from '../version.js';
 
@@ -56,6 +57,16 @@ export async function runForeground(options: { home: string; listen?: string; on
     stopping: 'stopping (flushing captures)',
   });
   if (daemon === undefined) return;
+  // `strata watch DIR` / `strata mount DIR` run for that one project: if it cannot start, a daemon
+  // serving nothing would only look like success. Say why and exit.
+  const failed = options.only === undefined ? [] : daemon.status().projects.filter((p) => options.only!.includes(p.projectId) && p.state === 'error');
+  if (failed.length > 0) {
+    await daemon.stop();
+    const { dir, error } = failed[0]!;
+    const code = error?.code ?? 'INTERNAL';
+    const status = (ERROR_CATALOGUE as Record<string, { status: number }>)[code]?.status;
+    throw new CliError(code, `${dir} could not start: ${error?.message ?? 'unknown error'}`, { exitCode: status === undefined ? EXIT.unexpected : exitCodeForStatus(status) });
+  }
   // Tests and scripts read this line to learn the URL (port 0 picks a free one).
   process.stderr.write(`strata: daemon for ${options.home}\nlistening on ${daemon.url}\n`);
   if (options.json) process.stdout.write(`${JSON.stringify({ url: daemon.url, home: options.home, pid: process.pid })}\n`);

@@ -1,6 +1,6 @@
 // One project mounted at a directory: checks, stale-mount cleanup, the state, the FUSE session, and an
 // orderly stop (detach the mount, capture everything pending, close the workers).
-import { mkdir, readdir, stat } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
@@ -13,6 +13,7 @@ import { buildFuseOps, type OpStats } from './fuse-ops.js';
 import { MountIgnore, STRATAIGNORE } from './ignore.js';
 import { MountJournal } from './journal.js';
 import { MountState } from './mount-state.js';
+import { assertEmptyDir } from '../projects.js';
 import { type ExplicitDirStore, Namespace } from './namespace.js';
 import { type ReconcileStats, Reconciler } from './reconciler.js';
 import { recoverStaging } from './recovery.js';
@@ -213,24 +214,5 @@ export class MountedProject {
   /** Files the mount shows from the engine plus new ones not yet captured (for the mass-delete guard). */
   trackedFiles(): number {
     return this.state.ns.nodes.size;
-  }
-}
-
-async function assertEmptyDir(dir: string): Promise<void> {
-  let info: Awaited<ReturnType<typeof stat>>;
-  try {
-    info = await stat(dir);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    await mkdir(dir, { recursive: true });
-    return;
-  }
-  if (!info.isDirectory()) throw new StrataError('INVALID_ARGUMENT', { message: `${dir} is not a directory`, details: { field: 'dir' } });
-  const names = (await readdir(dir)).filter((name) => name !== '.strata');
-  if (names.length > 0) {
-    throw new StrataError('INVALID_ARGUMENT', {
-      message: `${dir} is not empty: mounting would hide its ${names.length} entr${names.length === 1 ? 'y' : 'ies'} (use \`strata watch\` for an existing directory)`,
-      details: { field: 'dir', entries: names.length },
-    });
   }
 }
