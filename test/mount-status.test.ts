@@ -73,4 +73,19 @@ describe('strata status on a mounted project', () => {
     expect(human).toMatch(/FUSE OP\s+COUNT\s+AVG µs\s+TOTAL ms/);
     expect(human).toMatch(/\n\s*write\s+\d+\s+\d+\s+\d+/);
   });
+
+  it('names Strata cannot version still work, as plain files without history, and status says so', async () => {
+    // A backslash, and a directory with a control character in its name (and a file below it).
+    await inMount(m, `printf 'kept' > 'back\\slash.txt' && mkdir "$(printf 'tab\\tdir')" && printf 'below' > "$(printf 'tab\\tdir')/x.txt"`);
+    await m.idle();
+    expect((await inMount(m, `cat 'back\\slash.txt'`)).stdout).toBe('kept');
+    expect((await inMount(m, `cat "$(printf 'tab\\tdir')/x.txt"`)).stdout).toBe('below');
+    const all = await m.api<{ items: Array<{ path: string }> }>('GET', `/v1/projects/${m.projectId}/history?limit=1000`);
+    expect(all.items.length).toBeGreaterThanOrEqual(4);
+    expect(all.items.filter((item) => item.path.includes('slash') || item.path.includes('dir'))).toEqual([]);
+    const s = await status();
+    expect(s.warnings).toEqual([expect.stringMatching(/^2 name\(s\) Strata cannot version .* e\.g\. "back\\\\slash\.txt"$/)]);
+    // the directory's file is below an unversionable name: counted once, with its directory
+    expect(s.captured).toBe(4);
+  });
 });

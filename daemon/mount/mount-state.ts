@@ -124,6 +124,20 @@ export class MountState {
     return this.deps.isIgnored(path, dir);
   }
 
+  /**
+   * Names the engine cannot store (a backslash or control character, a name over 255 bytes, Unicode
+   * not in NFC) still work through the mount, as plain files in the backing directory, but get no
+   * history: said once per path in the log and counted in `strata status`, never silently.
+   */
+  readonly unversionable = { count: 0, example: null as string | null };
+
+  noteIfUnversionable(path: string, parentVersioned: boolean): void {
+    if (!parentVersioned || isVersionable(path) || isFuseHidden(path)) return;
+    this.unversionable.count += 1;
+    this.unversionable.example ??= path;
+    this.logger.warn({ path }, 'mount: a name Strata cannot version; kept as a plain file without history');
+  }
+
   /** Paths that go to the backing directory when created, and are looked up there. */
   backingCandidate(path: string, dir?: boolean): boolean {
     if (!isVersionable(path) || isFuseHidden(path) || this.backingDirs.has(parentOf(path))) return true;

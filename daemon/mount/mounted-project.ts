@@ -186,6 +186,12 @@ export class MountedProject {
     const warnings = [...this.warnings];
     if (this.ignore.problem !== null) warnings.push(this.ignore.problem);
     if (this.state.journal.problem !== null) warnings.push(this.state.journal.problem);
+    const { count, example } = this.state.unversionable;
+    if (count > 0) {
+      warnings.push(
+        `${count} name(s) Strata cannot version (a backslash or control character, over 255 bytes, or Unicode not in NFC) are kept as plain files without history, e.g. ${JSON.stringify(example)}`,
+      );
+    }
     // One pass over the nodes with local state (open, changed or settling files; not the whole tree).
     let dirty = 0;
     let staged = 0;

@@ -16,6 +16,7 @@ export async function mkdir(state: MountState, path: string, mode: number): Prom
   if (!parent.versioned || state.backingCandidate(path, true)) {
     await state.backing.mkdir(path, mode);
     state.backingDirs.add(path);
+    state.noteIfUnversionable(path, parent.versioned);
     return;
   }
   const { ns } = state;
@@ -87,6 +88,7 @@ export async function renameDir(
   const targetVersioned = toParentVersioned && !state.backingCandidate(to, true);
   if (!sourceVersioned && !targetVersioned) {
     await state.backing.rename(from, to);
+    state.noteIfUnversionable(to, toParentVersioned);
     for (const dir of [...state.backingDirs]) if (isWithin(dir, from)) state.backingDirs.delete(dir);
     state.backingDirs.add(to);
     return;

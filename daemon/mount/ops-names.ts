@@ -53,7 +53,9 @@ export async function rename(state: MountState, from: string, to: string): Promi
   if (!sourceVersioned) {
     if (!targetVersioned) {
       if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);
-      return state.backing.rename(from, to);
+      await state.backing.rename(from, to);
+      state.noteIfUnversionable(to, toParent.versioned);
+      return;
     }
     const node = await nodeFromBacking(state, from, to);
     return placeNode(state, node, to, target);
@@ -62,6 +64,7 @@ export async function rename(state: MountState, from: string, to: string): Promi
   if (isFuseHidden(to)) return hideNode(state, node, from, to);
   if (!targetVersioned) {
     await materializeToBacking(state, node, to);
+    state.noteIfUnversionable(to, toParent.versioned);
     if (target !== null) await removeTarget(state, to, target);
     return removeVersioned(state, from, node);
   }

@@ -64,6 +64,7 @@ export async function create(state: MountState, path: string, mode: number): Pro
   if (parent.kind !== 'dir') fail(E.NOTDIR);
   if (!parent.versioned || state.backingCandidate(path, false)) {
     const fd = await state.backing.create(path, mode);
+    state.noteIfUnversionable(path, parent.versioned);
     return state.newHandle({ node: null, fd, writable: true, virtual: null }).id;
   }
   const { ns } = state;
