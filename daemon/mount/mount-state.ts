@@ -127,7 +127,7 @@ export class MountState {
   /**
    * Names the engine cannot store (a backslash or control character, a name over 255 bytes, Unicode
    * not in NFC) still work through the mount, as plain files in the backing directory, but get no
-   * history: said once per path in the log and counted in `strata status`, never silently.
+   * history: logged (the first 20) and counted in `strata status`, never silently.
    */
   readonly unversionable = { count: 0, example: null as string | null };
 
@@ -135,7 +135,8 @@ export class MountState {
     if (!parentVersioned || isVersionable(path) || isFuseHidden(path)) return;
     this.unversionable.count += 1;
     this.unversionable.example ??= path;
-    this.logger.warn({ path }, 'mount: a name Strata cannot version; kept as a plain file without history');
+    // The first ones are enough to see what happens; status keeps counting.
+    if (this.unversionable.count <= 20) this.logger.warn({ path }, 'mount: a name Strata cannot version; kept as a plain file without history');
   }
 
   /** Paths that go to the backing directory when created, and are looked up there. */
