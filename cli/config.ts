@@ -31,6 +31,8 @@ export interface ResolvedTarget {
   apiKey: string | undefined;
   projectId: string | undefined;
   configPath: string;
+  /** the directory of the project found from the working directory (path arguments are relative to it) */
+  projectDir?: string;
   /** the project around the working directory belongs to a home whose daemon is not running */
   daemonDown?: { home: string; dir: string };
 }
@@ -99,6 +101,7 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
     projectId: pick(flags.project, env['STRATA_PROJECT_ID'], discovered?.projectId ?? file.projectId)?.[0],
     configPath: path,
     ...(local !== undefined && !local.running && apiKey === undefined ? { daemonDown: { home: discovered!.home, dir: discovered!.dir } } : {}),
+    ...(discovered !== null ? { projectDir: discovered.dir } : {}),
   };
 }
 

@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { type ApiClient, createClient } from './client.js';
 import { type GlobalFlags, type ResolvedTarget, resolveTarget } from './config.js';
 import { CliError, EXIT } from './errors.js';
+import { toProjectPath } from './file-paths.js';
 import { createOutput, type Output } from './output.js';
 import { CLI_VERSION } from './version.js';
 
@@ -19,6 +20,8 @@ export interface CommandContext {
   projectId(): string;
   /** `/v1/projects/{id}` + suffix, id URL-encoded */
   projectPath(suffix: string): string;
+  /** A path argument as a project path: relative to the working directory in a project directory. */
+  filePath(arg: string): string;
 }
 
 export function contextFor(command: Command): CommandContext {
@@ -69,6 +72,9 @@ export function contextFor(command: Command): CommandContext {
     },
     projectPath(suffix) {
       return `/v1/projects/${encodeURIComponent(ctx.projectId())}${suffix}`;
+    },
+    filePath(arg) {
+      return toProjectPath(arg, ctx.target().projectDir);
     },
   };
   return ctx;

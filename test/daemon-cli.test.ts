@@ -59,12 +59,21 @@ describe('strata init / daemon / status / watch and project discovery', () => {
       const r = await strata(['history', 'a.m', '--json'], dir, true);
       return r.code === 0 && JSON.parse(r.stdout).items.length === 1 ? true : undefined;
     });
-    // from a subdirectory too, and `cat` reads the version back
-    const cat = await strata(['cat', 'a.m'], join(dir, 'sub'));
+    // from a subdirectory too, and `cat` reads the version back; paths there are relative to it, as in git
+    const cat = await strata(['cat', '../a.m'], join(dir, 'sub'));
     expect(cat.stdout).toBe('x = 1;\n');
+    await writeFile(join(dir, 'sub', 'a.m'), 'x = 2;\n');
+    await waitFor('sub/a.m versioned', async () => {
+      const r = await strata(['history', 'a.m', '--json'], join(dir, 'sub'), true);
+      return r.code === 0 && JSON.parse(r.stdout).items.length === 1 ? true : undefined;
+    });
+    expect((await strata(['cat', 'a.m'], join(dir, 'sub'))).stdout).toBe('x = 2;\n');
+    expect((await strata(['cat', 'sub/a.m'], dir)).stdout).toBe('x = 2;\n');
+    const listing = await json<{ path: string; items: Array<{ name: string }> }>(['ls'], join(dir, 'sub'));
+    expect(listing).toMatchObject({ path: 'sub', items: [{ name: 'a.m' }] });
     const status = await json<{ running: boolean; projects: Array<{ state: string; lastVersion: { path: string } | null; backend: string }> }>(['status'], dir);
     expect(status.running).toBe(true);
-    expect(status.projects[0]).toMatchObject({ state: 'watching', backend: 'inotify', lastVersion: { path: 'a.m' } });
+    expect(status.projects[0]).toMatchObject({ state: 'watching', backend: 'inotify', lastVersion: { path: 'sub/a.m' } });
     const human = await strata(['status'], dir);
     expect(human.stdout).toMatch(/^daemon: pid \d+/);
     expect(human.stdout).toMatch(/thesis\s+watch\s+watching/);

@@ -18,8 +18,9 @@ export function registerDatasetCommands(program: Command): void {
     .command('track')
     .description('store PATTERN (a project path or glob, e.g. "data/**/*.h5") as datasets; matching files become datasets now')
     .argument('<pattern>', 'project-relative path or glob')
-    .action(async (pattern: string, _options: unknown, command: Command) => {
+    .action(async (patternArg: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
+      const pattern = ctx.filePath(patternArg);
       const result = await ctx
         .client()
         .json<{ rules: DatasetRules; converted: VersionRecord[] }>('POST', ctx.projectPath('/fs/datasets/track'), { json: { pattern } });
@@ -34,8 +35,9 @@ export function registerDatasetCommands(program: Command): void {
     .command('untrack')
     .description('stop tracking PATTERN (existing dataset versions stay datasets; later writes follow the rules)')
     .argument('<pattern>', 'a pattern given to `dataset track`')
-    .action(async (pattern: string, _options: unknown, command: Command) => {
+    .action(async (patternArg: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
+      const pattern = ctx.filePath(patternArg);
       const result = await ctx.client().json<{ rules: DatasetRules }>('POST', ctx.projectPath('/fs/datasets/untrack'), { json: { pattern } });
       ctx.output.result(result, () => ctx.output.line(`no longer tracking ${pattern}\n${rulesText(result.rules)}`));
     });
@@ -77,8 +79,9 @@ export function registerDatasetCommands(program: Command): void {
     .argument('<path>', 'project path of the dataset')
     .option('--version <id>', 'the manifest of this version instead of the current one')
     .option('--shards', 'list every shard')
-    .action(async (path: string, options: { version?: string; shards?: boolean }, command: Command) => {
+    .action(async (pathArg: string, options: { version?: string; shards?: boolean }, command: Command) => {
       const ctx = contextFor(command);
+      const path = ctx.filePath(pathArg);
       const client = ctx.client();
       const info = await client.json<DatasetInfo>('GET', ctx.projectPath('/fs/dataset/manifest'), {
         query: options.version === undefined ? { path } : { path, versionId: options.version },

@@ -14,8 +14,9 @@ export function registerFileCommands(program: Command): void {
     .argument('<path>', 'project path, e.g. analysis/fit.m')
     .option('--base-version <versionId>', "only write if PATH's current version is this one ('' = PATH must not exist)")
     .option('--executable', 'record the new version as executable (default: the local file\'s exec bit)')
-    .action(async (localFile: string, path: string, options: { baseVersion?: string; executable?: boolean }, command: Command) => {
+    .action(async (localFile: string, pathArg: string, options: { baseVersion?: string; executable?: boolean }, command: Command) => {
       const ctx = contextFor(command);
+      const path = ctx.filePath(pathArg);
       const client = ctx.client();
       const projectPath = ctx.projectPath('/fs/write');
       const source = await openUploadSource(localFile, `put ${path}`, options.executable === true);
@@ -45,8 +46,9 @@ export function registerFileCommands(program: Command): void {
     .description('write the content of PATH (or one of its versions) to stdout')
     .argument('<path>', 'project path')
     .option('--version <versionId>', 'a version of PATH from `strata history`')
-    .action(async (path: string, options: { version?: string }, command: Command) => {
+    .action(async (pathArg: string, options: { version?: string }, command: Command) => {
       const ctx = contextFor(command);
+      const path = ctx.filePath(pathArg);
       const response = await ctx.client().raw('GET', ctx.projectPath('/fs/read'), {
         query: { path, versionId: options.version },
         headers: { accept: '*/*' },
@@ -75,9 +77,10 @@ export function registerFileCommands(program: Command): void {
   program
     .command('ls')
     .description('list a directory of the project (default: the root)')
-    .argument('[dir]', 'directory path', '')
-    .action(async (dir: string, _options: unknown, command: Command) => {
+    .argument('[dir]', 'directory (default: here in a project directory, else the root)', '')
+    .action(async (dirArg: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
+      const dir = ctx.filePath(dirArg);
       const listing = await ctx.client().json<DirectoryListing>('GET', ctx.projectPath('/fs/dir'), { query: { path: dir } });
       ctx.output.result(listing, () => {
         if (listing.items.length === 0) {
@@ -101,8 +104,9 @@ export function registerFileCommands(program: Command): void {
     .description('delete PATH (history keeps it: `strata history PATH`, then `strata restore`)')
     .argument('<path>', 'project path')
     .option('--base-version <versionId>', "only delete if PATH's current version is this one")
-    .action(async (path: string, options: { baseVersion?: string }, command: Command) => {
+    .action(async (pathArg: string, options: { baseVersion?: string }, command: Command) => {
       const ctx = contextFor(command);
+      const path = ctx.filePath(pathArg);
       const body: Record<string, string> = { path };
       if (options.baseVersion !== undefined) body['baseVersionId'] = options.baseVersion;
       const result = await ctx.client().json<{ version: VersionRecord }>('POST', ctx.projectPath('/fs/delete'), { json: body });
@@ -117,8 +121,10 @@ export function registerFileCommands(program: Command): void {
     .argument('<from>', 'current project path')
     .argument('<to>', 'new project path')
     .option('--overwrite', 'replace a file that already exists at TO')
-    .action(async (from: string, to: string, options: { overwrite?: boolean }, command: Command) => {
+    .action(async (fromArg: string, toArg: string, options: { overwrite?: boolean }, command: Command) => {
       const ctx = contextFor(command);
+      const from = ctx.filePath(fromArg);
+      const to = ctx.filePath(toArg);
       const result = await ctx
         .client()
         .json<{ deleted: VersionRecord; created: WriteResult }>('POST', ctx.projectPath('/fs/rename'), {

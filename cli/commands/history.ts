@@ -14,8 +14,9 @@ export function registerHistoryCommands(program: Command): void {
     .argument('[path]', 'project path (omit for every path)')
     .option('--limit <n>', `show at most N versions (default ${DEFAULT_LIMIT})`)
     .option('--all', 'show every version (follows all pages)')
-    .action(async (path: string | undefined, options: { limit?: string; all?: boolean }, command: Command) => {
+    .action(async (pathArg: string | undefined, options: { limit?: string; all?: boolean }, command: Command) => {
       const ctx = contextFor(command);
+      const path = pathArg === undefined ? undefined : ctx.filePath(pathArg);
       const limit = options.all ? 'all' : (parseCount(options.limit, '--limit', { min: 1 }) ?? DEFAULT_LIMIT);
       const page = await collectPages<VersionRecord>(ctx.client(), ctx.projectPath('/history'), { path }, limit);
       ctx.output.result(page, () => {
