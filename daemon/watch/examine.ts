@@ -18,6 +18,8 @@ export interface ExamineContext {
   onDirectory(path: string): Promise<void>;
   /** directory vanished: stop watching it */
   onDirectoryGone(path: string): void;
+  /** whether `path` is a symbolic link now (links are not versioned: status says so, not silence) */
+  noteLink?(path: string, isLink: boolean): void;
 }
 
 export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';
@@ -58,6 +60,7 @@ async function lstatOrNull(path: string): Promise<BigIntStats | null> {
 export async function examine(ctx: ExamineContext, path: string): Promise<ExamineResult> {
   const { host } = ctx;
   const st = await lstatOrNull(join(host.dir, path));
+  ctx.noteLink?.(path, st?.isSymbolicLink() === true && !host.capture.isIgnored(path));
   if (st?.isDirectory()) {
     if (host.capture.isIgnored(path, true)) return 'ignored';
     // A file replaced by a directory of the same name.
