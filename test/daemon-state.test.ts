@@ -1,0 +1,75 @@
+// The watch index batches its writes (daemon/state.ts): one transaction per event-loop turn, and
+// every read in the meantime sees the staged rows, as if each had been written at once.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type DaemonState, type IndexRow, openDaemonState } from '../daemon/state.js';
+
+const P = 'project-1';
+const row = (path: string, ino: string, size = 1): IndexRow => ({ path, size, mtimeNs: '1', ino, executable: false, contentHash: `blake3:${'0'.repeat(64)}`, versionId: `v-${path}` });
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('daemon state: batched index writes', () => {
+  let dir: string;
+  let file: string;
+  let state: DaemonState;
+  /** what another connection sees: only what was committed */
+  const committed = () => {
+    const db = new Database(file, { readonly: true });
+    try {
+      return db.prepare<[string], { path: string }>('SELECT path FROM watch_index WHERE project_id = ? ORDER BY path').all(P).map((r) => r.path);
+    } finally {
+      db.close();
+    }
+  };
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'strata-state-'));
+    file = join(dir, 'state.sqlite');
+    state = openDaemonState(file);
+  });
+  afterEach(async () => {
+    state.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('commits a turn of writes at once; reads before that see them', async () => {
+    state.index.put(P, row('a', '1'));
+    state.index.put(P, row('b', '2'));
+    expect(state.index.get(P, 'a')).toEqual(row('a', '1'));
+    expect(committed()).toEqual([]);
+    await nextTurn();
+    expect(committed()).toEqual(['a', 'b']);
+    state.index.remove(P, 'a');
+    expect(state.index.get(P, 'a')).toBeUndefined();
+    expect(committed()).toEqual(['a', 'b']);
+    await nextTurn();
+    expect(committed()).toEqual(['b']);
+  });
+
+  it('rename detection (byIno) sees staged rows and not the rows they replace', async () => {
+    state.index.put(P, row('old.txt', '7'));
+    await nextTurn();
+    state.index.remove(P, 'old.txt');
+    state.index.put(P, row('new.txt', '7'));
+    state.index.put(P, row('other.txt', '8'));
+    expect(state.index.byIno(P, '7').map((r) => r.path)).toEqual(['new.txt']);
+    expect(state.index.byIno('another-project', '7')).toEqual([]);
+  });
+
+  it('queries over many rows write the staged ones first; close writes them too', () => {
+    for (const name of ['c', 'a', 'd/x', 'd/y']) state.index.put(P, row(name, name));
+    expect(state.index.count(P)).toBe(4);
+    expect(committed()).toEqual(['a', 'c', 'd/x', 'd/y']);
+    state.index.put(P, row('e', 'e'));
+    expect(state.index.under(P, 'd').map((r) => r.path)).toEqual(['d/x', 'd/y']);
+    expect(state.index.all(P).map((r) => r.path)).toEqual(['a', 'c', 'd/x', 'd/y', 'e']);
+    state.index.remove(P, 'c');
+    expect(state.index.pathsAfter(P, '', 10)).toEqual(['a', 'd/x', 'd/y', 'e']);
+    state.index.put(P, row('f', 'f'));
+    state.close();
+    expect(committed()).toEqual(['a', 'd/x', 'd/y', 'e', 'f']);
+    state = openDaemonState(file);
+  });
+});
