@@ -1,6 +1,8 @@
 // Two audiences: people read tables; scripts read exactly one JSON document on stdout (--json).
 // Hints and progress go to stderr and are silenced under --json, so stdout stays machine-clean.
 
+import { UNSAFE_CHARACTER } from '../engine/unsafe-text.js';
+
 export interface Output {
   readonly json: boolean;
   /** Prints `doc` as JSON with --json, else runs the human renderer. */
@@ -51,11 +53,12 @@ export function renderTable(headers: string[], rows: Array<Array<string | number
   return [render(headers), ...cells.map(render)].join('\n');
 }
 
-// Paths and messages come from other users; a control character in one must not drive the terminal.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+// Paths and messages come from other users; a control character in one must not drive the terminal,
+// and a bidirectional override must not reorder what the user reads (names stored before such
+// characters were refused still exist).
+const UNSAFE = new RegExp(UNSAFE_CHARACTER.source, 'gu');
 function sanitize(text: string): string {
-  return text.replace(CONTROL, '?');
+  return text.replace(UNSAFE, '?');
 }
 
 function displayWidth(text: string): number {

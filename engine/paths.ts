@@ -1,4 +1,5 @@
 import { StrataError } from './errors.js';
+import { unsafeCharacterReason } from './unsafe-text.js';
 
 // Every user-supplied project path passes through normalizeProjectPath once, at the boundary. The
 // result is the only form stored: relative, '/'-separated, no '.', '..', empty or trailing segments.
@@ -8,9 +9,6 @@ import { StrataError } from './errors.js';
 export const MAX_PATH_BYTES = 4096;
 export const MAX_SEGMENT_BYTES = 255;
 
-// C0 and C1 control characters, DEL, and the Unicode line/paragraph separators.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
 
 function reject(reason: string, field: string): never {
   throw new StrataError('INVALID_PATH', { message: `Invalid path: ${reason}`, details: { field, reason } });
@@ -32,7 +30,10 @@ function normalizeAnyPath(input: unknown, field: string, allowRoot: boolean): st
   if (typeof input !== 'string') reject('not a string', field);
   if (!input.isWellFormed()) reject('not well-formed Unicode', field);
   if (input.includes('\u0000')) reject('contains NUL', field);
-  if (CONTROL.test(input)) reject('contains a control character', field);
+  // Control characters, and invisible format characters such as U+202E, which makes `‮txt.exe` list
+  // as `exe.txt` (engine/unsafe-text.ts).
+  const unsafe = unsafeCharacterReason(input);
+  if (unsafe !== null) reject(unsafe, field);
   if (input.includes('\\')) reject('contains a backslash', field);
   if (Buffer.byteLength(input) > MAX_PATH_BYTES) reject(`longer than ${MAX_PATH_BYTES} bytes`, field);
   if (allowRoot && (input === '' || input === '/' || input === '.')) return '';

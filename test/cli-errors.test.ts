@@ -84,6 +84,9 @@ describe('exit codes', () => {
   it('6: bad input named by the server', async () => {
     const doc = expectError(await runCli(['put', '-', '../escape.txt', '--json'], env, { input: 'x' }), 6, 'INVALID_PATH');
     expect(doc.error.message).toMatch(/path/i);
+    // A right-to-left override would make `‮txt.exe` list as `exe.txt` (issue 13, item 12).
+    const bidi = expectError(await runCli(['put', '-', '\u202etxt.exe', '--json'], env, { input: 'x' }), 6, 'INVALID_PATH');
+    expect(bidi.error.message).toContain('U+202E');
     // A large upload the server rejects up front: it answers and closes while the CLI is still sending,
     // which must still surface the server's error, not a network failure.
     const big = join(dir.path, 'big.bin');

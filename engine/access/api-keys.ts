@@ -7,6 +7,7 @@
 import { StrataError } from '../errors.js';
 import type { AccessChange } from '../ports/metadata-repository.js';
 import { isoTimestamp } from '../ports/world.js';
+import { unsafeCharacterReason } from '../unsafe-text.js';
 import type { ApiKeyRecord, OrgRole } from '../types.js';
 import { formatApiKey, generateKeyMaterial, hmacSecret, isValidEnvironment } from './api-key-format.js';
 import { auditChange } from './audit.js';
@@ -91,6 +92,10 @@ export interface CreateApiKeyInput {
 }
 
 export async function createApiKey(deps: AccessDeps, principal: Principal, input: CreateApiKeyInput): Promise<IssuedApiKey> {
+  // The purpose names the key's identity in listings, history and audit: no character that hides or
+  // reorders what an admin reads there.
+  const unsafe = unsafeCharacterReason(input.purpose);
+  if (unsafe !== null) throw new StrataError('INVALID_ARGUMENT', { message: `purpose ${unsafe}`, details: { field: 'purpose' } });
   const projectId = input.projectId ?? principal.projectScope;
   let orgId: string;
   let creatorRole: OrgRole;

@@ -1,15 +1,15 @@
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
+import { unsafeCharacterReason } from '../unsafe-text.js';
 import { DEFAULT_DATASET_RULES } from '../datasets/rules.js';
 import { mergePolicy } from '../policy.js';
 import type { Project, VersioningPolicy } from '../types.js';
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
-const NAME = /^[^\u0000-\u001f\u007f/\\]{1,200}$/;
+const NAME = /^[^/\\]{1,200}$/;
 
 export function validateProjectName(name: unknown): string {
-  if (typeof name !== 'string' || !NAME.test(name) || name.trim() !== name) {
-    throw new StrataError('INVALID_ARGUMENT', { message: 'name must be 1–200 characters, no slashes or control characters, no surrounding spaces', details: { field: 'name' } });
+  if (typeof name !== 'string' || !NAME.test(name) || name.trim() !== name || unsafeCharacterReason(name) !== null) {
+    throw new StrataError('INVALID_ARGUMENT', { message: 'name must be 1–200 characters, no slashes, control or invisible formatting characters, no surrounding spaces', details: { field: 'name' } });
   }
   return name;
 }

@@ -3,6 +3,7 @@
 // project-relative, picomatch syntax (`data/**/*.h5`, `raw/run-*.bin`); a plain path matches itself.
 import picomatch from 'picomatch';
 import { StrataError } from '../errors.js';
+import { unsafeCharacterReason } from '../unsafe-text.js';
 import type { DatasetRules } from '../types.js';
 
 /** 64 MiB: below that, one object per version costs less than a manifest plus its shards. */
@@ -15,15 +16,14 @@ export const DEFAULT_DATASET_RULES: Readonly<DatasetRules> = Object.freeze({
 
 const MAX_PATTERNS = 1000;
 const MAX_PATTERN_LENGTH = 1024;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point.
-const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** A pattern as given by a user: INVALID_ARGUMENT (naming the field) unless it is a sane relative glob. */
 export function validateTrackPattern(pattern: unknown): string {
   const bad = (why: string) => new StrataError('INVALID_ARGUMENT', { message: `pattern ${why}`, details: { field: 'pattern' } });
   if (typeof pattern !== 'string' || pattern === '') throw bad('must be a non-empty string');
   if (pattern.length > MAX_PATTERN_LENGTH) throw bad(`must be at most ${MAX_PATTERN_LENGTH} characters`);
-  if (CONTROL.test(pattern)) throw bad('must not contain control characters');
+  const unsafe = unsafeCharacterReason(pattern);
+  if (unsafe !== null) throw bad(`must not contain control or invisible formatting characters (it ${unsafe})`);
   if (pattern.startsWith('/')) throw bad('must be relative to the project root');
   if (pattern.split('/').some((segment) => segment === '..' || segment === '.')) throw bad("must not contain '.' or '..' segments");
   if (pattern.endsWith('/')) throw bad("must not end with '/' (use 'dir/**' for everything below a directory)");
