@@ -169,9 +169,12 @@ export async function listApiKeys(deps: AccessDeps, principal: Principal, input:
 
 /**
  * A key can be administered by its owner, by itself (self-rotation from CI) and by org admins; for
- * anyone else it does not exist (404).
+ * anyone else it does not exist (404). Seeing a key is not enough to act on it: nobody may rotate or
+ * revoke a key whose role is above their own (403), and a rotation hands the new secret only to the
+ * key itself, its owner of record or an organization owner — an admin who could rotate an owner's key
+ * and keep the new secret would be an owner (issue 13: it promoted itself and revoked the bootstrap key).
  */
-async function administrableKey(deps: AccessDeps, principal: Principal, keyId: string): Promise<ApiKeyRecord> {
+async function administrableKey(deps: AccessDeps, principal: Principal, keyId: string, action: 'rotate' | 'revoke'): Promise<ApiKeyRecord> {
   const notFound = new StrataError('KEY_NOT_FOUND', { details: { keyId } });
   const record = await deps.repository.access.getApiKey(keyId);
   if (record === null) throw notFound;
@@ -179,12 +182,24 @@ async function administrableKey(deps: AccessDeps, principal: Principal, keyId: s
   const me = principal.identity.identityId;
   const role = await deps.repository.access.getOrgRole(record.orgId, me);
   if (role === null) throw notFound;
-  const mine = record.ownerId === me || record.identityId === me;
+  const itself = record.identityId === me;
+  const mine = record.ownerId === me || itself;
   if (principal.projectScope !== null) {
     if (record.projectId !== principal.projectScope || !mine) throw notFound;
-    return record;
+  } else if (!mine && !roleAllows(role, 'manage')) {
+    throw notFound;
   }
-  if (!mine && !roleAllows(role, 'manage')) throw notFound;
+  if (itself) return record;
+  const keyRole = await deps.repository.access.getOrgRole(record.orgId, record.identityId);
+  if (keyRole !== null && !roleAtLeast(role, keyRole)) {
+    throw new StrataError('FORBIDDEN', { message: `This key has the ${keyRole} role, above yours (${role}): you cannot ${action} it`, details: { keyId } });
+  }
+  if (action === 'rotate' && record.ownerId !== me && role !== 'owner') {
+    throw new StrataError('FORBIDDEN', {
+      message: "A rotated key's new secret goes only to the key itself, its owner or an organization owner: revoke it instead",
+      details: { keyId },
+    });
+  }
   return record;
 }
 
@@ -194,7 +209,7 @@ export async function rotateApiKey(
   keyId: string,
   options: { graceSeconds?: number } = {},
 ): Promise<IssuedApiKey & { replaced: ApiKeyMetadata }> {
-  const old = await administrableKey(deps, principal, keyId);
+  const old = await administrableKey(deps, principal, keyId, 'rotate');
   if (old.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
   if (old.replacedBy !== null) throw new StrataError('KEY_ROTATED', { details: { keyId, replacedBy: old.replacedBy } });
   const now = deps.clock.now();
@@ -229,7 +244,7 @@ export async function rotateApiKey(
 }
 
 export async function revokeApiKey(deps: AccessDeps, principal: Principal, keyId: string): Promise<ApiKeyMetadata> {
-  const record = await administrableKey(deps, principal, keyId);
+  const record = await administrableKey(deps, principal, keyId, 'revoke');
   if (record.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
   const revokedAt = isoTimestamp(deps.clock);
   await deps.repository.access.applyAccessChanges([

@@ -7,10 +7,23 @@ import { auditChange } from './audit.js';
 import { authorizeOrg, authorizeProject } from './authorize.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
+import { roleAtLeast } from './roles.js';
 
 function requireOwnerFor(actorRole: OrgRole, ...roles: Array<OrgRole | null>): void {
   if (actorRole !== 'owner' && roles.includes('owner')) {
     throw new StrataError('FORBIDDEN', { message: 'Only an owner can grant or change the owner role', details: { field: 'role' } });
+  }
+}
+
+/**
+ * A project membership narrows what its identity may do there: an admin narrowing an owner to `read`
+ * would lock the owner out of their own project. Nobody changes the access of a role above their own.
+ */
+async function requireNotAbove(deps: AccessDeps, principal: Principal, orgId: string, identityId: string, targetRole: OrgRole | null): Promise<void> {
+  if (targetRole === null || identityId === principal.identity.identityId) return;
+  const actorRole = await deps.repository.access.getOrgRole(orgId, principal.identity.identityId);
+  if (actorRole === null || !roleAtLeast(actorRole, targetRole)) {
+    throw new StrataError('FORBIDDEN', { message: `This identity has the ${targetRole} role, above yours: you cannot change its project access`, details: { identityId } });
   }
 }
 
@@ -111,9 +124,11 @@ export async function setProjectAccess(
 ): Promise<ProjectMembership> {
   const { project } = await authorizeProject(deps, principal, input.projectId, 'manage', { narrow: false });
   const access = deps.repository.access;
-  if ((await access.getOrgRole(project.orgId, input.identityId)) === null) {
+  const targetRole = await access.getOrgRole(project.orgId, input.identityId);
+  if (targetRole === null) {
     throw new StrataError('USER_NOT_FOUND', { message: 'Not a member of the project’s organization', details: { identityId: input.identityId } });
   }
+  await requireNotAbove(deps, principal, project.orgId, input.identityId, targetRole);
   const previous = await access.getProjectAccess(input.projectId, input.identityId);
   const membership: ProjectMembership = { projectId: input.projectId, identityId: input.identityId, access: input.access };
   await access.applyAccessChanges([
@@ -134,6 +149,7 @@ export async function removeProjectAccess(deps: AccessDeps, principal: Principal
   const access = deps.repository.access;
   const previous = await access.getProjectAccess(input.projectId, input.identityId);
   if (previous === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
+  await requireNotAbove(deps, principal, project.orgId, input.identityId, await access.getOrgRole(project.orgId, input.identityId));
   await access.applyAccessChanges([
     { kind: 'removeProjectMember', projectId: input.projectId, identityId: input.identityId },
     auditChange(deps, {
