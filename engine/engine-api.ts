@@ -109,6 +109,8 @@ export interface SnapshotRestoreResult {
 }
 
 export interface FsckReport {
+  /** 'store': every reference and every stored object; 'projects': only what the given projects reference */
+  scope: 'store' | 'projects';
   objectsChecked: number;
   referencesChecked: number;
   missing: Array<{ hash: ContentHash; referencedBy?: string }>;
@@ -180,7 +182,8 @@ export interface Engine {
   gc(options?: { graceMs?: number }): Promise<GcReport>;
   /** Resolves once background work started so far (retention pruning, collection) is done. */
   settle(): Promise<void>;
-  fsck(options?: { onProgress?: (done: number) => void }): Promise<FsckReport>;
+  /** `projectIds`: check and report only what those projects reference (an organization's fsck). */
+  fsck(options?: { projectIds?: string[]; onProgress?: (done: number) => void }): Promise<FsckReport>;
   /** Waits for in-flight batches, then closes store and repository. */
   close(): Promise<void>;
 }

@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import { authorizeOrg, defaultOrgId } from '../../engine/access/authorize.js';
+import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import type { App, RouteDeps } from '../route-deps.js';
 import { EmptyBody } from '../schemas.js';
@@ -8,6 +9,7 @@ const tags = ['maintenance'];
 
 const GcSchema = Type.Object({ objectsScanned: Type.Integer(), objectsDeleted: Type.Integer(), bytesFreed: Type.Integer() });
 const FsckSchema = Type.Object({
+  scope: Type.Union([Type.Literal('store'), Type.Literal('projects')]),
   ok: Type.Boolean(),
   objectsChecked: Type.Integer(),
   referencesChecked: Type.Integer(),
@@ -15,26 +17,50 @@ const FsckSchema = Type.Object({
   corrupt: Type.Array(Type.String()),
 });
 
+/**
+ * The content store is shared, and deduplicated, by every organization of a deployment. While a
+ * deployment has one organization, everything in it is that organization's; with more, a report on
+ * the whole store would tell one organization about the others' objects (issue 13).
+ */
+async function soleOrganization(access: RouteDeps['access']): Promise<boolean> {
+  return (await access.repository.access.listOrganizations()).length === 1;
+}
+
 export function registerAdminRoutes(app: App, { engine, access }: RouteDeps): void {
-  // gc and fsck act on the whole store, which every organization of this deployment shares: an org
-  // admin (not project-scoped) may run them. A multi-tenant server will want a platform role here.
+  // fsck checks what the caller's organization references (the whole store when it is the only one).
+  // gc deletes content nobody references, which belongs to no organization: on a deployment with
+  // several, it is the operator's job (`strata gc --home` on the server), not an organization's.
   app.post(
     '/v1/admin/gc',
-    { schema: { body: EmptyBody }, config: { doc: { summary: 'Collect unreferenced content (org owner/admin)', tags, response: GcSchema } } },
+    {
+      schema: { body: EmptyBody },
+      config: { doc: { summary: 'Collect unreferenced content (org owner/admin of a single-organization deployment)', tags, response: GcSchema } },
+    },
     async (request) => {
       const principal = principalOf(request);
       await authorizeOrg(access, principal, await defaultOrgId(access, principal), 'manage');
+      if (!(await soleOrganization(access))) {
+        throw new StrataError('FORBIDDEN', {
+          message: "gc acts on the content store every organization of this server shares: the server's operator runs it (`strata gc --home DIR`)",
+        });
+      }
       return engine.gc();
     },
   );
 
   app.post(
     '/v1/admin/fsck',
-    { schema: { body: EmptyBody }, config: { doc: { summary: 'Verify stored content (org owner/admin)', tags, response: FsckSchema } } },
+    {
+      schema: { body: EmptyBody },
+      config: { doc: { summary: "Verify the content the caller's organization references (org owner/admin)", tags, response: FsckSchema } },
+    },
     async (request) => {
       const principal = principalOf(request);
-      await authorizeOrg(access, principal, await defaultOrgId(access, principal), 'manage');
-      return engine.fsck();
+      const orgId = await defaultOrgId(access, principal);
+      await authorizeOrg(access, principal, orgId, 'manage');
+      if (await soleOrganization(access)) return engine.fsck();
+      const projects = await access.repository.projects.list(orgId);
+      return engine.fsck({ projectIds: projects.map((project) => project.projectId) });
     },
   );
 }

@@ -105,6 +105,11 @@ export interface VersionRepository {
   referencedHashes(hashes: ContentHash[]): Promise<Set<ContentHash>>;
   /** Every hash referenced by any version record (for fsck and gc), streamed. */
   allReferencedHashes(): AsyncIterable<ContentHash>;
+  /**
+   * The hashes one project's version records reference, dataset shards included (an organization's
+   * fsck), streamed. A hash may come more than once.
+   */
+  projectReferencedHashes(projectId: string): AsyncIterable<ContentHash>;
   countVersions(projectId: string): Promise<number>;
 }
 

@@ -22,7 +22,7 @@ interface Candidate {
   content_hash: string | null;
 }
 
-type PruneMethods = Pick<VersionRepository, 'prune' | 'referencedHashes' | 'allReferencedHashes'>;
+type PruneMethods = Pick<VersionRepository, 'prune' | 'referencedHashes' | 'allReferencedHashes' | 'projectReferencedHashes'>;
 
 export function createSqlitePrune(db: Database): PruneMethods {
   // The subquery's OFFSET skips the newest `keep` versions before the protection filter applies, so
@@ -52,6 +52,10 @@ export function createSqlitePrune(db: Database): PruneMethods {
   ).pluck();
 
   const shardsOf = db.prepare('SELECT shard_hash FROM dataset_shards WHERE manifest_hash = ?').pluck();
+  // One project's rows in commit order (versions_by_project), paged by seq.
+  const projectPage = db.prepare(
+    'SELECT seq, content_hash, dataset FROM versions WHERE project_id = ? AND seq > ? AND content_hash IS NOT NULL ORDER BY seq LIMIT ?',
+  );
 
   const prune = db.transaction((projectId: string, keep: number, paths: string[] | undefined): PruneResult => {
     const candidates: Candidate[] = [];
@@ -117,6 +121,28 @@ export function createSqlitePrune(db: Database): PruneMethods {
           if (page.length < STREAM_PAGE) break;
           after = page[page.length - 1]!;
         }
+      }
+    },
+    projectReferencedHashes: async function* (projectId: string) {
+      // Shards are listed once per manifest: a dataset with many versions of one manifest, or many
+      // manifests sharing shards, must not list the same thousand shards again per version.
+      const manifests = new Set<string>();
+      let after = 0;
+      for (;;) {
+        const page = await run(() => {
+          const rows = projectPage.all(projectId, after, STREAM_PAGE) as Array<{ seq: number; content_hash: ContentHash; dataset: number }>;
+          const hashes: ContentHash[] = [];
+          for (const row of rows) {
+            hashes.push(row.content_hash);
+            if (row.dataset !== 1 || manifests.has(row.content_hash)) continue;
+            manifests.add(row.content_hash);
+            hashes.push(...(shardsOf.all(row.content_hash) as ContentHash[]));
+          }
+          return { hashes, last: rows.at(-1)?.seq, full: rows.length === STREAM_PAGE };
+        });
+        yield* page.hashes;
+        if (!page.full || page.last === undefined) break;
+        after = page.last;
       }
     },
   };

@@ -160,7 +160,7 @@ function wrapGroup<T extends object>(group: T, { changeCount, wal, afterChange, 
       );
     };
     // Iterables (allReferencedHashes) page through their own calls: only promise methods wait.
-    const iterates = name === 'allReferencedHashes';
+    const iterates = name === 'allReferencedHashes' || name === 'projectReferencedHashes';
     wrapped[name] = (...args: unknown[]) => {
       const held = iterates ? null : barrier();
       return held === null ? call(args) : held.then(() => call(args));

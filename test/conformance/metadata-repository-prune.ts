@@ -109,5 +109,35 @@ export function pruneConformance(repo: RepositoryGetter): void {
       expect(streamed).toHaveLength(expected.size);
       expect(sorted(streamed)).toStrictEqual(sorted(expected));
     });
+
+    it("streams one project's references, its datasets' shards included, and nothing of another project", async () => {
+      const make = recordMaker();
+      const other = recordMaker(OTHER_PROJECT);
+      // more than one page, with repeated contents and tombstones
+      const mine = Array.from({ length: 1_300 }, (_, i) => (i % 400 === 399 ? make.remove(`f${i % 30}`) : make.write(`f${i % 30}`, `mine ${i % 900}`)));
+      await commitAll(repo(), mine);
+      const shards = [hashOf('shard a'), hashOf('shard b')];
+      const manifest = make.write('data.h5', 'manifest', { dataset: true });
+      const again = make.write('copy.h5', 'manifest', { dataset: true });
+      const results = await repo().versions.commit([{ record: manifest, shards }, { record: again, shards }]);
+      expect(results.every((r) => r.ok)).toBe(true);
+      await commitAll(repo(), [other.write('g', 'theirs'), other.write('h', 'mine 1')]);
+
+      const streamed = new Set<ContentHash>();
+      let count = 0;
+      for await (const hash of repo().versions.projectReferencedHashes(PROJECT)) {
+        streamed.add(hash);
+        count += 1;
+        if (count === 1) expect(await repo().versions.countVersions(PROJECT)).toBe(1_302);
+      }
+      const expected = new Set([...mine.flatMap((r) => (r.contentHash === null ? [] : [r.contentHash])), hashOf('manifest'), ...shards]);
+      expect(sorted(streamed)).toStrictEqual(sorted(expected));
+      expect(streamed.has(hashOf('theirs'))).toBe(false);
+      // shards are listed once per manifest, not once per version of it
+      expect(count).toBeLessThanOrEqual(mine.length + 2 + shards.length);
+      const theirs: ContentHash[] = [];
+      for await (const hash of repo().versions.projectReferencedHashes(OTHER_PROJECT)) theirs.push(hash);
+      expect(sorted(theirs)).toStrictEqual(sorted([hashOf('theirs'), hashOf('mine 1')]));
+    });
   });
 }
