@@ -24,3 +24,13 @@ export function unsafeCharacterReason(text: string): string | null {
     ? `contains a control character (${name})`
     : `contains an invisible formatting character (${name}, e.g. a bidirectional override)`;
 }
+
+const UNSAFE_GLOBAL = new RegExp(UNSAFE_CHARACTER.source, 'gu');
+
+/**
+ * `text` as a JSON string literal whose unsafe characters are all escaped (JSON.stringify leaves
+ * U+202E and the C1 controls as they are): for naming a refused name in a message or a log line.
+ */
+export function quoteSafely(text: string): string {
+  return JSON.stringify(text).replace(UNSAFE_GLOBAL, (char) => `\\u${char.codePointAt(0)!.toString(16).padStart(4, '0')}`);
+}

@@ -91,7 +91,7 @@ describe('strata git push', () => {
     expect(await (await api(projectId, '/fs/read?path=tools.sh')).text()).toBe('#!/bin/sh\n');
 
     // the whole history again, straight to the API: everything is already there
-    const full = await git(repo(), dir.path, ['fast-export', '--show-original-ids', 'main']);
+    const full = await git(repo(), dir.path, ['fast-export', '--use-done-feature', '--show-original-ids', 'main']);
     const again = await api(projectId, '/fs/git/receive', { method: 'POST', body: full, headers: { 'content-type': 'application/octet-stream' } });
     expect(again.status).toBe(200);
     expect(await again.json()).toMatchObject({ applied: [], alreadyPresent: 3, head: { commitId: third } });
@@ -105,7 +105,7 @@ describe('strata git push', () => {
     const refsBefore = await (await api(projectId, '/fs/git/refs')).json();
 
     // the project has a change that is not in a snapshot yet
-    const stream = await git(repo(), dir.path, ['fast-export', '--show-original-ids', '--reference-excluded-parents', 'main', '^main~1']);
+    const stream = await git(repo(), dir.path, ['fast-export', '--use-done-feature', '--show-original-ids', '--reference-excluded-parents', 'main', '^main~1']);
     const unsnapshotted = await api(projectId, '/fs/git/receive', { method: 'POST', body: stream });
     expect(unsnapshotted.status).toBe(409);
     expect(await errorCode(unsnapshotted)).toBe('GIT_UNSNAPSHOTTED_CHANGES');
@@ -132,7 +132,7 @@ describe('strata git push', () => {
     await git(m, dir.path, ['checkout', '-q', '-b', 'side']);
     await writeFile(join(m, 'b.txt'), 'b\n');
     await commitAll(m, 'side', '2026-03-02T00:00:00+0000');
-    const branches = await git(m, dir.path, ['fast-export', '--all']);
+    const branches = await git(m, dir.path, ['fast-export', '--use-done-feature', '--all']);
     const other = await api(empty, '/fs/git/receive', { method: 'POST', body: branches });
     expect(other.status).toBe(409);
     expect(await errorCode(other)).toBe('GIT_NOT_LINEAR');
@@ -140,7 +140,7 @@ describe('strata git push', () => {
     await writeFile(join(m, 'c.txt'), 'c\n');
     await commitAll(m, 'main side', '2026-03-03T00:00:00+0000');
     await git(m, dir.path, ['-c', 'user.name=x', '-c', 'user.email=y', 'merge', '-q', '--no-edit', 'side']);
-    const merged = await api(empty, '/fs/git/receive', { method: 'POST', body: await git(m, dir.path, ['fast-export', 'main']) });
+    const merged = await api(empty, '/fs/git/receive', { method: 'POST', body: await git(m, dir.path, ['fast-export', '--use-done-feature', 'main']) });
     expect(merged.status).toBe(409);
     expect(await errorCode(merged)).toBe('GIT_NOT_LINEAR');
     const garbage = await api(empty, '/fs/git/receive', { method: 'POST', body: 'commit refs/heads/main\nmark :1\nbogus\n' });

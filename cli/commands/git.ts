@@ -117,9 +117,11 @@ async function pushToStrata(t: SyncTarget): Promise<GitReceiveResult & { project
     }
   }
   // --show-original-ids lets the server check it stores each commit so that it exports identically;
-  // --reference-excluded-parents names the project's tip as the first commit's parent.
+  // --reference-excluded-parents names the project's tip as the first commit's parent;
+  // --use-done-feature ends the stream with `done`, so a git that dies midway sends a stream the
+  // server rejects whole instead of a prefix it would apply.
   const range = remote === null ? ['main'] : ['main', `^${remote}`];
-  const exported = exportStream(t.cwd, ['--show-original-ids', '--reference-excluded-parents', '--signed-tags=strip', '--tag-of-filtered-object=drop', ...range]);
+  const exported = exportStream(t.cwd, ['--use-done-feature', '--show-original-ids', '--reference-excluded-parents', '--signed-tags=strip', '--tag-of-filtered-object=drop', ...range]);
   const [result] = await Promise.all([t.client.json<GitReceiveResult>('POST', `${t.base}/fs/git/receive`, { stream: exported.body }), exported.done]);
   return { projectId: t.projectId, ...result };
 }

@@ -29,8 +29,7 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
 
   // Where the pushed commits start in our chain.
   let start: number;
-  if (pushed.base === 'tip') start = ours.length;
-  else if (pushed.base === null) start = 0;
+  if (pushed.base === null) start = 0;
   else {
     const index = ours.findIndex((c) => c.commitId === pushed.base);
     if (index === -1) throw new StrataError('GIT_NOT_FAST_FORWARD', { message: `The pushed history continues ${pushed.base}, which is not in the project's chain`, details: { base: pushed.base } });
@@ -46,15 +45,25 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   for (const [i, commit] of pushed.commits.entries()) {
     applyToTree(tree, commit.changes, oidBlobs);
     const commitId = gitCommitId({ tree: tree.rootId(), parent, author: commit.author, committer: commit.committer, message: commit.message });
+    const existing = ours[start + i];
+    // Divergence first: a root commit sent to a project with history (`git fast-export A..B` without
+    // --reference-excluded-parents writes the first commit without its parent) must read as what it is.
+    if (existing !== undefined && existing.commitId !== commitId) {
+      const root = i === 0 && pushed.base === null;
+      throw new StrataError('GIT_NOT_FAST_FORWARD', {
+        message: root
+          ? `The push starts with a commit that has no parent, but the project already has history (its first commit is ${existing.commitId}); push with \`strata git push\`, or export with \`git fast-export --reference-excluded-parents\``
+          : `The pushed history diverges from the project's at ${existing.commitId}`,
+        details: { ours: existing.commitId, theirs: commitId },
+      });
+    }
     if (commit.originalOid !== null && commit.originalOid !== commitId) {
       throw new StrataError('GIT_NOT_REPRESENTABLE', {
         message: `Commit ${commit.originalOid} carries something a snapshot cannot keep (a signature, extra headers); it would come back as ${commitId}`,
         details: { commitId: commit.originalOid },
       });
     }
-    const existing = ours[start + i];
     if (existing !== undefined) {
-      if (existing.commitId !== commitId) throw new StrataError('GIT_NOT_FAST_FORWARD', { message: `The pushed history diverges from the project's at ${existing.commitId}`, details: { ours: existing.commitId, theirs: commitId } });
       alreadyPresent += 1;
     } else {
       fresh.push({ commit, commitId });

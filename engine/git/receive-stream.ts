@@ -4,11 +4,22 @@
 // their parent. Merges, other branches and anything we could not export back identically are refused
 // here, before a single version is written (blobs stored meanwhile are unreferenced: gc takes them).
 //
-// Branch semantics follow git-fast-import(1): a `commit <ref>` without `from` continues the ref's
-// current tip — the project's tip for refs/heads/main until the stream resets it — and a `reset <ref>`
-// without `from` makes the next commit on it a root.
+// Branch semantics follow git-fast-import(1), with one deliberate difference: a `commit` without
+// `from` on refs/heads/main is a root commit, never a continuation of the project's tip. git
+// fast-export writes no `from` for a root commit, and also for the first commit of `A..B` when it was
+// not asked for --reference-excluded-parents: grafting that partial commit onto the tip mixed both
+// trees (issue 13). As a root, it either is the project's first commit or diverges from it (409).
+// A `reset <ref>` without `from` makes the next commit on it a root, as in git.
+//
+// The stream must end with `done` (`git fast-export --use-done-feature`): a stream cut short at a
+// command boundary parses cleanly, and receiving its prefix would apply half a push.
+//
+// Every path must be one the file API accepts (engine/paths.ts): a name git allows but the API refuses
+// (a newline, a tab, U+202E) could otherwise be stored and then never read, renamed or deleted.
 import { createHash } from 'node:crypto';
 import { StrataError } from '../errors.js';
+import { normalizeProjectPath } from '../paths.js';
+import { quoteSafely } from '../unsafe-text.js';
 import type { ContentHash } from '../types.js';
 import type { BlobEvent, CommitEvent, CommitIsh, DataRef, GitIdent } from './fast-export-events.js';
 import { parseFastExport } from './fast-export-parser.js';
@@ -37,12 +48,12 @@ export interface ReceivedCommit {
 }
 
 export interface ReceivedHistory {
-  /** the commit the first one continues: null = a root commit, 'tip' = the project's tip as it is */
-  base: string | null | 'tip';
+  /** the commit the first one continues: null = a root commit */
+  base: string | null;
   commits: ReceivedCommit[];
 }
 
-type Tip = { kind: 'commit'; commit: Parsed } | { kind: 'oid'; oid: string } | { kind: 'root' } | { kind: 'project-tip' };
+type Tip = { kind: 'commit'; commit: Parsed } | { kind: 'oid'; oid: string } | { kind: 'root' };
 interface Parsed {
   event: CommitEvent;
   parent: Tip;
@@ -72,7 +83,8 @@ export async function readPushedHistory(
   const blobsByMark = new Map<number, ReceivedBlob>();
   const inline = new Map<number, ReceivedBlob>();
   const commitsByMark = new Map<number, Parsed>();
-  const refs = new Map<string, Tip>([[MAIN, { kind: 'project-tip' }]]);
+  const refs = new Map<string, Tip>([[MAIN, { kind: 'root' }]]);
+  let done = false;
   const tagTargets: Array<{ name: string; target: Tip }> = [];
 
   const resolve = (ish: CommitIsh): Tip => {
@@ -107,7 +119,15 @@ export async function readPushedHistory(
       tagTargets.push({ name: event.name, target: resolve(event.from) });
     } else if (event.type === 'alias') {
       throw unsupported('alias commands are not supported');
+    } else if (event.type === 'done') {
+      done = true;
     }
+  }
+  if (!done) {
+    throw new StrataError('GIT_STREAM_INVALID', {
+      message: 'The stream does not end with `done`: it may have been cut short, and nothing of it was applied (send it with `git fast-export --use-done-feature`)',
+      details: { reason: 'no done' },
+    });
   }
 
   for (const [ref, target] of refs) if (ref.startsWith(TAG_PREFIX)) tagTargets.push({ name: ref.slice(TAG_PREFIX.length), target });
@@ -127,7 +147,7 @@ export async function readPushedHistory(
     if (target.kind !== 'commit') continue; // a tag on a commit the project has already: nothing new
     target.commit.tags.push(name);
   }
-  const base = at.kind === 'root' ? null : at.kind === 'oid' ? at.oid : 'tip';
+  const base = at.kind === 'oid' ? at.oid : null;
   return {
     base,
     commits: chain.map((p) => ({
@@ -161,19 +181,45 @@ function toChange(change: CommitEvent['fileChanges'][number], blobsByMark: Map<n
   switch (change.kind) {
     case 'modify': {
       if (change.mode !== '100644' && change.mode !== '100755') throw unsupported(`file mode ${change.mode} at ${change.path} (symlinks and submodules are not stored)`);
-      return { kind: 'modify', path: change.path, executable: change.mode === '100755', blob: blobOf(change.dataref, blobsByMark, inline) };
+      return { kind: 'modify', path: storablePath(change.path), executable: change.mode === '100755', blob: blobOf(change.dataref, blobsByMark, inline) };
     }
     case 'delete':
       return { kind: 'delete', path: change.path };
     case 'rename':
-      return { kind: 'rename', from: change.from, to: change.to };
+      return { kind: 'rename', from: change.from, to: storablePath(change.to) };
     case 'copy':
-      return { kind: 'copy', from: change.from, to: change.to };
+      return { kind: 'copy', from: change.from, to: storablePath(change.to) };
     case 'deleteall':
       return { kind: 'deleteall' };
     default:
       throw unsupported('notes are not stored');
   }
+}
+
+/**
+ * A path the push creates, exactly as the file API would store it. The message quotes the path with
+ * every unsafe character escaped (a newline or U+202E must not break or reorder it) and names the problem; the path must also be stored
+ * byte for byte as git has it (already NFC), or the project would export different commit ids.
+ */
+function storablePath(path: string): string {
+  let normalized: string;
+  try {
+    normalized = normalizeProjectPath(path);
+  } catch (error) {
+    const reason = (error as StrataError).details?.['reason'] ?? 'invalid';
+    throw new StrataError('INVALID_PATH', {
+      message: `The push creates ${quoteSafely(path)}, a name Strata cannot store (${String(reason)}); rename it in git and push again`,
+      details: { field: 'path', path: quoteSafely(path), reason },
+      cause: error,
+    });
+  }
+  if (normalized !== path) {
+    throw new StrataError('INVALID_PATH', {
+      message: `The push creates ${quoteSafely(path)}, which is not in Unicode NFC (Strata stores names in NFC); rename it in git and push again`,
+      details: { field: 'path', path: quoteSafely(path), reason: 'not NFC' },
+    });
+  }
+  return path;
 }
 
 function blobOf(ref: DataRef, blobsByMark: Map<number, ReceivedBlob>, inline: Map<number, ReceivedBlob>): ReceivedBlob | { oid: string } {
