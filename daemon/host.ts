@@ -85,6 +85,14 @@ export interface HostStatus {
   capture?: Pick<CaptureStats, 'captured' | 'lastVersion' | 'errors'>;
   reconcile?: WatchReconcileStatus;
   mount?: MountCaptureStatus;
+  /** watch mode: changes made elsewhere (restores, the API, other processes) brought to disk */
+  incoming?: IncomingStatus;
+}
+
+export interface IncomingStatus {
+  /** paths written, removed or kept (an unversioned local edit versioned first) since the daemon started */
+  applied: number;
+  last: { path: string; result: string; at: string } | null;
 }
 
 export interface ProjectHost {
@@ -159,6 +167,11 @@ export interface CapturePipeline {
    * trips it: the host refuses it (EPERM) and the file stays.
    */
   admitDelete(path: string): boolean;
+  /**
+   * Whether the pipeline itself committed this version (and forgets it): watch mode's engine feed
+   * (watch/engine-feed.ts) leaves the directory's own versions out of what it brings to disk.
+   */
+  takeOwnVersion(versionId: string): boolean;
   /** Resolves when every capture submitted so far is durable. */
   flush(): Promise<void>;
   stats(): CaptureStats;

@@ -12,6 +12,7 @@ import type {
   HostContext,
   HostFactory,
   HostStatus,
+  IncomingStatus,
   MountCaptureStatus,
   ProjectHost,
   ProjectMode,
@@ -34,6 +35,8 @@ export interface ProjectStatus extends CaptureStats {
   reconcile: WatchReconcileStatus | null;
   /** mount mode: open files, changes not yet versioned, FUSE operation counts (null in watch mode) */
   mount: MountCaptureStatus | null;
+  /** watch mode: changes made elsewhere brought to disk (null in mount mode, which shows the engine directly) */
+  incoming: IncomingStatus | null;
 }
 
 const MAX_ERRORS = 20;
@@ -179,6 +182,7 @@ export class ProjectRunner {
       pending: capture.pending + (host?.pending ?? 0),
       reconcile: host?.reconcile ?? null,
       mount: host?.mount ?? null,
+      incoming: host?.incoming ?? null,
     };
     const error = this.#startError ?? host?.error;
     if (error) status.error = error;

@@ -31,6 +31,7 @@ export interface PipelineOptions {
 
 const GUARD_FLAG = 'massDeleteGuard';
 const MAX_ERRORS = 20;
+const MAX_OWN_VERSIONS = 100_000;
 const GUARD_RESET_GRACE_MS = 30_000;
 /** A steady trickle of deletions still commits at least this often. */
 const DELETE_MAX_WAIT_FACTOR = 4;
@@ -54,6 +55,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   let firstPendingAt = 0;
   let inFlight = 0;
   const waiting: Array<() => void> = [];
+  const ownVersions = new Set<string>();
   const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state };
 
   const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
@@ -98,6 +100,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   function recorded(outcome: Extract<CaptureOutcome, { kind: 'versioned' }>): CaptureOutcome {
     stats.captured += 1;
     const { version } = outcome;
+    ownVersions.add(version.versionId);
+    // Bounded: an id the feed never asks about (it read the record before we got here) must not stay
+    // forever. Forgetting one only costs the feed a stat comparison.
+    if (ownVersions.size > MAX_OWN_VERSIONS) ownVersions.delete(ownVersions.values().next().value!);
     stats.lastVersion = { path: version.path, versionId: version.versionId, kind: version.kind, timestamp: version.timestamp };
     // Logged once durable: bench/watch-latency.ts measures close-to-durable latency from these lines.
     logger.debug({ path: version.path, versionId: version.versionId, kind: version.kind }, 'versioned');
@@ -252,6 +258,8 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       stats.massDeleteGuard = guard.state;
       return false;
     },
+
+    takeOwnVersion: (versionId) => ownVersions.delete(versionId),
 
     async flush() {
       for (;;) {

@@ -4,13 +4,19 @@
 // then examine.ts decides. A scan at start catches up with what changed while the daemon was down.
 // Network filesystems and an exhausted inotify limit fall back to polling, loudly. A periodic
 // reconciliation (reconcile.ts) catches what events missed.
+//
+// The other direction: what the engine records without this directory (a restore, `strata put/rm/mv`,
+// another process, later a sync) is read from the project's history (engine-feed.ts) and written to
+// disk (materialize.ts). Examining a path and bringing it to disk run one at a time per path.
 
 import { join } from 'node:path';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
 import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
+import { EngineFeed } from './engine-feed.js';
 import { detectFs } from './fs-type.js';
+import { type MaterializeResult, materialize } from './materialize.js';
 import {
   DEFAULT_RECONCILE_DEBOUNCE_MS,
   DEFAULT_RECONCILE_DUTY,
@@ -49,7 +55,12 @@ export interface WatchOptions {
   reconcileDebounceMs?: number;
   /** share of wall time a reconciliation works, 0 < duty ≤ 1 (default 0.25) */
   reconcileDuty?: number;
+  /** how often the project's history is read for changes made elsewhere (default 100 ms: one indexed row) */
+  feedPollMs?: number;
 }
+
+/** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
+const MATERIALIZE_CONCURRENCY = 16;
 
 const TRACKED_TTL_MS = 1_000;
 /** Symbolic links counted for the status warning, at most (a tree of links must not grow memory). */
@@ -86,6 +97,12 @@ class WatchHost implements ProjectHost {
   #tracked = { count: 0, at: 0 };
   #reconciler: ReconcileScheduler | null = null;
   readonly #examineCtx: ExamineContext;
+  readonly #feed: EngineFeed;
+  #feedTimer: NodeJS.Timeout | undefined;
+  #following: Promise<void> | null = null;
+  #incoming = { applied: 0, last: null as { path: string; result: MaterializeResult; at: string } | null };
+  /** per path: the examine or materialization under way (they must not interleave on one path) */
+  readonly #pathLocks = new Map<string, Promise<unknown>>();
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
@@ -98,6 +115,7 @@ class WatchHost implements ProjectHost {
       isNewTemp: (path) => isTempName(path) && ctx.state.index.get(ctx.projectId, path) === undefined && !ctx.capture.isIgnored(path),
       examine: (path) => this.#examine(path),
     });
+    this.#feed = new EngineFeed(ctx);
     this.#examineCtx = {
       host: ctx,
       onDirectory: async (path) => {
@@ -165,6 +183,7 @@ class WatchHost implements ProjectHost {
         if (this.#state === 'scanning') this.#state = 'watching';
         this.#ctx.logger.info({ scan: this.#scan }, 'scan finished');
         if (this.#polling) this.#schedulePoll();
+        this.#scheduleFollow(0);
       },
       (error: unknown) => {
         this.#scanning = null;
@@ -201,7 +220,7 @@ class WatchHost implements ProjectHost {
         do {
           slot.again = false;
           try {
-            await examine(this.#examineCtx, path);
+            await this.#withPath(path, () => examine(this.#examineCtx, path));
           } catch (error) {
             this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not examine a path');
           }
@@ -212,6 +231,107 @@ class WatchHost implements ProjectHost {
     })();
     this.#running.set(path, slot);
     return slot.done;
+  }
+
+  /** Runs `task` after whatever else is under way on `path` (examine, materialize). */
+  #withPath<T>(path: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.#pathLocks.get(path) ?? Promise.resolve();
+    const next = previous.then(task, task);
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#pathLocks.set(path, settled);
+    void settled.then(() => {
+      if (this.#pathLocks.get(path) === settled) this.#pathLocks.delete(path);
+    });
+    return next;
+  }
+
+  #scheduleFollow(delayMs: number): void {
+    if (this.#stopped) return;
+    if (this.#feedTimer) clearTimeout(this.#feedTimer);
+    this.#feedTimer = setTimeout(() => {
+      this.#feedTimer = undefined;
+      void this.follow().finally(() => this.#scheduleFollow(this.#options.feedPollMs ?? 100));
+    }, delayMs);
+  }
+
+  /**
+   * Brings what the engine recorded since the last look to disk (or joins the run under way). Waits
+   * for a scan under way: the scan first versions what changed here, so local edits are never taken
+   * for stale copies. Paused while the mass-delete guard is tripped — files the guard keeps in the
+   * engine are not to be written back into a directory that may be an unmounted drive.
+   */
+  follow(): Promise<void> {
+    this.#following ??= (async () => {
+      try {
+        await this.#scanning?.catch(() => undefined);
+        if (this.#stopped || this.#ctx.capture.stats().massDeleteGuard.tripped) return;
+        const read = await this.#feed.read();
+        const paths = read.kind === 'paths' ? read.paths : await this.#everyPath();
+        if (paths.length > 0) await this.#materializeAll(paths);
+        if (!this.#stopped) this.#feed.save(read.newest);
+      } catch (error) {
+        if (!this.#stopped) this.#ctx.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
+      } finally {
+        this.#following = null;
+      }
+    })();
+    return this.#following;
+  }
+
+  /** No cursor (first start) or one out of reach: every path the engine or the index knows. */
+  async #everyPath(): Promise<string[]> {
+    const { engine, projectId, state } = this.#ctx;
+    const paths = new Set(state.index.all(projectId).map((row) => row.path));
+    const dirs = [''];
+    while (dirs.length > 0) {
+      const listing = await engine.listDirectory({ projectId, path: dirs.pop()! });
+      for (const item of listing.items) {
+        if (item.type === 'directory') dirs.push(item.path);
+        // Already what the index says was versioned here: materialize() would find it 'same' anyway,
+        // after a stat of the engine; this keeps a restart on 100,000 files to a walk of the index.
+        else if (state.index.get(projectId, item.path)?.versionId !== item.versionId) paths.add(item.path);
+        else paths.delete(item.path);
+      }
+    }
+    return [...paths];
+  }
+
+  async #materializeAll(paths: string[]): Promise<void> {
+    // A file that became a directory, or the reverse, can only be written once its old self is gone,
+    // which another path of the same batch does: what was in the way gets a second, sequential pass.
+    const blocked: string[] = [];
+    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path));
+    if (blocked.length > 0) await this.#materializeEach(blocked, 1, null);
+  }
+
+  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null): Promise<void> {
+    const queue = [...paths];
+    const work = async () => {
+      for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
+        if (this.#stopped) return;
+        let blocked = false;
+        const warn = (message: string) => {
+          if (onBlocked === null) this.#warn(message);
+          else blocked = true;
+        };
+        try {
+          const result = await this.#withPath(path, () => materialize(this.#ctx, path, warn));
+          if (blocked) onBlocked!(path);
+          else if (result !== 'same' && result !== 'skipped') {
+            this.#incoming.applied += 1;
+            this.#incoming.last = { path, result, at: new Date().toISOString() };
+            this.#ctx.logger.debug({ path, result }, 'brought to disk');
+          }
+        } catch (error) {
+          this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not bring a path to disk');
+          this.#warn(`could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
   }
 
   #pollMs(): number {
@@ -274,7 +394,7 @@ class WatchHost implements ProjectHost {
     await scanTree(this.#examineCtx, walk, progress, {
       pace,
       // An event is already on its way for these: they are not "missed".
-      skip: (path) => this.#timers.has(path) || this.#running.has(path),
+      skip: (path) => this.#timers.has(path) || this.#running.has(path) || this.#pathLocks.has(path),
       onExamined: (result, gone) => {
         if (!gone) counts.hashed += 1;
         if (result === 'captured' || result === 'deleted') counts.missed += 1;
@@ -300,6 +420,8 @@ class WatchHost implements ProjectHost {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#pollTimer) clearTimeout(this.#pollTimer);
+    if (this.#feedTimer) clearTimeout(this.#feedTimer);
+    await this.#following;
     const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();
     // Whatever was written just before the stop is still captured.
@@ -321,6 +443,7 @@ class WatchHost implements ProjectHost {
       scan: this.#scan ? { ...this.#scan } : null,
       warnings: [...this.#warnings],
       pending: this.#timers.size + this.#running.size,
+      incoming: { applied: this.#incoming.applied, last: this.#incoming.last },
     };
     if (this.#reconciler) {
       status.reconcile = this.#reconciler.status();
