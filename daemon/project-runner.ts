@@ -113,6 +113,7 @@ export class ProjectRunner {
         logger: log,
         ignore: rules,
         state,
+        releaseHeldOnCapture: mode === 'watch',
         tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
       });
       this.#pipeline = pipeline;

@@ -45,6 +45,17 @@ export interface DaemonState {
     remove(projectId: string, path: string): void;
     list(projectId: string): string[];
   };
+  /**
+   * Deletions the tripped mass-delete guard holds back, one row per path: a path seen missing again
+   * (every scan, every reconciliation) counts once, and a file that comes back leaves the count.
+   */
+  heldDeletes: {
+    /** adds the paths; returns how many are held now */
+    add(projectId: string, paths: string[]): number;
+    /** a held path exists again; returns how many are held now */
+    remove(projectId: string, path: string): number;
+    clear(projectId: string): void;
+  };
   /** Small per-project JSON values (mass-delete guard state, scan markers). */
   flags: {
     get<T>(projectId: string, key: string): T | undefined;
@@ -62,6 +73,8 @@ CREATE TABLE IF NOT EXISTS watch_index (
 DROP INDEX IF EXISTS watch_index_by_ino;
 CREATE INDEX IF NOT EXISTS watch_index_ino ON watch_index (ino, project_id);
 CREATE TABLE IF NOT EXISTS mount_empty_dirs (
+  project_id TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (project_id, path)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS guard_held (
   project_id TEXT NOT NULL, path TEXT NOT NULL, PRIMARY KEY (project_id, path)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS project_flags (
   project_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (project_id, key)) WITHOUT ROWID;
@@ -160,6 +173,12 @@ export function openDaemonState(file: string): DaemonState {
     flushPending();
     return query();
   };
+  const holdPath = db.prepare('INSERT OR IGNORE INTO guard_held (project_id, path) VALUES (?, ?)');
+  const releasePath = db.prepare('DELETE FROM guard_held WHERE project_id = ? AND path = ?');
+  const countHeld = db.prepare<[string], { n: number }>('SELECT count(*) AS n FROM guard_held WHERE project_id = ?');
+  const holdPaths = db.transaction((projectId: string, paths: string[]) => {
+    for (const path of paths) holdPath.run(projectId, path);
+  });
   const getFlag = db.prepare<[string, string], { value: string }>('SELECT value FROM project_flags WHERE project_id = ? AND key = ?');
   let addEmptyDir: Database.Statement<[string, string]> | null = null;
   let removeEmptyDir: Database.Statement<[string, string]> | null = null;
@@ -206,6 +225,19 @@ export function openDaemonState(file: string): DaemonState {
           .prepare<[string], { path: string }>('SELECT path FROM mount_empty_dirs WHERE project_id = ? ORDER BY path')
           .all(projectId)
           .map((row) => row.path),
+    },
+    heldDeletes: {
+      add: (projectId, paths) => {
+        holdPaths(projectId, paths);
+        return countHeld.get(projectId)?.n ?? 0;
+      },
+      remove: (projectId, path) => {
+        releasePath.run(projectId, path);
+        return countHeld.get(projectId)?.n ?? 0;
+      },
+      clear: (projectId) => {
+        db.prepare('DELETE FROM guard_held WHERE project_id = ?').run(projectId);
+      },
     },
     flags: {
       get: <T>(projectId: string, key: string) => {

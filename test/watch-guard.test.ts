@@ -52,6 +52,14 @@ describe('mass-delete guard', () => {
     await w.idle();
     expect((await w.status()).massDeleteGuard.tripped).toBe(true);
     expect((await projectHistory(w)).filter((v) => v.kind === 'delete')).toHaveLength(1);
+    // the scan saw the same 80 paths missing again: still 80, not 160 (issue 13 item 7), and again
+    await w.restart();
+    await w.idle();
+    expect((await w.status()).massDeleteGuard.missing).toBe(80);
+    // a file that comes back is no longer missing
+    await writeFile(join(w.dir, 'f79.txt'), 'file 79, back\n');
+    await w.idle();
+    expect((await w.status()).massDeleteGuard.missing).toBe(79);
 
     // writes still work while guarded
     await writeFile(join(w.dir, 'new.txt'), 'new\n');
@@ -61,8 +69,8 @@ describe('mass-delete guard', () => {
     const after = await w.api<{ massDeleteGuard: { tripped: boolean }; state: string }>('POST', `/v1/daemon/projects/${w.projectId}/guard/reset`, {});
     expect(after.massDeleteGuard.tripped).toBe(false);
     await w.idle();
-    expect((await projectHistory(w)).filter((v) => v.kind === 'delete')).toHaveLength(81);
-    expect((await w.tree()).size).toBe(20);
+    expect((await projectHistory(w)).filter((v) => v.kind === 'delete')).toHaveLength(80);
+    expect((await w.tree()).size).toBe(21);
     expect((await w.status()).state).toBe('watching');
   });
 });

@@ -12,7 +12,7 @@ export interface GuardState {
   tripped: boolean;
   /** RFC 3339 */
   since: string | null;
-  /** deletions held back since it tripped */
+  /** tracked paths whose deletion is held back since it tripped (each path once) */
   missing: number;
 }
 
@@ -51,9 +51,9 @@ export class MassDeleteGuard {
     return false;
   }
 
-  /** A deletion held back while tripped. */
-  hold(count = 1): void {
-    this.#state.missing += count;
+  /** How many distinct paths' deletions are held back now (the caller keeps the paths: state.heldDeletes). */
+  setMissing(count: number): void {
+    this.#state.missing = count;
   }
 
   /** Untrips; deletions within `graceMs` (the ones the user just confirmed) never trip it again. */

@@ -24,6 +24,11 @@ export interface PipelineOptions {
   tracked: () => number;
   /** how long deletions wait so the guard sees a mass deletion whole (default 500 ms) */
   deleteSettleMs?: number;
+  /**
+   * Watch mode: a held path captured again is a file that came back, and leaves the guard's count. In
+   * mount mode a held deletion was refused and the file never left: it stays counted.
+   */
+  releaseHeldOnCapture?: boolean;
   /** engine writes in flight at once (default 128) */
   maxInFlight?: number;
   now?: () => number;
@@ -59,6 +64,19 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state };
 
   const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
+  /** Holds these paths' deletions back (each path counts once, however often it is seen missing). */
+  const hold = (paths: string[]) => {
+    guard.setMissing(state.heldDeletes.add(projectId, paths));
+    persistGuard();
+    stats.massDeleteGuard = guard.state;
+  };
+  /** A held path holds a file again: it is no longer missing. */
+  const release = (path: string) => {
+    if (options.releaseHeldOnCapture !== true || guard.state.missing === 0) return;
+    guard.setMissing(state.heldDeletes.remove(projectId, path));
+    persistGuard();
+    stats.massDeleteGuard = guard.state;
+  };
 
   /** Runs `task` after every earlier task on the same path. */
   function serial<T>(path: string, task: () => Promise<T>): Promise<T> {
@@ -119,11 +137,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   }
 
   function holdPendingDeletes(): void {
-    const held = [...pendingDeletes.values()];
+    const held = [...pendingDeletes];
     pendingDeletes.clear();
-    guard.hold(held.length);
-    for (const waiters of held) for (const resolve of waiters) resolve({ kind: 'guarded' });
-    persistGuard();
+    hold(held.map(([path]) => path));
+    for (const [, waiters] of held) for (const resolve of waiters) resolve({ kind: 'guarded' });
   }
 
   function scheduleDeleteFlush(): void {
@@ -182,6 +199,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     captureFile({ path, file, executable }) {
       if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
       cancelDelete(path);
+      release(path);
       return serial(path, () =>
         limited(async (): Promise<CaptureOutcome> => {
           try {
@@ -203,9 +221,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     captureDelete(path) {
       if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
       if (guard.tripped) {
-        guard.hold();
-        persistGuard();
-        stats.massDeleteGuard = guard.state;
+        hold([path]);
         return Promise.resolve({ kind: 'guarded' });
       }
       return new Promise<CaptureOutcome>((resolve) => {
@@ -224,6 +240,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       if (ignore.ignores(to)) return pipeline.captureDelete(from);
       cancelDelete(from);
       cancelDelete(to);
+      release(to);
       // Lock both paths, always in the same order, so two crossing renames cannot deadlock.
       const [first, second] = from < to ? [from, to] : [to, from];
       return serial(first, () =>
@@ -243,9 +260,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
 
     admitDelete(path) {
       if (guard.tripped) {
-        guard.hold();
-        persistGuard();
-        stats.massDeleteGuard = guard.state;
+        hold([path]);
         return false;
       }
       if (!guard.note(1, now(), options.tracked())) return true;
@@ -253,9 +268,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         { since: guard.state.since, path },
         'MASS DELETE GUARD TRIPPED: many tracked files were deleted through the mount at once; further deletions are refused (EPERM) and every file is kept. Check what is deleting them, then run `strata guard reset`.',
       );
-      guard.hold();
-      persistGuard();
-      stats.massDeleteGuard = guard.state;
+      hold([path]);
       return false;
     },
 
@@ -279,6 +292,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
 
     resetGuard() {
       guard.reset(now(), GUARD_RESET_GRACE_MS);
+      state.heldDeletes.clear(projectId);
       persistGuard();
       stats.massDeleteGuard = guard.state;
       logger.info('mass delete guard reset');
