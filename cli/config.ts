@@ -35,6 +35,8 @@ export interface ResolvedTarget {
   projectDir?: string;
   /** the project around the working directory belongs to a home whose daemon is not running */
   daemonDown?: { home: string; dir: string };
+  /** exported variables the project directory took precedence over (the CLI notes it on stderr) */
+  envOverridden?: string[];
 }
 
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -88,20 +90,28 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
   const path = configPath(env);
   const file = readConfigFile(path);
   // Inside a project directory (`strata init`) the project and its daemon are found the way git finds
-  // its repository (discover.ts). The daemon's key goes only to the daemon, never to another server.
-  const discovered = flags.project || env['STRATA_PROJECT_ID'] ? null : discoverProject(process.cwd(), env);
-  const local = flags.server || env['STRATA_SERVER_URL'] ? undefined : (discovered?.daemon ?? undefined);
-  const server = pick(flags.server, env['STRATA_SERVER_URL'], local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
+  // its repository (discover.ts), and the directory wins over STRATA_PROJECT_ID, STRATA_SERVER_URL and
+  // STRATA_API_KEY exported for a team server (as the README's CLI section suggests): otherwise
+  // `strata history` in the directory went to the other project, or sent the team key to the daemon.
+  // Flags still choose explicitly. The daemon's key goes only to the daemon, the exported key never
+  // to the daemon.
+  const discovered = flags.project ? null : discoverProject(process.cwd(), env);
+  const local = flags.server ? undefined : (discovered?.daemon ?? undefined);
+  const fromEnv = (name: string) => (discovered === null ? env[name] : undefined);
+  const server = pick(flags.server, fromEnv('STRATA_SERVER_URL'), local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
   const serverUrl = validateServerUrl(server[0]);
-  const apiKey = pick(flags.apiKey, env['STRATA_API_KEY'], local === undefined ? file.apiKey : local.running ? local.apiKey : undefined)?.[0];
+  const apiKey = pick(flags.apiKey, local === undefined ? fromEnv('STRATA_API_KEY') : undefined, local === undefined ? file.apiKey : local.running ? local.apiKey : undefined)?.[0];
+  const overridden =
+    discovered === null ? [] : ['STRATA_PROJECT_ID', 'STRATA_SERVER_URL', 'STRATA_API_KEY'].filter((name) => env[name] !== undefined && env[name] !== '');
   return {
     serverUrl,
     serverUrlSource: server[1],
     apiKey,
-    projectId: pick(flags.project, env['STRATA_PROJECT_ID'], discovered?.projectId ?? file.projectId)?.[0],
+    projectId: pick(flags.project, fromEnv('STRATA_PROJECT_ID'), discovered?.projectId ?? file.projectId)?.[0],
     configPath: path,
     ...(local !== undefined && !local.running && apiKey === undefined ? { daemonDown: { home: discovered!.home, dir: discovered!.dir } } : {}),
     ...(discovered !== null ? { projectDir: discovered.dir } : {}),
+    ...(overridden.length > 0 ? { envOverridden: overridden } : {}),
   };
 }
 

@@ -34,7 +34,14 @@ export function contextFor(command: Command): CommandContext {
     flags,
     output,
     target() {
-      target ??= resolveTarget(flags);
+      if (target === undefined) {
+        target = resolveTarget(flags);
+        if (target.envOverridden !== undefined) {
+          output.warn(
+            `inside the project in ${target.projectDir}, which uses its own project and daemon: ${target.envOverridden.join(', ')} ${target.envOverridden.length === 1 ? 'is' : 'are'} not used here (pass --project/--server to choose another)`,
+          );
+        }
+      }
       return target;
     },
     client() {

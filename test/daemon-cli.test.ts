@@ -79,6 +79,29 @@ describe('strata init / daemon / status / watch and project discovery', () => {
     expect(human.stdout).toMatch(/thesis\s+watch\s+watching/);
   });
 
+  it('inside the directory, the directory wins over exported STRATA_PROJECT_ID / STRATA_API_KEY / STRATA_SERVER_URL (issue 13 item 6)', async () => {
+    const dir = join(root, 'thesis');
+    // what the README's CLI section has users export for a team server
+    const exported = {
+      ...env,
+      STRATA_PROJECT_ID: '00000000-0000-4000-8000-000000000000',
+      STRATA_API_KEY: 'rk.test.0123456789abcdef.team-key-that-must-not-reach-the-daemon',
+      STRATA_SERVER_URL: 'http://127.0.0.1:9',
+    };
+    const inDir = await sh(process.execPath, [MAIN, 'history', 'a.m', '--json'], { cwd: dir, env: exported, allowFail: true, timeoutMs: 20_000 });
+    expect(inDir.code, inDir.stderr).toBe(0);
+    expect(JSON.parse(inDir.stdout).items).toHaveLength(1);
+    expect(inDir.stderr).toMatch(/STRATA_PROJECT_ID, STRATA_SERVER_URL, STRATA_API_KEY are not used here/);
+    expect(inDir.stderr).not.toContain('team-key');
+    // outside any project directory the variables apply as before (and that server is not there)
+    const outside = await sh(process.execPath, [MAIN, 'history', 'a.m', '--json'], { cwd: root, env: exported, allowFail: true, timeoutMs: 20_000 });
+    expect(outside.code).not.toBe(0);
+    expect(JSON.parse(outside.stdout).error.code).toBe('SERVER_UNREACHABLE');
+    // an explicit flag still chooses: --project names another project, through the exported server
+    const flagged = await sh(process.execPath, [MAIN, 'history', 'a.m', '--project', exported.STRATA_PROJECT_ID, '--json'], { cwd: dir, env: exported, allowFail: true, timeoutMs: 20_000 });
+    expect(flagged.code).not.toBe(0);
+  });
+
   it('init and watch go through the running daemon, which captures at once', async () => {
     const result = await json<{ projectId: string; daemonRunning: boolean }>(['init', 'second']);
     expect(result.daemonRunning).toBe(true);

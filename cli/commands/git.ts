@@ -68,7 +68,8 @@ function exportStream(cwd: string, args: string[]): { body: ReadableStream<Uint8
 }
 
 async function projectOf(ctx: ReturnType<typeof contextFor>, cwd: string): Promise<string> {
-  const projectId = ctx.flags.project ?? process.env['STRATA_PROJECT_ID'] ?? (await gitConfig(cwd, 'strata.project'));
+  // The clone's own strata.project wins over an exported STRATA_PROJECT_ID (as a project directory does).
+  const projectId = ctx.flags.project ?? (await gitConfig(cwd, 'strata.project')) ?? process.env['STRATA_PROJECT_ID'];
   if (!projectId) throw new CliError('NOT_A_STRATA_CLONE', 'this is not a clone made by `strata git clone` (no strata.project in git config); pass --project', { exitCode: EXIT.usage });
   return projectId;
 }
