@@ -25,8 +25,6 @@ export interface DaemonOptions {
   home: string;
   /** HOST:PORT on loopback; default daemon.json's `listen` (127.0.0.1:7421); port 0 picks one */
   listen?: string;
-  /** run only these projects of daemon.json (`strata watch DIR` in the foreground); projects added later always run */
-  only?: string[];
   logger?: Logger;
   environment?: string;
   watch?: WatchOptions;
@@ -185,8 +183,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     }
     logger.info({ url, home }, `strata daemon listening on ${url}`);
 
-    const wanted = config.projects.filter((p) => options.only === undefined || options.only.includes(p.projectId));
-    for (const project of wanted) runners.set(project.projectId, new ProjectRunner(project, runnerDeps));
+    for (const project of config.projects) runners.set(project.projectId, new ProjectRunner(project, runnerDeps));
     await Promise.all([...runners.values()].map((runner) => runner.start()));
     return daemon;
   } catch (error) {

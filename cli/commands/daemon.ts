@@ -40,26 +40,27 @@ export async function runningDaemon(home: string): Promise<ApiClient | null> {
 
 
 /**
- * Runs a daemon until SIGTERM/SIGINT, then stops it cleanly (captures flushed, mounts unmounted) and
- * exits 0. `only` limits it to some projects of daemon.json (`strata watch DIR`).
+ * Runs the home's daemon — every project of daemon.json — until SIGTERM/SIGINT, then stops it cleanly
+ * (captures flushed, mounts unmounted) and exits 0. `required` are the projects the command was about
+ * (`strata watch DIR`): if one of them cannot start, the command fails instead of serving the rest.
  */
-export async function runForeground(options: { home: string; listen?: string; only?: string[]; json: boolean }): Promise<void> {
+export async function runForeground(options: { home: string; listen?: string; required?: string[]; json: boolean }): Promise<void> {
   const { startDaemon } = await import('../../daemon/daemon.js');
   const daemon = await runUntilSignal({
     start: () =>
       startDaemon({
         home: options.home,
         ...(options.listen === undefined ? {} : { listen: options.listen }),
-        ...(options.only === undefined ? {} : { only: options.only }),
       }),
     stop: (running) => running.stop(),
     timeoutMs: STOP_TIMEOUT_MS,
     stopping: 'stopping (flushing captures)',
   });
   if (daemon === undefined) return;
-  // `strata watch DIR` / `strata mount DIR` run for that one project: if it cannot start, a daemon
-  // serving nothing would only look like success. Say why and exit.
-  const failed = options.only === undefined ? [] : daemon.status().projects.filter((p) => options.only!.includes(p.projectId) && p.state === 'error');
+  // `strata watch DIR` / `strata mount DIR` are about that project: if it cannot start, a daemon
+  // serving the others would only look like success. Say why and exit.
+  const required = options.required ?? [];
+  const failed = daemon.status().projects.filter((p) => required.includes(p.projectId) && p.state === 'error');
   if (failed.length > 0) {
     await daemon.stop();
     const { dir, error } = failed[0]!;

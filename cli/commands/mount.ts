@@ -36,6 +36,6 @@ export function registerMountCommand(program: Command): void {
         return;
       }
       process.stderr.write(`strata: mounting project ${project.projectId} at ${project.dir}; Ctrl-C unmounts\n`);
-      await runForeground({ home, only: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
+      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
     });
 }

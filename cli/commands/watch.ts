@@ -1,5 +1,7 @@
 // `strata watch DIR`: version what lands in DIR. Adds DIR to the running daemon if there is one;
-// otherwise runs a daemon for this project in the foreground until Ctrl-C / SIGTERM.
+// otherwise runs the home's daemon in the foreground until Ctrl-C / SIGTERM — for every project of the
+// home, not only DIR: a foreground daemon that left the other projects unversioned looked like one
+// that versions them (issue 13).
 
 import type { Command } from 'commander';
 import { contextFor } from '../context.js';
@@ -25,7 +27,7 @@ export function registerWatchCommand(program: Command): void {
         ctx.output.result(project, () => ctx.output.line(`the running daemon watches ${sanitizeLine(project.dir)} (project ${project.projectId})`));
         return;
       }
-      process.stderr.write(`strata: watching ${project.dir} (project ${project.projectId}); Ctrl-C stops\n`);
-      await runForeground({ home, only: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
+      process.stderr.write(`strata: watching ${project.dir} (project ${project.projectId}) and the home's other projects; Ctrl-C stops\n`);
+      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
     });
 }
