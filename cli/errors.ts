@@ -34,6 +34,7 @@ export type CliOwnCode =
   | 'GIT_FAILED'
   | 'NOT_A_STRATA_CLONE'
   | 'GIT_NOT_FAST_FORWARD'
+  | 'GIT_WORK_TREE_CONFLICT'
   | 'INTERNAL';
 
 export interface CliErrorOptions {

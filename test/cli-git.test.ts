@@ -80,6 +80,51 @@ describe('strata git', () => {
     await git(clone(), dir.path, ['fsck', '--strict', '--no-progress']);
   });
 
+  it('a pull that cannot update the work tree changes nothing and names the files (issue 13 item 13)', async () => {
+    await put('fit.m', 'x = upstream;\n');
+    await ok(['snapshot', 'create', '-m', 'upstream change']);
+    await writeFile(join(clone(), 'fit.m'), 'x = my local edit;\n');
+    const head = (await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim();
+    const tags = (await git(clone(), dir.path, ['for-each-ref', 'refs/tags'])).toString();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      // twice: the second pull must not say "up to date"
+      const result = await runCli(['git', 'pull', '--json'], env, { cwd: clone() });
+      expect(result.code).toBe(4);
+      const error = JSON.parse(result.stdout || result.stderr).error as { code: string; message: string; details: { paths: string[] } };
+      expect(error.code).toBe('GIT_WORK_TREE_CONFLICT');
+      expect(error.details.paths).toEqual(['fit.m']);
+      expect(error.message).toContain('changed nothing');
+      expect((await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim()).toBe(head);
+      expect((await git(clone(), dir.path, ['for-each-ref', 'refs/tags'])).toString()).toBe(tags);
+      expect(await readFile(join(clone(), 'fit.m'), 'utf8')).toBe('x = my local edit;\n');
+    }
+    // a `git commit -am` now would commit the local edit on top of the old main, as the user meant
+    expect((await git(clone(), dir.path, ['diff', '--name-only', 'HEAD'])).toString().trim()).toBe('fit.m');
+    await git(clone(), dir.path, ['checkout', '--', 'fit.m']);
+    const pulled = await ok<{ updated: boolean; commits: number }>(['git', 'pull'], clone());
+    expect(pulled).toMatchObject({ updated: true, commits: 1 });
+    expect(await readFile(join(clone(), 'fit.m'), 'utf8')).toBe('x = upstream;\n');
+  });
+
+  it('a pull brings tags added or moved on commits the clone already has (issue 13 item 16)', async () => {
+    const snapshots = (await ok<{ items: Array<{ snapshotId: string; message: string }> }>(['snapshot', 'list'])).items;
+    const first = snapshots.find((s) => s.message === 'first')!;
+    const third = snapshots.find((s) => s.message === 'third')!;
+    await ok(['tag', 'add', first.snapshotId, 'submitted']);
+    const pulled = await ok<{ updated: boolean; commits: number; tags: string[] }>(['git', 'pull'], clone());
+    expect(pulled).toMatchObject({ updated: true, commits: 0, tags: ['submitted'] });
+    const firstCommit = (await git(clone(), dir.path, ['rev-list', '--max-parents=0', 'main'])).toString().trim();
+    expect((await git(clone(), dir.path, ['rev-parse', 'submitted^{commit}'])).toString().trim()).toBe(firstCommit);
+    // moved: removed and added on another snapshot
+    await ok(['tag', 'rm', 'submitted']);
+    await ok(['tag', 'add', third.snapshotId, 'submitted']);
+    const moved = await ok<{ tags: string[] }>(['git', 'pull'], clone());
+    expect(moved.tags).toEqual(['submitted']);
+    expect((await git(clone(), dir.path, ['log', '-1', '--format=%s', 'submitted'])).toString().trim()).toBe('third');
+    const again = await ok<{ updated: boolean }>(['git', 'pull'], clone());
+    expect(again.updated).toBe(false);
+  });
+
   it('refuses to pull over a history that diverged, changing nothing', async () => {
     await git(clone(), dir.path, ['commit', '-q', '--allow-empty', '-m', 'local only']);
     const head = (await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim();

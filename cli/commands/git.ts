@@ -86,20 +86,81 @@ async function syncTarget(ctx: ReturnType<typeof contextFor>, cwd: string): Prom
   return { cwd, projectId, client: ctx.client(), base: `/v1/projects/${encodeURIComponent(projectId)}` };
 }
 
-/** The project's snapshots after the local main, fast-forwarding main and the work tree. */
-async function pullFromStrata(t: SyncTarget): Promise<{ projectId: string; head: string | null; updated: boolean; commits: number }> {
+/**
+ * The project's snapshots after the local main, fast-forwarding main and the work tree, and the
+ * project's tags (new ones, and ones moved, also on commits the clone already has).
+ *
+ * fast-import moves main before the work tree can follow, and the two-tree merge that follows refuses
+ * to clobber local edits: when it refuses, main and the tags are put back as they were (compare-and-
+ * swap) and the pull fails naming the files, so the clone never has a main ahead of its files (a
+ * second pull said "up to date", and the next `git commit -am` reverted the upstream work).
+ */
+async function pullFromStrata(t: SyncTarget): Promise<{ projectId: string; head: string | null; updated: boolean; commits: number; tags: string[] }> {
   const before = await revParse(t.cwd, 'refs/heads/main');
   const refs = await t.client.json<GitRefs>('GET', `${t.base}/fs/git/refs`);
-  if (refs.head === null || refs.head.commitId === before) return { projectId: t.projectId, head: before, updated: false, commits: 0 };
-  const response = await t.client.raw('GET', `${t.base}/fs/git/upload`, before === null ? {} : { query: { have: before } });
-  await runGit(t.cwd, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
-  const after = await revParse(t.cwd, 'refs/heads/main');
-  // fast-import moved main; bring the work tree along (a two-tree merge refuses to clobber local edits)
-  if (before === null) await runGit(t.cwd, ['checkout', '-q', '-f', 'main']);
-  else await runGit(t.cwd, ['read-tree', '-m', '-u', before, 'main']);
-  const range = before === null ? 'main' : `${before}..main`;
-  const commits = Number((await runGit(t.cwd, ['rev-list', '--count', range])).stdout.trim());
-  return { projectId: t.projectId, head: after, updated: true, commits };
+  let updated = false;
+  let commits = 0;
+  if (refs.head !== null && refs.head.commitId !== before) {
+    const tagsBefore = await localTags(t.cwd);
+    const response = await t.client.raw('GET', `${t.base}/fs/git/upload`, before === null ? {} : { query: { have: before } });
+    await runGit(t.cwd, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
+    const after = await revParse(t.cwd, 'refs/heads/main');
+    try {
+      if (before === null) await runGit(t.cwd, ['checkout', '-q', '-f', 'main']);
+      else await runGit(t.cwd, ['read-tree', '-m', '-u', before, 'main']);
+    } catch (error) {
+      await rollBack(t.cwd, before, after, tagsBefore);
+      const paths = blockingPaths((error as Error).message);
+      throw new CliError(
+        'GIT_WORK_TREE_CONFLICT',
+        `the pull changed nothing: local changes${paths.length > 0 ? ` to ${paths.map((p) => JSON.stringify(p)).join(', ')}` : ''} would be overwritten by the project's new snapshots; commit them (then pull, and push) or stash them, and pull again`,
+        { exitCode: EXIT.conflict, details: { paths } },
+      );
+    }
+    const range = before === null ? 'main' : `${before}..main`;
+    commits = Number((await runGit(t.cwd, ['rev-list', '--count', range])).stdout.trim());
+    updated = true;
+  }
+  const tags = await syncTags(t.cwd, refs.tags);
+  return { projectId: t.projectId, head: refs.head === null ? before : await revParse(t.cwd, 'refs/heads/main'), updated: updated || tags.length > 0, commits, tags };
+}
+
+async function localTags(cwd: string): Promise<Map<string, string>> {
+  const listed = (await runGit(cwd, ['for-each-ref', '--format=%(refname) %(objectname)', 'refs/tags'])).stdout;
+  return new Map(listed.split('\n').filter(Boolean).map((line) => line.split(' ') as [string, string]));
+}
+
+/** Puts main and the tags back as they were before a fast-import whose work tree update failed. */
+async function rollBack(cwd: string, before: string | null, after: string | null, tagsBefore: Map<string, string>): Promise<void> {
+  if (before === null) await runGit(cwd, ['update-ref', '-d', 'refs/heads/main', ...(after === null ? [] : [after])]);
+  else await runGit(cwd, ['update-ref', 'refs/heads/main', before, ...(after === null ? [] : [after])]);
+  for (const [ref, id] of await localTags(cwd)) {
+    const old = tagsBefore.get(ref);
+    if (old === undefined) await runGit(cwd, ['update-ref', '-d', ref, id]);
+    else if (old !== id) await runGit(cwd, ['update-ref', ref, old, id]);
+  }
+}
+
+/** The files git named when it refused to update the work tree. */
+function blockingPaths(message: string): string[] {
+  const paths = new Set<string>();
+  for (const match of message.matchAll(/Entry '([^']+)'/g)) paths.add(match[1]!);
+  for (const match of message.matchAll(/^\t(.+)$/gm)) paths.add(match[1]!);
+  return [...paths];
+}
+
+/** The project's tags onto the commits they name (when the clone has them); returns the tags set or moved. */
+async function syncTags(cwd: string, tags: GitRefs['tags']): Promise<string[]> {
+  const local = await localTags(cwd);
+  const changed: string[] = [];
+  for (const { tag, commitId } of tags) {
+    const ref = `refs/tags/${tag}`;
+    const current = local.get(ref);
+    if (current === commitId || (await revParse(cwd, commitId)) === null) continue;
+    await runGit(cwd, ['update-ref', ref, commitId, ...(current === undefined ? [''] : [current])]);
+    changed.push(tag);
+  }
+  return changed;
 }
 
 /** The local commits of main the project lacks, as a fast-export stream to fs/git/receive. */
@@ -163,7 +224,13 @@ export function registerGitCommands(program: Command): void {
       const sync = await syncTarget(ctx, cwd);
       if (remote === undefined) {
         const pulled = await pullFromStrata(sync);
-        ctx.output.result(pulled, () => ctx.output.line(pulled.updated ? `pulled ${pulled.commits} commit(s): main at ${pulled.head}` : 'already up to date'));
+        ctx.output.result(pulled, () =>
+          ctx.output.line(
+            pulled.updated
+              ? `pulled ${pulled.commits} commit(s): main at ${pulled.head}${pulled.tags.length > 0 ? `; tags ${pulled.tags.join(', ')}` : ''}`
+              : 'already up to date',
+          ),
+        );
         return;
       }
       // The project first (so a fast-forward from REMOTE lands on top of it), then REMOTE, then the project.
