@@ -48,6 +48,21 @@ describe('strata mount with real tools', () => {
     expect(history.every((v) => v.kind === 'write')).toBe(true);
   });
 
+  it('every close that changed content is a version, however quickly the next write follows (issue 13 item 9)', async () => {
+    await inMount(m, 'mkdir closes && cd closes && echo v1 > a.m; echo v2 > a.m; echo v3 >> a.m; printf x > b.m; printf x > b.m');
+    await m.idle();
+    const versions = await m.history('closes/a.m');
+    const contents = await Promise.all(
+      versions.map(async (v) => {
+        const response = await fetch(`${m.url}/v1/projects/${m.projectId}/fs/read?versionId=${v.versionId}`, { headers: { authorization: `Bearer ${m.apiKey}` } });
+        return response.text();
+      }),
+    );
+    expect(contents).toEqual(['v2\nv3\n', 'v2\n', 'v1\n']);
+    // the same content closed again is no new version
+    expect(await m.history('closes/b.m')).toHaveLength(1);
+  });
+
   it('large binary files round-trip byte for byte (cp in, cp out, random reads)', async () => {
     const data = Buffer.alloc(3 * 1024 * 1024 + 12345);
     for (let i = 0; i < data.length; i += 4096) data.writeUInt32LE((i * 2654435761) >>> 0, i);

@@ -46,6 +46,11 @@ export class FileNode {
   ctimeMs: number;
   handles = 0;
   writers = 0;
+  /**
+   * Writers whose close(2) already returned (flush answered) but whose release has not arrived: FUSE
+   * sends release asynchronously, so `echo v1 > a; echo v2 > a` opens again before the first release.
+   */
+  closedWriters = 0;
   /** content or exec bit differs from base: needs a capture */
   dirty = false;
   /** bumped on every change, so a capture knows whether the node changed while it ran */
@@ -105,6 +110,8 @@ export interface Handle {
   fd: number | null;
   writable: boolean;
   wrote: boolean;
+  /** the application closed it (flush answered); counted in its node's closedWriters until release */
+  closed: boolean;
   /**
    * reader of the node's base content for `readerHash`, opened on first read. A promise, so the
    * kernel's concurrent first reads of one handle share one open instead of racing to replace it.

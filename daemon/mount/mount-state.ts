@@ -259,9 +259,9 @@ export class MountState {
     this.ns.nodes.delete(node.path);
   }
 
-  newHandle(fields: Omit<Handle, 'id' | 'reader' | 'readerHash' | 'wrote'>): Handle {
+  newHandle(fields: Omit<Handle, 'id' | 'reader' | 'readerHash' | 'wrote' | 'closed'>): Handle {
     // fh 0 means "none" to the binding: start at 1.
-    const handle: Handle = { ...fields, id: this.nextHandle++, reader: null, readerHash: null, wrote: false };
+    const handle: Handle = { ...fields, id: this.nextHandle++, reader: null, readerHash: null, wrote: false, closed: false };
     if (this.nextHandle > 0x7fffffff) this.nextHandle = 1;
     this.handles.set(handle.id, handle);
     return handle;

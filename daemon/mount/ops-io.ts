@@ -3,7 +3,7 @@ import { ftruncateFd, readFd, writeFd } from './backing.js';
 import { E, fail } from './errno.js';
 import type { MountState } from './mount-state.js';
 import { readNode, truncateNode, writeNode } from './node-content.js';
-import { handleOf } from './ops-open.js';
+import { handleOf, noteReused } from './ops-open.js';
 
 export async function read(state: MountState, fh: number, into: Buffer, len: number, pos: number): Promise<number> {
   const handle = handleOf(state, fh);
@@ -20,6 +20,7 @@ export async function write(state: MountState, fh: number, data: Buffer, len: nu
   const node = handle.node;
   if (node === null) fail(E.BADF);
   handle.wrote = true;
+  noteReused(handle);
   await writeNode(state, node, data, len, pos);
   return len;
 }
@@ -30,6 +31,7 @@ export async function ftruncate(state: MountState, fh: number, size: number): Pr
   const node = handle.node;
   if (node === null) fail(E.BADF);
   handle.wrote = true;
+  noteReused(handle);
   await truncateNode(state, node, size);
 }
 

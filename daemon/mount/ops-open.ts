@@ -1,6 +1,7 @@
 // open, create, flush, fsync, release: the life of a file handle. A handle that changed a versioned
 // file schedules its capture when it is released (close); the capture itself waits for the settle
-// delay (reconciler.ts) so an editor's rename-into-place lands first.
+// delay (reconciler.ts) so an editor's rename-into-place lands first — unless the file is opened for
+// writing again meanwhile: every close that changed content is a version.
 import { closeFd, fsyncFd } from './backing.js';
 import { E, fail } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
@@ -35,6 +36,12 @@ export async function open(state: MountState, path: string, flags: number): Prom
       const node = state.nodeFor(path, resolved);
       // Counted before any await, so nothing drops the node from under this open.
       node.handles += 1;
+      if (writable && node.dirty && !state.isHeldTemp(node.path) && (node.writers === 0 ? state.reconciler.hasTimer(node.path) : node.writers === node.closedWriters)) {
+        // Every writer closed, and that content still waits out its settle delay (or its release):
+        // it is a version of its own (`echo v1 > a.m; echo v2 > a.m` is two), so capture it before
+        // this handle changes it. A failed capture is retried by the reconciler; the open goes on.
+        await state.reconciler.now(node.path, true).catch(() => undefined);
+      }
       if (writable) node.writers += 1;
       const handle = state.newHandle({ node, fd: null, writable, virtual: null });
       if (writable && (flags & O_TRUNC) !== 0) {
@@ -122,6 +129,7 @@ export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: num
   const node = handle?.node;
   if (handle === undefined || node === null || node === undefined) return;
   handle.wrote = true;
+  if (journaled > 0) noteClosed(handle);
   const apply = () => {
     node.mtimeMs = mtimeMs;
     node.ctimeMs = ctimeMs;
@@ -158,6 +166,21 @@ export async function flush(state: MountState, fh: number): Promise<void> {
   const content = node.content;
   if (content.kind === 'staged') await content.file.drain();
   if (handle.wrote) await state.logNode(node);
+  noteClosed(handle);
+}
+
+/** The application closed `handle` (see FileNode.closedWriters). */
+function noteClosed(handle: Handle): void {
+  if (!handle.writable || handle.closed || handle.node === null) return;
+  handle.closed = true;
+  handle.node.closedWriters += 1;
+}
+
+/** A closed handle used again (a dup of its descriptor was still open): a writer like any other. */
+export function noteReused(handle: Handle): void {
+  if (!handle.closed || handle.node === null) return;
+  handle.closed = false;
+  handle.node.closedWriters -= 1;
 }
 
 export async function fsync(state: MountState, fh: number): Promise<void> {
@@ -196,6 +219,7 @@ export async function release(state: MountState, fh: number): Promise<void> {
   const node = handle.node;
   if (node === null) return;
   await state.closeReader(handle);
+  if (handle.closed) node.closedWriters -= 1;
   node.handles -= 1;
   if (handle.writable) node.writers -= 1;
   if (node.detached) {
