@@ -89,7 +89,9 @@ wait || true
     } finally {
       await m.dispose();
     }
-  });
+    // Three kill/restart rounds of real work: well over the default per-test limit on a loaded 2-core
+    // machine (it timed out at 60 s in the full suite). Every wait inside is on a condition.
+  }, 240_000);
 });
 
 describe('SIGTERM', () => {

@@ -37,7 +37,7 @@ describe('mount recovery: a stored file whose version did not commit', () => {
     }
     const sink = createEngineSink(t.engine, t.projectId, alice);
     const recovered = await recoverStaging({ stagingDir, projectId: t.projectId, sink, store: t.store }, pino({ level: 'silent' }));
-    expect(recovered).toBe(2);
+    expect(recovered).toEqual({ versioned: 2, unclosed: [] });
     for (const [path, data] of [
       ['src/small.py', small],
       ['src/large.bin', large],

@@ -6,6 +6,7 @@ import type { ExplicitDirStore } from './namespace.js';
 import { MountDeleteGuard } from './delete-guard.js';
 import { startCaptureThread } from './capture-thread.js';
 import { MountedProject } from './mounted-project.js';
+import { RECOVERED_ACTOR_SUFFIX } from './recovery.js';
 import { createEngineSink } from './sink.js';
 
 export { loadFuse } from './fuse-binding.js';
@@ -38,6 +39,7 @@ class MountHost implements ProjectHost {
         dirStore: batchedDirStore(ctx),
         sink: thread ?? inProcess,
         recoverySink: inProcess,
+        unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),
         logger: ctx.logger,
       });
       // Wired as soon as the mount is up: MountedProject.start resolves in the same turn as the mount

@@ -21,7 +21,11 @@ export type JournalRecord =
   // The path's bytes now live in a staging file (with its own record, recovery.ts): the 'w' records
   // before this one are older than anything that file holds or was captured as, and must not be
   // replayed over it. Without it, a restart replayed a file's empty first close over its 2 MB capture.
-  | { op: 's'; path: string };
+  | { op: 's'; path: string }
+  // Everything journaled for the path before this record is in the engine (the reconciler captured
+  // it): a replay skips those records. Without it, a restart replayed closes that had long been
+  // captured — an empty first close, an older content — as new versions on top of the newest.
+  | { op: 'c'; path: string };
 
 export function journalName(projectId: string, pid: number): string {
   return `journal-${projectId}-${pid}.log`;

@@ -16,7 +16,7 @@ import { MountState } from './mount-state.js';
 import { assertEmptyDir } from '../projects.js';
 import { type ExplicitDirStore, Namespace } from './namespace.js';
 import { type ReconcileStats, Reconciler } from './reconciler.js';
-import { recoverStaging } from './recovery.js';
+import { RECOVERED_ACTOR_SUFFIX, recoverStaging } from './recovery.js';
 import type { MountSink } from './sink.js';
 import { cleanStaleMount, detachMount } from './stale-mount.js';
 import { StagingPool } from './staging-pool.js';
@@ -37,6 +37,8 @@ export interface MountProjectOptions {
    * so the in-process sink, without a thread hop per record (default: `sink`).
    */
   recoverySink?: MountSink;
+  /** the sink for bytes of files still open at a crash: its actor marks their versions as recovered */
+  unclosedSink?: MountSink;
   logger: Logger;
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
@@ -101,7 +103,12 @@ export class MountedProject {
     const now = options.now ?? Date.now;
 
     const recovered = await recoverStaging({ ...options, sink: options.recoverySink ?? options.sink }, logger);
-    if (recovered > 0) warnings.push(`versioned ${recovered} file(s) a previous run had written but not yet captured`);
+    if (recovered.versioned > 0) warnings.push(`versioned ${recovered.versioned} file(s) a previous run had written but not yet captured`);
+    if (recovered.unclosed.length > 0) {
+      warnings.push(
+        `kept ${recovered.unclosed.length} file(s) a previous run was still writing when it died, as versions marked "${RECOVERED_ACTOR_SUFFIX.trim()}" (e.g. ${JSON.stringify(recovered.unclosed[0])}): check them, they may be incomplete`,
+      );
+    }
 
     let state!: MountState;
     const ignore = new MountIgnore(options.engine, options.projectId);

@@ -28,6 +28,18 @@ async function makeWritable(state: MountState, node: FileNode, keep: number): Pr
     throw error;
   }
   node.content = { kind: 'staged', file };
+  await journalOpen(state, node, file);
+}
+
+/**
+ * A staging file names its path from the start (not only at close): if the mount dies while a tool
+ * is still writing it (a 200 MB `dd` in progress), the next start keeps those bytes as a recovered
+ * version instead of nothing (recovery.ts). Not durable: a kill -9 keeps the page cache.
+ */
+async function journalOpen(state: MountState, node: FileNode, file: StagingFile): Promise<void> {
+  await file.journal({ projectId: state.projectId, path: node.path, executable: node.executable, open: true }, false).catch((error: unknown) => {
+    state.logger.warn({ path: node.path, err: (error as Error).message }, 'mount: could not journal a staging file');
+  });
 }
 
 /** Memory content that outgrew MEMORY_LIMIT moves to a staging file. */
@@ -42,6 +54,7 @@ async function spill(state: MountState, node: FileNode): Promise<void> {
     throw error;
   }
   node.content = { kind: 'staged', file };
+  await journalOpen(state, node, file);
 }
 
 function growMemory(buf: Buffer, size: number): Buffer {

@@ -206,13 +206,17 @@ export class Reconciler {
         this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }
     }
+    let captured = origin !== null;
     if (node.dirty || node.enginePath !== node.path) {
       const result = await captureNode(this.state, node);
       if (result !== null) {
+        captured = true;
         for (const id of result.versionIds) ns.noteOwnVersion(id);
         if (result.versionIds.length > 0) this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }
     }
+    // Nothing changed while it ran: what the journal holds for the path is in the engine now.
+    if (captured && !node.dirty && !node.detached) this.state.journal.append({ op: 'c', path: node.path });
     this.state.dropIfIdle(node);
   }
 
@@ -236,6 +240,7 @@ export class Reconciler {
       this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString(), 'delete');
     }
     if (ns.gone.get(path) === marker) ns.gone.delete(path);
+    if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
   }
 
   private anyDirty(): boolean {

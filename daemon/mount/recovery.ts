@@ -1,7 +1,9 @@
 // After a crash: staging files a dead mount process had closed (or fsynced) but not yet versioned
 // carry a journal record `<file>.json` naming their project path. They are versioned now, before the
-// mount serves again, so a kill -9 in the settle window loses no closed file. Staging files without a
-// record (still being written when the process died) and records without a file are removed.
+// mount serves again, so a kill -9 in the settle window loses no closed file. A staging file still
+// being written when the process died has a record marked `open` (written when it started): its bytes
+// are kept as a version whose actor says it was recovered after a crash, never thrown away. Staging
+// files without any record and records without a file are removed.
 import { readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -13,6 +15,9 @@ import { JOURNAL_NAME, readJournal } from './journal.js';
 import type { MountSink, SinkContent } from './sink.js';
 
 const STAGING_NAME = /^(\d+)-[0-9a-f-]+\.stg$/;
+
+/** Appended to the actor's name on versions of files that were still open at a crash (history shows it). */
+export const RECOVERED_ACTOR_SUFFIX = ' (recovered after a crash: the file was still being written)';
 
 function isAlive(pid: number): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
@@ -31,6 +36,16 @@ interface JournalRecord {
   executable: boolean;
   /** present once the file was finished, just before the store took it in */
   hash: ContentHash | null;
+  /** the file was still being written (never closed) when the mount died */
+  open: boolean;
+}
+
+/** What a restart recovered from a crashed run. */
+export interface Recovered {
+  /** files closed (or fsynced) but not yet versioned, versioned now */
+  versioned: number;
+  /** paths of files still open for writing at the crash whose bytes were kept as a recovered version */
+  unclosed: string[];
 }
 
 function parseRecord(text: string): JournalRecord | null {
@@ -38,19 +53,26 @@ function parseRecord(text: string): JournalRecord | null {
     const value = JSON.parse(text) as Partial<JournalRecord>;
     if (typeof value.projectId !== 'string' || typeof value.path !== 'string') return null;
     const hash = typeof value.hash === 'string' && isContentHash(value.hash) ? value.hash : null;
-    return { projectId: value.projectId, path: value.path, executable: value.executable === true, hash };
+    return { projectId: value.projectId, path: value.path, executable: value.executable === true, hash, open: value.open === true };
   } catch {
     return null;
   }
 }
 
-/** Versions this project's journaled leftovers; returns how many were versioned. */
-export async function recoverStaging(options: { stagingDir: string; projectId: string; sink: MountSink; store: ContentStore | null }, logger: Logger): Promise<number> {
+/**
+ * Versions this project's journaled leftovers. A staging file whose record says it was still open
+ * goes through `unclosedSink`, whose actor marks the version as recovered after a crash.
+ */
+export async function recoverStaging(
+  options: { stagingDir: string; projectId: string; sink: MountSink; unclosedSink?: MountSink; store: ContentStore | null },
+  logger: Logger,
+): Promise<Recovered> {
+  const result: Recovered = { versioned: 0, unclosed: [] };
   let names: string[];
   try {
     names = await readdir(options.stagingDir);
   } catch {
-    return 0;
+    return result;
   }
   const present = new Set(names);
   let recovered = 0;
@@ -75,9 +97,15 @@ export async function recoverStaging(options: { stagingDir: string; projectId: s
     }
     if (record.projectId !== options.projectId) continue; // another project's mount recovers it
     try {
-      await options.sink.write(record.path, { file, adopt: true }, record.executable);
-      recovered += 1;
-      logger.warn({ path: record.path }, 'versioned a file a crashed mount had written but not captured');
+      const sink = record.open ? (options.unclosedSink ?? options.sink) : options.sink;
+      const written = await sink.write(record.path, { file, adopt: true }, record.executable);
+      if (record.open) {
+        if (written.versionIds.length > 0) result.unclosed.push(record.path);
+        logger.warn({ path: record.path, size: written.entry.size }, 'kept the bytes of a file a crashed mount was still writing, as a recovered version');
+      } else {
+        recovered += 1;
+        logger.warn({ path: record.path }, 'versioned a file a crashed mount had written but not captured');
+      }
     } catch (error) {
       logger.error({ path: record.path, err: (error as Error).message }, 'could not version a file left by a crashed mount');
       continue;
@@ -96,7 +124,8 @@ export async function recoverStaging(options: { stagingDir: string; projectId: s
     if (record?.hash != null) recovered += await versionStored(options, record, record.hash, logger);
     await rm(file, { force: true });
   }
-  return recovered;
+  result.versioned = recovered;
+  return result;
 }
 
 async function versionStored(
@@ -124,16 +153,24 @@ async function versionStored(
   }
 }
 
-/** Applies a dead mount's log in order; records already in the engine change nothing (ifChanged). */
+/**
+ * Applies a dead mount's log in order, idempotently: records the mount had captured before it died
+ * (those before the path's last 'c') are skipped, and a write of what the path already holds records
+ * nothing (ifChanged). Replaying the same log twice changes nothing the second time.
+ */
 async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Promise<number> {
   let applied = 0;
   const records = readJournal(bytes);
   const stagedAt = new Map<string, number>();
+  const capturedAt = new Map<string, number>();
   records.forEach(({ record }, index) => {
     if (record.op === 's') stagedAt.set(record.path, index);
+    if (record.op === 'c') capturedAt.set(record.path, index);
   });
+  const captured = (path: string, index: number) => index < (capturedAt.get(path) ?? -1);
   for (const [index, { record, data }] of records.entries()) {
-    if (record.op === 's') continue;
+    if (record.op === 's' || record.op === 'c') continue;
+    if (record.op === 'r' ? captured(record.to, index) : captured(record.path, index)) continue;
     if (record.op === 'w' && index < (stagedAt.get(record.path) ?? -1)) continue; // superseded by its staging file
     try {
       if (record.op === 'w') {

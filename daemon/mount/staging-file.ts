@@ -115,9 +115,10 @@ export class StagingFile {
    * Records which project path the file holds (`<file>.json`), so a restart after a crash versions
    * it (recovery.ts). `durable` (fsync) also makes the record and its directory entry durable.
    * With `hash` (known once the file is finished) a restart can version the path even when the crash
-   * came after the store had taken the file in but before its version committed.
+   * came after the store had taken the file in but before its version committed. `open`: written
+   * when the file starts (still being written): a crash then keeps its bytes as a recovered version.
    */
-  async journal(info: { projectId: string; path: string; executable: boolean; hash?: ContentHash }, durable: boolean): Promise<void> {
+  async journal(info: { projectId: string; path: string; executable: boolean; hash?: ContentHash; open?: true }, durable: boolean): Promise<void> {
     const text = JSON.stringify(info);
     if (text === this.journaled && !durable) return;
     const handle = await open(`${this.path}.json`, 'w', 0o600);
