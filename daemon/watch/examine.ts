@@ -20,6 +20,8 @@ export interface ExamineContext {
   onDirectoryGone(path: string): void;
   /** whether `path` is a symbolic link now (links are not versioned: status says so, not silence) */
   noteLink?(path: string, isLink: boolean): void;
+  /** runs `task` after anything else under way on `path` (an event's examine, a materialization) */
+  exclusive?<T>(path: string, task: () => Promise<T>): Promise<T>;
 }
 
 export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';

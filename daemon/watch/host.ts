@@ -118,6 +118,7 @@ class WatchHost implements ProjectHost {
     this.#feed = new EngineFeed(ctx);
     this.#examineCtx = {
       host: ctx,
+      exclusive: (path, task) => this.#withPath(path, task),
       onDirectory: async (path) => {
         // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
         if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
@@ -173,7 +174,14 @@ class WatchHost implements ProjectHost {
         ...(this.#options.watch ? { watch: this.#options.watch } : {}),
       });
       this.#watcher = watcher;
-      walk = (onFile) => watcher.addTree('', onFile);
+      // Every directory is watched first (a quick walk: no file is looked at), and only then are the
+      // files compared and versioned. Watching as the slow pass went along left the directories it
+      // reached last unwatched for seconds, and a change there was seen only as its final state: a
+      // content that lived a second during a catch-up was never versioned (issue 13).
+      walk = async (onFile) => {
+        await watcher.addTree('');
+        await watcher.addTree('', onFile, { revisit: true });
+      };
       reconciler.start();
     }
     // Serve while the scan runs: start() resolves once watching; the scan's progress is in status.

@@ -61,7 +61,10 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
   const { host } = ctx;
   const indexedAtStart = host.state.index.count(host.projectId);
   const run = (path: string, gone = false) => {
-    const task = examine(ctx, path).then(
+    // One at a time per path with the examines events trigger: two at once could leave the index
+    // row of the older look behind.
+    const look = () => examine(ctx, path);
+    const task = (ctx.exclusive ? ctx.exclusive(path, look) : look()).then(
       (result) => {
         progress.done += 1;
         if (result === 'captured') progress.captured += 1;
