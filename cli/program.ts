@@ -14,6 +14,7 @@ import { registerKeyCommands } from './commands/keys.js';
 import { registerMaintenanceCommands } from './commands/maintenance.js';
 import { registerMountCommand } from './commands/mount.js';
 import { registerProjectCommands } from './commands/projects.js';
+import { registerPolicyCommands } from './commands/policy.js';
 import { registerRetentionCommands } from './commands/retention.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerSnapshotCommands } from './commands/snapshots.js';
@@ -56,6 +57,7 @@ export function buildProgram(): Command {
   registerSnapshotCommands(program);
   registerTagCommands(program);
   registerRetentionCommands(program);
+  registerPolicyCommands(program);
   registerDatasetCommands(program);
   registerGitCommands(program);
   registerKeyCommands(program);

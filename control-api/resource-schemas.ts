@@ -35,7 +35,7 @@ export const EntrySchema = Type.Object({
   executable: Type.Boolean(),
   dataset: Type.Boolean(),
 });
-export const WriteResultSchema = Type.Object({ entry: EntrySchema, version: VersionSchema });
+export const WriteResultSchema = Type.Object({ entry: EntrySchema, version: VersionSchema, historyKept: Type.Optional(Type.Boolean()) });
 export const SnapshotSchema = Type.Object({
   snapshotId: Type.String(),
   projectId: Type.String(),

@@ -132,6 +132,8 @@ export interface CaptureStats {
   /** the last 20 errors, oldest first */
   errors: Array<{ time: string; path: string | null; code: string; message: string }>;
   massDeleteGuard: { tripped: boolean; since: string | null; missing: number };
+  /** paths whose older versions the size policy does not keep (over the threshold, not allowlisted) */
+  historyNotKept: { count: number; example: { path: string; size: number } | null };
 }
 
 /**

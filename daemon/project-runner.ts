@@ -49,6 +49,15 @@ function mergeCapture(pipeline: CaptureStats, own: HostStatus['capture']): Captu
   return { ...pipeline, captured: pipeline.captured + own.captured, lastVersion: last.at(-1) ?? null, errors };
 }
 
+function historyWarning(notKept: CaptureStats['historyNotKept']): string[] {
+  if (notKept.count === 0 || notKept.example === null) return [];
+  const { path, size } = notKept.example;
+  const ext = /\.[^./]+$/.exec(path)?.[0]?.toLowerCase();
+  return [
+    `the history of ${notKept.count} large file(s) is not kept, e.g. ${JSON.stringify(path)} (${size} bytes): files over the size threshold keep only their current content unless their extension is allowlisted${ext ? ` (strata policy allow ${ext})` : ''}`,
+  ];
+}
+
 export interface RunnerDeps {
   engine: Engine;
   actor: Actor;
@@ -168,6 +177,7 @@ export class ProjectRunner {
       lastVersion: null,
       errors: [],
       massDeleteGuard: { tripped: false, since: null, missing: 0 },
+      historyNotKept: { count: 0, example: null },
     };
     const capture = mergeCapture(pipeline, host?.capture);
     const status: ProjectStatus = {
@@ -178,7 +188,7 @@ export class ProjectRunner {
       state: this.#startError ? 'error' : (host?.state ?? 'starting'),
       backend: host?.backend ?? null,
       scan: host?.scan ?? null,
-      warnings: host?.warnings ?? [],
+      warnings: [...(host?.warnings ?? []), ...historyWarning(capture.historyNotKept)],
       ...capture,
       pending: capture.pending + (host?.pending ?? 0),
       reconcile: host?.reconcile ?? null,

@@ -65,6 +65,11 @@ export interface WriteResult {
   version: VersionRecord;
   /** set (true) only when `ifChanged` skipped the write */
   unchanged?: boolean;
+  /**
+   * false when the size policy keeps only this path's current content (over the threshold, extension
+   * not allowlisted: its older versions are pruned, DESIGN.md §2); set on every write that recorded a version
+   */
+  historyKept?: boolean;
 }
 
 export interface GitReceiveResult {

@@ -77,6 +77,29 @@ describe('engine: retention, policy and garbage collection', () => {
     expect(await historyOf('small.bin')).toHaveLength(2);
   });
 
+  it('one size rule for every file, datasets included, and every write says whether its history is kept (issue 13 item 4)', async () => {
+    await t.engine.updatePolicy({ projectId: t.projectId, policy: { sizeThreshold: 10, largeFileAllowlist: ['.h5'] } });
+    await t.engine.trackDataset({ projectId: t.projectId, pattern: 'data/*', actor: alice });
+    const big = (n: number) => Buffer.alloc(100, n);
+    const first = await write('data/frames.raw', big(1));
+    expect(first.version.dataset).toBe(true);
+    expect(first.historyKept).toBe(false);
+    await write('data/frames.raw', big(2));
+    expect((await write('data/cube.h5', big(3))).historyKept).toBe(true);
+    await write('data/cube.h5', big(4));
+    expect((await write('small.bin', 'tiny')).historyKept).toBe(true);
+    await t.engine.settle();
+    // a dataset is a large file too: not allowlisted, it keeps only its current version
+    expect(await historyOf('data/frames.raw')).toHaveLength(1);
+    expect(await historyOf('data/cube.h5')).toHaveLength(2);
+    // allowlisted afterwards, its next versions are kept
+    await t.engine.updatePolicy({ projectId: t.projectId, policy: { largeFileAllowlist: ['.h5', '.raw'] } });
+    expect((await write('data/frames.raw', big(5))).historyKept).toBe(true);
+    await t.engine.settle();
+    expect(await historyOf('data/frames.raw')).toHaveLength(2);
+    expect((await t.engine.fsck()).ok).toBe(true);
+  });
+
   it('gc deletes only unreferenced content older than the grace period', async () => {
     // The store stamps objects with the filesystem's time, so run the engine's clock from real now.
     t.clock.set(Date.now());

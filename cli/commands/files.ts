@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { historyNotKept } from './policy.js';
 import type { DirectoryListing, WriteResult } from '../../engine/engine-api.js';
 import type { VersionRecord } from '../../engine/types.js';
 import { type CommandContext, contextFor } from '../context.js';
@@ -34,6 +35,7 @@ export function registerFileCommands(program: Command): void {
       } finally {
         source.finish();
       }
+      if (result.historyKept === false) ctx.output.warn(historyNotKept(result.version.path, result.version.size));
       ctx.output.result(result, () => {
         ctx.output.line(
           `${sanitizeLine(result.version.path)}  ${formatBytes(result.version.size)}  version ${result.version.versionId}`,

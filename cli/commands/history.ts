@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
 import type { WriteResult } from '../../engine/engine-api.js';
-import type { VersionRecord } from '../../engine/types.js';
+import { isVersioned } from '../../engine/policy.js';
+import type { VersioningPolicy, VersionRecord } from '../../engine/types.js';
+import { historyNotKept } from './policy.js';
 import { contextFor, parseCount } from '../context.js';
 import { formatBytes, formatTime, sanitizeLine } from '../output.js';
 import { collectPages } from '../pages.js';
@@ -19,6 +21,12 @@ export function registerHistoryCommands(program: Command): void {
       const path = pathArg === undefined ? undefined : ctx.filePath(pathArg);
       const limit = options.all ? 'all' : (parseCount(options.limit, '--limit', { min: 1 }) ?? DEFAULT_LIMIT);
       const page = await collectPages<VersionRecord>(ctx.client(), ctx.projectPath('/history'), { path }, limit);
+      const current = page.items[0];
+      if (path !== undefined && current !== undefined && current.contentHash !== null) {
+        // A history of one that will stay one: say why, instead of letting it look complete.
+        const policy = await ctx.client().json<VersioningPolicy>('GET', ctx.projectPath('/policy'));
+        if (!isVersioned(policy, current.path, current.size)) ctx.output.warn(historyNotKept(current.path, current.size));
+      }
       ctx.output.result(page, () => {
         if (page.items.length === 0) {
           ctx.output.hint(path ? `no history for ${path}` : 'no history yet');

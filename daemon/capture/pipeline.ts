@@ -37,6 +37,7 @@ export interface PipelineOptions {
 const GUARD_FLAG = 'massDeleteGuard';
 const MAX_ERRORS = 20;
 const MAX_OWN_VERSIONS = 100_000;
+const MAX_NOT_KEPT = 10_000;
 const GUARD_RESET_GRACE_MS = 30_000;
 /** A steady trickle of deletions still commits at least this often. */
 const DELETE_MAX_WAIT_FACTOR = 4;
@@ -61,7 +62,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   let inFlight = 0;
   const waiting: Array<() => void> = [];
   const ownVersions = new Set<string>();
-  const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state };
+  const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state, historyNotKept: { count: 0, example: null } };
 
   const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
   /** Holds these paths' deletions back (each path counts once, however often it is seen missing). */
@@ -126,6 +127,18 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     // Logged once durable: bench/watch-latency.ts measures close-to-durable latency from these lines.
     logger.debug({ path: version.path, versionId: version.versionId, kind: version.kind }, 'versioned');
     return outcome;
+  }
+
+  /**
+   * The size policy keeps only this path's current content: said once per path in the log, and in
+   * `strata status` (count and an example) for as long as the daemon runs.
+   */
+  const notKept = new Set<string>();
+  function noteHistoryNotKept(path: string, size: number): void {
+    if (notKept.size >= MAX_NOT_KEPT || notKept.has(path)) return;
+    notKept.add(path);
+    stats.historyNotKept = { count: notKept.size, example: stats.historyNotKept.example ?? { path, size } };
+    logger.warn({ path, size }, 'the size policy keeps only the current content of this file: its older versions are not kept (strata policy)');
   }
 
   /** A write or rename of `path` supersedes a deletion still waiting to commit. */
@@ -207,6 +220,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
             const { size } = await stat(file);
             const result = await engine.writeFile({ projectId, path, actor, content: { file, size }, executable, ifChanged: true });
             if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+            if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
             return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
           } catch (error) {
             // Gone (or turned into a directory) before we read it: its delete event follows.

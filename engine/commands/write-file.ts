@@ -43,10 +43,12 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   });
   if (result.unchanged === true) return result;
 
-  // Manifests are always versioned, whatever the size policy says (their shards are only referenced).
-  const versioned = result.version.dataset || isVersioned(project.policy, path, result.version.size);
+  // One rule for every file, datasets included (a dataset is a large file): over the threshold, only
+  // allowlisted extensions keep their history. Datasets used to keep every version whatever the
+  // allowlist said, while a 55 MiB CSV silently kept one (issue 13). The caller is told.
+  const versioned = isVersioned(project.policy, path, result.version.size);
   ctx.retention.schedule(project.projectId, path, versioned ? 0 : 1);
-  return result;
+  return { ...result, historyKept: versioned };
 }
 
 /**
