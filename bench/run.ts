@@ -18,6 +18,7 @@ export const BENCHMARKS = [
   'chunk-throughput',
   'dataset-edits',
   'git-export-project',
+  'git-push',
 ] as const;
 
 function runOne(name: string): Promise<number> {
