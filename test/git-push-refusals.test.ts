@@ -112,6 +112,27 @@ describe('a push is refused whole', () => {
     expect(((await whole.json()) as { applied: unknown[] }).applied).toHaveLength(2);
   });
 
+  it('a push whose later commit cannot be applied applies none of it (issue 13 item 18: all or nothing)', async () => {
+    // the project already has the tag the second pushed commit carries
+    const snapshots = (await (await api(projectId, '/fs/snapshots')).json()) as { items: Array<{ snapshotId: string }> };
+    await ok(['tag', 'add', snapshots.items[0]!.snapshotId, 'taken', '--project', projectId]);
+    await writeFile(join(repo(), 'a.txt'), 'a3\n');
+    await commitAll(repo(), 'fifth');
+    await writeFile(join(repo(), 'b.txt'), 'b3\n');
+    await commitAll(repo(), 'sixth');
+    await git(repo(), dir.path, ['tag', 'taken']);
+    const before = await projectState(projectId);
+    const stream = await git(repo(), dir.path, ['fast-export', '--use-done-feature', '--show-original-ids', '--reference-excluded-parents', '^main~2', 'main', 'taken']);
+    const response = await receive(projectId, stream);
+    expect(response.status).toBe(409);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe('TAG_TAKEN');
+    // the first of the two commits was not applied either
+    expect(JSON.stringify(await projectState(projectId), null, 1)).toBe(JSON.stringify(before, null, 1));
+    await git(repo(), dir.path, ['tag', '-d', 'taken']);
+    const pushed = await ok<{ applied: unknown[] }>(['git', 'push'], repo());
+    expect(pushed.applied).toHaveLength(2);
+  });
+
   it.each([
     ['a newline', 'line\nbreak.txt', 'control character'],
     ['a tab', 'tab\there.txt', 'control character'],

@@ -124,6 +124,13 @@ export interface SnapshotCreate {
   git?: Snapshot['git'];
 }
 
+/** One commit of a received history: its records, then its snapshot and that snapshot's tags. */
+export interface ImportStep {
+  commits: VersionCommit[];
+  snapshot: SnapshotCreate;
+  tags: string[];
+}
+
 export interface ParentChange {
   path: string;
   /** the snapshot's pin of the path; null when the path is gone */
@@ -161,6 +168,13 @@ export interface SnapshotRepository {
   changesFromParents(projectId: string, snapshotIds: string[]): Promise<Array<ParentChange[] | null>>;
   /** The paths whose current state differs from the snapshot (the only ones a restore touches). */
   restorePlan(projectId: string, snapshotId: string): Promise<SnapshotRestorePlanItem[]>;
+  /**
+   * A received history (git push), all or nothing: each step commits its version records — every
+   * precondition checked, as commit(…, { atomic: true }) does — then takes its snapshot and adds its
+   * tags. A failed precondition throws STALE_BASE_VERSION, a taken tag TAG_TAKEN, and then no step
+   * is applied. Returns the snapshots, in order.
+   */
+  importChain(projectId: string, steps: ImportStep[]): Promise<Snapshot[]>;
   /** Throws TAG_TAKEN if the tag exists in the project. */
   addTag(projectId: string, snapshotId: string, tag: string): Promise<void>;
   /** false if there was no such tag */

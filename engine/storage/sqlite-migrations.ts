@@ -209,6 +209,21 @@ CREATE TABLE snapshot_changes (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 6,
+    name: 'snapshots as changes',
+    // A snapshot used to copy every entry of the project into snapshot_entries: O(files) per snapshot,
+    // so a push of 300 commits over 2,350 files wrote 700,000 rows (issue 13). Now most snapshots are
+    // their change set (snapshot_changes) on top of a checkpoint: \`base\` names the checkpoint whose
+    // snapshot_entries they build on (NULL: the snapshot is a checkpoint, with its own full copy).
+    // A version a snapshot pins is then in its checkpoint's snapshot_entries or in some
+    // snapshot_changes row of its chain: retention checks both (the index below).
+    sql: `
+ALTER TABLE snapshots ADD COLUMN base INTEGER REFERENCES snapshots (snap);
+CREATE INDEX snapshots_by_base ON snapshots (base, seq);
+CREATE INDEX snapshot_changes_by_version ON snapshot_changes (version_seq);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -12,9 +12,11 @@ import { run } from './sqlite-rows.js';
 const IN_CHUNK = 500;
 const STREAM_PAGE = 1_000;
 
-// A candidate survives if a snapshot pins it or it is its path's current version.
+// A candidate survives if a snapshot pins it or it is its path's current version. A snapshot pins
+// what its checkpoint's snapshot_entries hold and what the change sets of its chain name.
 const UNPROTECTED = `
   NOT EXISTS (SELECT 1 FROM snapshot_entries se WHERE se.version_seq = c.seq)
+  AND NOT EXISTS (SELECT 1 FROM snapshot_changes sc WHERE sc.version_seq = c.seq)
   AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.project_id = c.project_id AND e.path = c.path AND e.version_seq = c.seq)`;
 
 interface Candidate {

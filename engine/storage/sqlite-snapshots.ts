@@ -1,11 +1,21 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
-import type { SnapshotCreate, SnapshotRepository } from '../ports/metadata-repository.js';
+import type { ImportStep, SnapshotCreate, SnapshotRepository } from '../ports/metadata-repository.js';
 import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { createSqliteDiff } from './sqlite-diff.js';
+import { createSnapshotView } from './sqlite-snapshot-view.js';
+import { createCommitter } from './sqlite-versions.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { run, SNAPSHOT_COLUMNS, type SnapshotRow, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
+
+/**
+ * A snapshot is a checkpoint (a full copy of its entries) after this many built on the previous one,
+ * or once their change sets together name more than a quarter of the files (but at least
+ * MIN_CHAIN_CHANGES): reading a snapshot then costs at most its checkpoint plus a bounded chain.
+ */
+const MAX_CHAIN = 64;
+const MIN_CHAIN_CHANGES = 4_096;
 
 export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const tipRow = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE project_id = ? ORDER BY seq DESC LIMIT 1`);
@@ -29,14 +39,27 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const maxSeq = db.prepare('SELECT max(seq) FROM versions WHERE project_id = ?').pluck();
   const watermarkOf = db.prepare('SELECT watermark FROM snapshots WHERE snap = ?').pluck();
   const setWatermark = db.prepare('UPDATE snapshots SET watermark = ? WHERE snap = ?');
+  // The paths whose version differs from the parent's: the parent's version of a path is the last
+  // change its chain made to it (lc), else what its checkpoint pins (pe).
   const recordChanges = db.prepare(
     `INSERT INTO snapshot_changes (snap, path, version_seq)
      SELECT @snap, c.path, e.version_seq
      FROM (SELECT DISTINCT path FROM versions WHERE project_id = @project AND seq > @from AND seq <= @to) c
      LEFT JOIN entries e ON e.project_id = @project AND e.path = c.path
-     LEFT JOIN snapshot_entries pe ON pe.snap = @parent AND pe.path = c.path
-     WHERE e.version_seq IS NOT pe.version_seq`,
+     LEFT JOIN (
+       SELECT sc.path AS path, sc.version_seq AS v, max(s.seq) AS at
+       FROM snapshots s JOIN snapshot_changes sc ON sc.snap = s.snap
+       WHERE s.base = @parentBase AND s.seq <= @parentSeq
+       GROUP BY sc.path
+     ) lc ON lc.path = c.path
+     LEFT JOIN snapshot_entries pe ON pe.snap = @parentBase AND pe.path = c.path
+     WHERE e.version_seq IS NOT (CASE WHEN lc.at IS NOT NULL THEN lc.v ELSE pe.version_seq END)`,
   );
+  const baseOf = db.prepare('SELECT base FROM snapshots WHERE snap = ?').pluck();
+  const setBase = db.prepare('UPDATE snapshots SET base = ? WHERE snap = ?');
+  const chainLength = db.prepare('SELECT count(*) FROM snapshots WHERE base = ?').pluck();
+  const chainChanges = db.prepare('SELECT count(*) FROM snapshots s JOIN snapshot_changes sc ON sc.snap = s.snap WHERE s.base = ?').pluck();
+  const view = createSnapshotView(db);
   const tagsOf = db.prepare('SELECT tag FROM tags WHERE snap = ? ORDER BY tag').pluck();
   const insertTag = db.prepare('INSERT INTO tags (project_id, tag, snap) VALUES (?, ?, ?) ON CONFLICT DO NOTHING');
   const deleteTag = db.prepare('DELETE FROM tags WHERE project_id = ? AND tag = ?');
@@ -70,13 +93,23 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
       total_size,
       input.git === undefined ? null : JSON.stringify(input.git),
     );
-    pinEntries.run(lastInsertRowid, input.projectId);
+    const snap = Number(lastInsertRowid);
     const watermark = (maxSeq.get(input.projectId) as number | null) ?? 0;
-    setWatermark.run(watermark, lastInsertRowid);
+    setWatermark.run(watermark, snap);
     const parentWatermark = tip === undefined ? null : (watermarkOf.get(tip.snap) as number | null);
+    // Built on the parent's checkpoint when the parent's changes are known (it has a watermark) and the
+    // chain is still short: a snapshot costs its changes, not a copy of the tree.
+    const parentBase = tip === undefined ? null : ((baseOf.get(tip.snap) as number | null) ?? tip.snap);
+    let delta = parentWatermark !== null && parentBase !== null;
     if (parentWatermark !== null) {
-      recordChanges.run({ snap: lastInsertRowid, project: input.projectId, from: parentWatermark, to: watermark, parent: tip!.snap });
+      recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSeq: tip!.seq });
     }
+    if (delta) {
+      const length = chainLength.get(parentBase) as number;
+      delta = length < MAX_CHAIN && (chainChanges.get(parentBase) as number) <= Math.max(MIN_CHAIN_CHANGES, file_count / 4);
+    }
+    if (delta) setBase.run(parentBase, snap);
+    else pinEntries.run(snap, input.projectId);
     const created: Snapshot = {
       snapshotId: input.snapshotId,
       projectId: input.projectId,
@@ -112,13 +145,33 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     if (snap === undefined) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId } });
     const range = pathRange('se.path', options.prefix ?? '', after);
     const rows = prepared(
-      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable, v.dataset FROM snapshot_entries se JOIN versions v ON v.seq = se.version_seq
+      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable, v.dataset FROM ${view.tableFor(snap)} se JOIN versions v ON v.seq = se.version_seq
        WHERE se.snap = ? AND ${range.sql} ORDER BY se.path LIMIT ?`,
     ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number; executable: number; dataset: number }>;
     const result: Page<SnapshotEntry> = { items: rows.slice(0, limit).map(toSnapshotEntry) };
     if (rows.length > limit) result.nextCursor = encodeCursor('snapshot-entries', rows[limit - 1]!.path);
     return result;
   };
+
+  const commitOne = createCommitter(db);
+  const importChain = db.transaction((projectId: string, steps: ImportStep[]): Snapshot[] => {
+    const created: Snapshot[] = [];
+    for (const step of steps) {
+      for (const commit of step.commits) {
+        const result = commitOne(commit);
+        // Throwing rolls the whole chain back: a push applies wholly or not at all.
+        if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: commit.record.path } });
+      }
+      if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
+      const snapshot = create(step.snapshot);
+      const snap = (snapOf.get(snapshot.snapshotId) as number | undefined)!;
+      for (const tag of step.tags) {
+        if (insertTag.run(projectId, tag, snap).changes === 0) throw new StrataError('TAG_TAKEN', { details: { tag } });
+      }
+      created.push({ ...snapshot, tags: [...step.tags].sort() });
+    }
+    return created;
+  });
 
   const addTag = db.transaction((projectId: string, snapshotId: string, tag: string): void => {
     const row = byId.get(snapshotId, projectId) as SnapshotRow | undefined;
@@ -134,7 +187,8 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     list: (projectId, options) => run(() => list(projectId, options)),
     tip: (projectId) => run(() => withTags(tipRow.get(projectId) as SnapshotRow | undefined)),
     entries: (snapshotId, options) => run(() => entries(snapshotId, options)),
-    ...createSqliteDiff(db),
+    ...createSqliteDiff(db, view),
+    importChain: (projectId, steps) => run(() => importChain.immediate(projectId, steps)),
     addTag: (projectId, snapshotId, tag) => run(() => addTag.immediate(projectId, snapshotId, tag)),
     removeTag: (projectId, tag) => run(() => deleteTag.run(projectId, tag).changes > 0),
     listTags: (projectId) => run(() => allTags.all(projectId) as Array<{ tag: string; snapshotId: string }>),

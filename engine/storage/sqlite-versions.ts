@@ -8,7 +8,12 @@ import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRo
 
 const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, dataset';
 
-export function createSqliteVersions(db: Database): VersionRepository {
+/**
+ * Commits one version record (and its entry) with its precondition checked, inside whatever
+ * transaction the caller runs: the versions repository's batches, and a git push's whole chain
+ * (sqlite-snapshots.ts importChain).
+ */
+export function createCommitter(db: Database): (commit: VersionCommit) => VersionCommitResult {
   const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
   const insertVersion = db.prepare(
     `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset)
@@ -22,19 +27,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
   );
   const insertShard = db.prepare('INSERT OR IGNORE INTO dataset_shards (manifest_hash, shard_hash) VALUES (?, ?)');
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
-  const versionById = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = ? AND project_id = ?`);
-  const pathHistory = db.prepare(
-    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND path = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
-  );
-  const projectHistory = db.prepare(
-    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
-  );
-  const entryByPath = db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = ? AND path = ?`);
-  const anyEntry = db.prepare('SELECT 1 FROM entries WHERE project_id = ? LIMIT 1').pluck();
-  const countVersions = db.prepare('SELECT count(*) FROM versions WHERE project_id = ?').pluck();
-  const prepared = statementCache(db);
-
-  const commitOne = (commit: VersionCommit): VersionCommitResult => {
+  return (commit: VersionCommit): VersionCommitResult => {
     const { record, expectedCurrent } = commit;
     if (expectedCurrent !== undefined) {
       const current = (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null;
@@ -84,6 +77,23 @@ export function createSqliteVersions(db: Database): VersionRepository {
     );
     return { ok: true, entry };
   };
+
+}
+
+export function createSqliteVersions(db: Database): VersionRepository {
+  const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
+  const commitOne = createCommitter(db);
+  const versionById = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = ? AND project_id = ?`);
+  const pathHistory = db.prepare(
+    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND path = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const projectHistory = db.prepare(
+    `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
+  );
+  const entryByPath = db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = ? AND path = ?`);
+  const anyEntry = db.prepare('SELECT 1 FROM entries WHERE project_id = ? LIMIT 1').pluck();
+  const countVersions = db.prepare('SELECT count(*) FROM versions WHERE project_id = ?').pluck();
+  const prepared = statementCache(db);
 
   const commitBatch = db.transaction((commits: VersionCommit[]) => commits.map(commitOne));
 
