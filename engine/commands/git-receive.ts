@@ -22,7 +22,7 @@ const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
 export async function gitReceive(ctx: EngineContext, input: { projectId: string; actor: Actor; stream: AsyncIterable<Uint8Array> }): Promise<GitReceiveResult> {
   await ctx.requireProject(input.projectId);
-  const pushed = await ctx.gcLock.shared(() => readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes)));
+  const pushed = await ctx.gcLock.shared(() => readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (bytes) => ctx.store.putBuffer(bytes)));
   const chain = await snapshotChain(ctx, input.projectId, null);
   const state = await gitChainState(ctx, input.projectId, chain);
   const ours = state.commits;
@@ -162,18 +162,18 @@ class PlannedTree {
 async function planCommit(ctx: EngineContext, tree: PlannedTree, actor: Actor, commit: ReceivedCommit, oidBlobs: Map<string, ContentHash>): Promise<VersionCommit[]> {
   const { projectId } = tree;
   // The final state of each touched path: content, or null for gone.
-  const target = new Map<string, { hash: ContentHash; size: number; executable: boolean } | null>();
+  const target = new Map<string, { hash: ContentHash; size: number; executable: boolean; maybeManifest: boolean } | null>();
   const current = async (path: string) => {
     if (target.has(path)) return target.get(path)!;
     const entry = await tree.get(path);
     if (entry === null) return null;
     if (entry.dataset) throw new StrataError('GIT_NOT_REPRESENTABLE', { message: `Renaming or copying the dataset ${path} in git is not supported; rename it in Strata` });
-    return { hash: entry.hash, size: entry.size, executable: entry.executable };
+    return { hash: entry.hash, size: entry.size, executable: entry.executable, maybeManifest: true };
   };
   for (const change of commit.changes) {
     if (change.kind === 'modify') {
-      const blob: Pick<ReceivedBlob, 'hash' | 'size'> = 'oid' in change.blob ? await sizedBlob(ctx, oidBlobs.get(change.blob.oid)!) : change.blob;
-      target.set(change.path, { hash: blob.hash, size: blob.size, executable: change.executable });
+      const blob: Pick<ReceivedBlob, 'hash' | 'size' | 'maybeManifest'> = 'oid' in change.blob ? { ...(await sizedBlob(ctx, oidBlobs.get(change.blob.oid)!)), maybeManifest: true } : change.blob;
+      target.set(change.path, { hash: blob.hash, size: blob.size, executable: change.executable, maybeManifest: blob.maybeManifest });
     } else if (change.kind === 'delete') {
       target.set(change.path, null);
     } else if (change.kind === 'deleteall') {
@@ -194,7 +194,8 @@ async function planCommit(ctx: EngineContext, tree: PlannedTree, actor: Actor, c
       if (before !== null) deletes.push({ record: ctx.newVersion({ projectId, path, contentHash: null, size: 0, actor, kind: 'import' }), expectedCurrent });
       continue;
     }
-    const dataset = await datasetOf(ctx, content.hash, content.size);
+    // Only a blob that may be a manifest is read back to tell (one store read per file was 10% of a push).
+    const dataset = content.maybeManifest ? await datasetOf(ctx, content.hash, content.size) : null;
     const record = ctx.newVersion({ projectId, path, contentHash: content.hash, size: dataset?.size ?? content.size, actor, kind: 'import', executable: content.executable, dataset: dataset !== null });
     writes.push(dataset === null ? { record, expectedCurrent } : { record, expectedCurrent, shards: dataset.shards });
   }

@@ -18,7 +18,6 @@
 // (a newline, a tab, U+202E) could otherwise be stored and then never read, renamed or deleted.
 import { createHash } from 'node:crypto';
 import { StrataError } from '../errors.js';
-import { hashBuffer } from '../hash.js';
 import { normalizeProjectPath } from '../paths.js';
 import { quoteSafely } from '../unsafe-text.js';
 import type { ContentHash } from '../types.js';
@@ -29,7 +28,12 @@ export interface ReceivedBlob {
   hash: ContentHash;
   size: number;
   gitId: string;
+  /** false when the bytes seen on the way in cannot be a dataset manifest (no store read needed to tell) */
+  maybeManifest: boolean;
 }
+
+/** How a canonical dataset manifest (engine/datasets/manifest.ts) begins. */
+const MANIFEST_PREFIX = Buffer.from('{"format":"strata.da');
 
 export type ReceivedChange =
   | { kind: 'modify'; path: string; executable: boolean; blob: ReceivedBlob | { oid: string } }
@@ -80,6 +84,7 @@ export function identLine(ident: GitIdent): string {
 export async function readPushedHistory(
   input: AsyncIterable<Uint8Array>,
   storeBlob: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>,
+  storeBuffer: (bytes: Uint8Array) => Promise<{ hash: ContentHash; size: number }> = (bytes) => storeBlob(once(bytes)),
 ): Promise<ReceivedHistory> {
   const blobsByMark = new Map<number, ReceivedBlob>();
   const inline = new Map<number, ReceivedBlob>();
@@ -100,7 +105,7 @@ export async function readPushedHistory(
     return tip;
   };
 
-  const storing = new StoreWindow(storeBlob);
+  const storing = new StoreWindow(storeBlob, storeBuffer);
   try {
     await parseEvents();
   } catch (error) {
@@ -175,27 +180,33 @@ export async function readPushedHistory(
   };
 }
 
-/** A blob this size or smaller is read whole and hashed here, and its store put is not waited for one by one. */
+/** A blob this size or smaller is read whole, and its store put is not waited for one by one. */
 const SMALL_BLOB = 1024 * 1024;
 /** Puts in flight at most (memory: at most this many small blobs). */
 const STORE_WINDOW = 256;
+/** A small blob's hash until its put resolves (readPushedHistory returns only after every put has). */
+const PENDING_HASH = 'blake3:pending' as ContentHash;
 
 /**
  * Blob puts in flight. A put resolves once the store made it durable (a group commit); waiting for
  * each in turn made a push one fsync per blob — 5,300 of them for 300 commits (bench/git-push.ts).
- * Small blobs are hashed here, their puts overlap, and settle() waits for all of them.
+ * Small blobs go to the store whole and their puts overlap; the store's hash (it hashes what it
+ * stores) is filled into the blob when its put resolves, and settle() waits for all of them.
  */
 class StoreWindow {
   readonly #inFlight = new Set<Promise<void>>();
   #failure: unknown = null;
 
-  constructor(readonly put: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>) {}
+  constructor(
+    readonly put: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>,
+    readonly putBuffer: (bytes: Uint8Array) => Promise<{ hash: ContentHash; size: number }>,
+  ) {}
 
-  async add(data: Buffer, hash: ContentHash): Promise<void> {
+  async add(data: Uint8Array, blob: ReceivedBlob): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
-    const task: Promise<void> = this.put(once(data)).then(
+    const task: Promise<void> = this.putBuffer(data).then(
       (stored) => {
-        if (stored.hash !== hash) this.#failure ??= new Error(`the store hashed a blob as ${stored.hash}, not ${hash}`);
+        blob.hash = stored.hash;
       },
       (error: unknown) => {
         this.#failure ??= error;
@@ -222,13 +233,18 @@ async function receiveBlob(event: BlobEvent, storing: StoreWindow): Promise<Rece
   const sha = createHash('sha1');
   if (event.size !== null) sha.update(`blob ${event.size}\0`);
   if (event.size !== null && event.size <= SMALL_BLOB) {
-    const chunks: Uint8Array[] = [];
-    for await (const chunk of event.data) chunks.push(new Uint8Array(chunk));
-    const data = Buffer.concat(chunks);
+    // One copy: the parser may reuse its buffer once the next chunk is asked for.
+    const data = Buffer.allocUnsafe(event.size);
+    let filled = 0;
+    for await (const chunk of event.data) {
+      data.set(chunk, filled);
+      filled += chunk.length;
+    }
     sha.update(data);
-    const hash = hashBuffer(data);
-    await storing.add(data, hash);
-    return { hash, size: data.length, gitId: sha.digest('hex') };
+    const maybeManifest = data.length >= MANIFEST_PREFIX.length && data.subarray(0, MANIFEST_PREFIX.length).equals(MANIFEST_PREFIX);
+    const blob: ReceivedBlob = { hash: PENDING_HASH, size: data.length, gitId: sha.digest('hex'), maybeManifest };
+    await storing.add(data, blob);
+    return blob;
   }
   const storeBlob = storing.put;
   async function* tee(): AsyncGenerator<Uint8Array> {
@@ -239,7 +255,7 @@ async function receiveBlob(event: BlobEvent, storing: StoreWindow): Promise<Rece
   }
   const stored = await storeBlob(tee());
   if (event.size === null) throw unsupported('data <<delimiter blobs are not supported; use git fast-export');
-  return { hash: stored.hash, size: stored.size, gitId: sha.digest('hex') };
+  return { hash: stored.hash, size: stored.size, gitId: sha.digest('hex'), maybeManifest: true };
 }
 
 function toChange(change: CommitEvent['fileChanges'][number], blobsByMark: Map<number, ReceivedBlob>, inline: Map<number, ReceivedBlob>): ReceivedChange {

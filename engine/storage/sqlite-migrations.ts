@@ -217,11 +217,15 @@ CREATE TABLE snapshot_changes (
     // their change set (snapshot_changes) on top of a checkpoint: \`base\` names the checkpoint whose
     // snapshot_entries they build on (NULL: the snapshot is a checkpoint, with its own full copy).
     // A version a snapshot pins is then in its checkpoint's snapshot_entries or in some
-    // snapshot_changes row of its chain: retention checks both (the index below).
+    // snapshot_changes row of its chain: retention checks both (by version). chain_changes counts the
+    // change rows from the checkpoint to the snapshot (when to start a new checkpoint); by path, a
+    // snapshot finds its parent's version of a changed path in a few index steps.
     sql: `
 ALTER TABLE snapshots ADD COLUMN base INTEGER REFERENCES snapshots (snap);
+ALTER TABLE snapshots ADD COLUMN chain_changes INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX snapshots_by_base ON snapshots (base, seq);
 CREATE INDEX snapshot_changes_by_version ON snapshot_changes (version_seq);
+CREATE INDEX snapshot_changes_by_path ON snapshot_changes (path, snap);
 `,
   },
 ];

@@ -40,25 +40,26 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const watermarkOf = db.prepare('SELECT watermark FROM snapshots WHERE snap = ?').pluck();
   const setWatermark = db.prepare('UPDATE snapshots SET watermark = ? WHERE snap = ?');
   // The paths whose version differs from the parent's: the parent's version of a path is the last
-  // change its chain made to it (lc), else what its checkpoint pins (pe).
+  // change its chain made to it (snapshot_changes_by_path: the path's rows between the checkpoint and
+  // the parent, newest first — snap numbers grow with seq), else what its checkpoint pins (pe).
+  // 0 stands for "no version" (seqs start at 1).
   const recordChanges = db.prepare(
     `INSERT INTO snapshot_changes (snap, path, version_seq)
      SELECT @snap, c.path, e.version_seq
      FROM (SELECT DISTINCT path FROM versions WHERE project_id = @project AND seq > @from AND seq <= @to) c
      LEFT JOIN entries e ON e.project_id = @project AND e.path = c.path
-     LEFT JOIN (
-       SELECT sc.path AS path, sc.version_seq AS v, max(s.seq) AS at
-       FROM snapshots s JOIN snapshot_changes sc ON sc.snap = s.snap
-       WHERE s.base = @parentBase AND s.seq <= @parentSeq
-       GROUP BY sc.path
-     ) lc ON lc.path = c.path
      LEFT JOIN snapshot_entries pe ON pe.snap = @parentBase AND pe.path = c.path
-     WHERE e.version_seq IS NOT (CASE WHEN lc.at IS NOT NULL THEN lc.v ELSE pe.version_seq END)`,
+     WHERE coalesce(e.version_seq, 0) IS NOT coalesce(
+       (SELECT coalesce(sc.version_seq, 0) FROM snapshot_changes sc JOIN snapshots s ON s.snap = sc.snap
+        WHERE sc.path = c.path AND sc.snap > @parentBase AND sc.snap <= @parentSnap AND s.base = @parentBase
+        ORDER BY sc.snap DESC LIMIT 1),
+       pe.version_seq, 0)`,
   );
   const baseOf = db.prepare('SELECT base FROM snapshots WHERE snap = ?').pluck();
   const setBase = db.prepare('UPDATE snapshots SET base = ? WHERE snap = ?');
   const chainLength = db.prepare('SELECT count(*) FROM snapshots WHERE base = ?').pluck();
-  const chainChanges = db.prepare('SELECT count(*) FROM snapshots s JOIN snapshot_changes sc ON sc.snap = s.snap WHERE s.base = ?').pluck();
+  const chainChangesOf = db.prepare('SELECT chain_changes FROM snapshots WHERE snap = ?').pluck();
+  const setChainChanges = db.prepare('UPDATE snapshots SET chain_changes = ? WHERE snap = ?');
   const view = createSnapshotView(db);
   const tagsOf = db.prepare('SELECT tag FROM tags WHERE snap = ? ORDER BY tag').pluck();
   const insertTag = db.prepare('INSERT INTO tags (project_id, tag, snap) VALUES (?, ?, ?) ON CONFLICT DO NOTHING');
@@ -100,16 +101,21 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     // Built on the parent's checkpoint when the parent's changes are known (it has a watermark) and the
     // chain is still short: a snapshot costs its changes, not a copy of the tree.
     const parentBase = tip === undefined ? null : ((baseOf.get(tip.snap) as number | null) ?? tip.snap);
-    let delta = parentWatermark !== null && parentBase !== null;
+    let changes = 0;
     if (parentWatermark !== null) {
-      recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSeq: tip!.seq });
+      changes = recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSnap: tip!.snap }).changes;
     }
+    // The change rows from the checkpoint to here, if this snapshot is built on it.
+    const chained = parentBase === null || parentBase === tip!.snap ? changes : (chainChangesOf.get(tip!.snap) as number) + changes;
+    const delta =
+      parentWatermark !== null &&
+      parentBase !== null &&
+      (chainLength.get(parentBase) as number) < MAX_CHAIN &&
+      chained <= Math.max(MIN_CHAIN_CHANGES, file_count / 4);
     if (delta) {
-      const length = chainLength.get(parentBase) as number;
-      delta = length < MAX_CHAIN && (chainChanges.get(parentBase) as number) <= Math.max(MIN_CHAIN_CHANGES, file_count / 4);
-    }
-    if (delta) setBase.run(parentBase, snap);
-    else pinEntries.run(snap, input.projectId);
+      setBase.run(parentBase, snap);
+      setChainChanges.run(chained, snap);
+    } else pinEntries.run(snap, input.projectId);
     const created: Snapshot = {
       snapshotId: input.snapshotId,
       projectId: input.projectId,
