@@ -49,7 +49,8 @@ export function sameAsIndexed(row: IndexRow, st: BigIntStats): boolean {
   );
 }
 
-async function lstatOrNull(path: string): Promise<BigIntStats | null> {
+/** lstat, or null when nothing is there (a missing path or a parent that is not a directory). */
+export async function lstatOrNull(path: string): Promise<BigIntStats | null> {
   try {
     return await lstat(path, { bigint: true });
   } catch (error) {

@@ -21,7 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Entry } from '../../engine/types.js';
 import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
-import { sameAsIndexed, statRow } from './examine.js';
+import { lstatOrNull, sameAsIndexed, statRow } from './examine.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -44,16 +44,6 @@ export const INCOMING_DIR = join('.strata', 'incoming');
  * not make the watcher read a restored multi-GB file again. A later write by anyone gets a newer one.
  */
 const WRITTEN_MTIME_AGE_MS = 100;
-
-async function lstatOrNull(path: string): Promise<BigIntStats | null> {
-  try {
-    return await lstat(path, { bigint: true });
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
-    throw error;
-  }
-}
 
 /** Brings one path on disk to the engine's current state for it. Callers serialize calls per path. */
 export async function materialize(host: HostContext, path: string, warn: (message: string) => void): Promise<MaterializeResult> {
