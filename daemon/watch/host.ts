@@ -6,17 +6,16 @@
 // reconciliation (reconcile.ts) catches what events missed.
 //
 // The other direction: what the engine records without this directory (a restore, `strata put/rm/mv`,
-// another process, later a sync) is read from the project's history (engine-feed.ts) and written to
-// disk (materialize.ts). Examining a path and bringing it to disk run one at a time per path.
+// another process, later a sync) is brought to disk by incoming.ts. Examining a path and bringing it
+// to disk run one at a time per path.
 
 import { join } from 'node:path';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
 import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
-import { EngineFeed } from './engine-feed.js';
 import { detectFs } from './fs-type.js';
-import { type MaterializeResult, materialize } from './materialize.js';
+import { IncomingChanges } from './incoming.js';
 import {
   DEFAULT_RECONCILE_DEBOUNCE_MS,
   DEFAULT_RECONCILE_DUTY,
@@ -59,9 +58,6 @@ export interface WatchOptions {
   feedPollMs?: number;
 }
 
-/** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
-const MATERIALIZE_CONCURRENCY = 16;
-
 const TRACKED_TTL_MS = 1_000;
 /** Symbolic links counted for the status warning, at most (a tree of links must not grow memory). */
 const MAX_LINKS_COUNTED = 10_000;
@@ -97,10 +93,7 @@ class WatchHost implements ProjectHost {
   #tracked = { count: 0, at: 0 };
   #reconciler: ReconcileScheduler | null = null;
   readonly #examineCtx: ExamineContext;
-  readonly #feed: EngineFeed;
-  #feedTimer: NodeJS.Timeout | undefined;
-  #following: Promise<void> | null = null;
-  #incoming = { applied: 0, last: null as { path: string; result: MaterializeResult; at: string } | null };
+  readonly #incoming: IncomingChanges;
   /** per path: the examine or materialization under way (they must not interleave on one path) */
   readonly #pathLocks = new Map<string, Promise<unknown>>();
 
@@ -115,7 +108,13 @@ class WatchHost implements ProjectHost {
       isNewTemp: (path) => isTempName(path) && ctx.state.index.get(ctx.projectId, path) === undefined && !ctx.capture.isIgnored(path),
       examine: (path) => this.#examine(path),
     });
-    this.#feed = new EngineFeed(ctx);
+    this.#incoming = new IncomingChanges({
+      host: ctx,
+      withPath: (path, task) => this.#withPath(path, task),
+      warn: (message) => this.#warn(message),
+      scanning: () => this.#scanning,
+      pollMs: options.feedPollMs ?? 100,
+    });
     this.#examineCtx = {
       host: ctx,
       exclusive: (path, task) => this.#withPath(path, task),
@@ -191,7 +190,7 @@ class WatchHost implements ProjectHost {
         if (this.#state === 'scanning') this.#state = 'watching';
         this.#ctx.logger.info({ scan: this.#scan }, 'scan finished');
         if (this.#polling) this.#schedulePoll();
-        this.#scheduleFollow(0);
+        this.#incoming.start();
       },
       (error: unknown) => {
         this.#scanning = null;
@@ -254,92 +253,6 @@ class WatchHost implements ProjectHost {
       if (this.#pathLocks.get(path) === settled) this.#pathLocks.delete(path);
     });
     return next;
-  }
-
-  #scheduleFollow(delayMs: number): void {
-    if (this.#stopped) return;
-    if (this.#feedTimer) clearTimeout(this.#feedTimer);
-    this.#feedTimer = setTimeout(() => {
-      this.#feedTimer = undefined;
-      void this.follow().finally(() => this.#scheduleFollow(this.#options.feedPollMs ?? 100));
-    }, delayMs);
-  }
-
-  /**
-   * Brings what the engine recorded since the last look to disk (or joins the run under way). Waits
-   * for a scan under way: the scan first versions what changed here, so local edits are never taken
-   * for stale copies. Paused while the mass-delete guard is tripped — files the guard keeps in the
-   * engine are not to be written back into a directory that may be an unmounted drive.
-   */
-  follow(): Promise<void> {
-    this.#following ??= (async () => {
-      try {
-        await this.#scanning?.catch(() => undefined);
-        if (this.#stopped || this.#ctx.capture.stats().massDeleteGuard.tripped) return;
-        const read = await this.#feed.read();
-        const paths = read.kind === 'paths' ? read.paths : await this.#everyPath();
-        if (paths.length > 0) await this.#materializeAll(paths);
-        if (!this.#stopped) this.#feed.save(read.newest);
-      } catch (error) {
-        if (!this.#stopped) this.#ctx.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
-      } finally {
-        this.#following = null;
-      }
-    })();
-    return this.#following;
-  }
-
-  /** No cursor (first start) or one out of reach: every path the engine or the index knows. */
-  async #everyPath(): Promise<string[]> {
-    const { engine, projectId, state } = this.#ctx;
-    const paths = new Set(state.index.all(projectId).map((row) => row.path));
-    const dirs = [''];
-    while (dirs.length > 0) {
-      const listing = await engine.listDirectory({ projectId, path: dirs.pop()! });
-      for (const item of listing.items) {
-        if (item.type === 'directory') dirs.push(item.path);
-        // Already what the index says was versioned here: materialize() would find it 'same' anyway,
-        // after a stat of the engine; this keeps a restart on 100,000 files to a walk of the index.
-        else if (state.index.get(projectId, item.path)?.versionId !== item.versionId) paths.add(item.path);
-        else paths.delete(item.path);
-      }
-    }
-    return [...paths];
-  }
-
-  async #materializeAll(paths: string[]): Promise<void> {
-    // A file that became a directory, or the reverse, can only be written once its old self is gone,
-    // which another path of the same batch does: what was in the way gets a second, sequential pass.
-    const blocked: string[] = [];
-    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path));
-    if (blocked.length > 0) await this.#materializeEach(blocked, 1, null);
-  }
-
-  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null): Promise<void> {
-    const queue = [...paths];
-    const work = async () => {
-      for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
-        if (this.#stopped) return;
-        let blocked = false;
-        const warn = (message: string) => {
-          if (onBlocked === null) this.#warn(message);
-          else blocked = true;
-        };
-        try {
-          const result = await this.#withPath(path, () => materialize(this.#ctx, path, warn));
-          if (blocked) onBlocked!(path);
-          else if (result !== 'same' && result !== 'skipped') {
-            this.#incoming.applied += 1;
-            this.#incoming.last = { path, result, at: new Date().toISOString() };
-            this.#ctx.logger.debug({ path, result }, 'brought to disk');
-          }
-        } catch (error) {
-          this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not bring a path to disk');
-          this.#warn(`could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}`);
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
   }
 
   #pollMs(): number {
@@ -428,8 +341,7 @@ class WatchHost implements ProjectHost {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#pollTimer) clearTimeout(this.#pollTimer);
-    if (this.#feedTimer) clearTimeout(this.#feedTimer);
-    await this.#following;
+    await this.#incoming.stop();
     const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();
     // Whatever was written just before the stop is still captured.
@@ -451,7 +363,7 @@ class WatchHost implements ProjectHost {
       scan: this.#scan ? { ...this.#scan } : null,
       warnings: [...this.#warnings],
       pending: this.#timers.size + this.#running.size,
-      incoming: { applied: this.#incoming.applied, last: this.#incoming.last },
+      incoming: this.#incoming.status(),
     };
     if (this.#reconciler) {
       status.reconcile = this.#reconciler.status();

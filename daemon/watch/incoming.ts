@@ -1,0 +1,138 @@
+// Watch mode's incoming side: what the engine records without this directory — a snapshot or file
+// restore, `strata put/rm/mv` through the API, another process on the same home, later a sync — read
+// from the project's history (engine-feed.ts) and brought to disk path by path (materialize.ts),
+// about every 100 ms, and at once after the start-up scan.
+import type { HostContext, IncomingStatus } from '../host.js';
+import { EngineFeed } from './engine-feed.js';
+import { type MaterializeResult, materialize } from './materialize.js';
+
+/** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
+const MATERIALIZE_CONCURRENCY = 16;
+
+export interface IncomingDeps {
+  host: HostContext;
+  /** runs `task` after whatever else is under way on `path` (the watcher's examine of it) */
+  withPath<T>(path: string, task: () => Promise<T>): Promise<T>;
+  /** a loud condition for `strata status` */
+  warn(message: string): void;
+  /** the scan under way, if any: local changes are versioned before anything is brought down */
+  scanning(): Promise<void> | null;
+  pollMs: number;
+}
+
+export class IncomingChanges {
+  readonly #deps: IncomingDeps;
+  readonly #host: HostContext;
+  readonly #feed: EngineFeed;
+  #timer: NodeJS.Timeout | undefined;
+  #following: Promise<void> | null = null;
+  #stopped = false;
+  #applied = 0;
+  #last: { path: string; result: MaterializeResult; at: string } | null = null;
+
+  constructor(deps: IncomingDeps) {
+    this.#deps = deps;
+    this.#host = deps.host;
+    this.#feed = new EngineFeed(deps.host);
+  }
+
+  start(): void {
+    this.#scheduleFollow(0);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    await this.#following;
+  }
+
+  status(): IncomingStatus {
+    return { applied: this.#applied, last: this.#last };
+  }
+
+  #scheduleFollow(delayMs: number): void {
+    if (this.#stopped) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      void this.follow().finally(() => this.#scheduleFollow(this.#deps.pollMs));
+    }, delayMs);
+  }
+
+  /**
+   * Brings what the engine recorded since the last look to disk (or joins the run under way). Waits
+   * for a scan under way: the scan first versions what changed here, so local edits are never taken
+   * for stale copies. Paused while the mass-delete guard is tripped — files the guard keeps in the
+   * engine are not to be written back into a directory that may be an unmounted drive.
+   */
+  follow(): Promise<void> {
+    this.#following ??= (async () => {
+      try {
+        await this.#deps.scanning()?.catch(() => undefined);
+        if (this.#stopped || this.#host.capture.stats().massDeleteGuard.tripped) return;
+        const read = await this.#feed.read();
+        const paths = read.kind === 'paths' ? read.paths : await this.#everyPath();
+        if (paths.length > 0) await this.#materializeAll(paths);
+        if (!this.#stopped) this.#feed.save(read.newest);
+      } catch (error) {
+        if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
+      } finally {
+        this.#following = null;
+      }
+    })();
+    return this.#following;
+  }
+
+  /** No cursor (first start) or one out of reach: every path the engine or the index knows. */
+  async #everyPath(): Promise<string[]> {
+    const { engine, projectId, state } = this.#host;
+    const paths = new Set(state.index.all(projectId).map((row) => row.path));
+    const dirs = [''];
+    while (dirs.length > 0) {
+      const listing = await engine.listDirectory({ projectId, path: dirs.pop()! });
+      for (const item of listing.items) {
+        if (item.type === 'directory') dirs.push(item.path);
+        // Already what the index says was versioned here: materialize() would find it 'same' anyway,
+        // after a stat of the engine; this keeps a restart on 100,000 files to a walk of the index.
+        else if (state.index.get(projectId, item.path)?.versionId !== item.versionId) paths.add(item.path);
+        else paths.delete(item.path);
+      }
+    }
+    return [...paths];
+  }
+
+  async #materializeAll(paths: string[]): Promise<void> {
+    // A file that became a directory, or the reverse, can only be written once its old self is gone,
+    // which another path of the same batch does: what was in the way gets a second, sequential pass.
+    const blocked: string[] = [];
+    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path));
+    if (blocked.length > 0) await this.#materializeEach(blocked, 1, null);
+  }
+
+  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null): Promise<void> {
+    const queue = [...paths];
+    const work = async () => {
+      for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
+        if (this.#stopped) return;
+        let blocked = false;
+        const warn = (message: string) => {
+          if (onBlocked === null) this.#deps.warn(message);
+          else blocked = true;
+        };
+        try {
+          const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn));
+          if (blocked) onBlocked!(path);
+          else if (result !== 'same' && result !== 'skipped') {
+            this.#applied += 1;
+            this.#last = { path, result, at: new Date().toISOString() };
+            this.#host.logger.debug({ path, result }, 'brought to disk');
+          }
+        } catch (error) {
+          this.#host.logger.warn({ path, err: (error as Error).message }, 'could not bring a path to disk');
+          this.#deps.warn(`could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}`);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
+  }
+}
