@@ -114,6 +114,28 @@ describe('watch mode: engine changes reach the directory', () => {
     expect((await strata(['cat', 'run.sh'], true)).code).not.toBe(0);
   }, 120_000);
 
+  it('a path that cannot be written is reported and tried again until it can', async () => {
+    await mkdir(join(dir, 'locked'));
+    // immutable: not even root may create a file in it (chattr, ext4)
+    await sh('chattr', ['+i', join(dir, 'locked')]);
+    try {
+      await writeFile(join(root, 'l.txt'), 'for the locked dir\n');
+      await strata(['put', join(root, 'l.txt'), 'locked/l.txt']);
+      const warned = await waitFor('the warning in status', async () => {
+        const projects = (JSON.parse((await strata(['status', '--json'])).stdout) as { projects: Array<{ warnings: string[] }> }).projects;
+        return projects[0]!.warnings.find((w) => w.includes('"locked/l.txt"'));
+      }, 20_000);
+      expect(warned).toMatch(/could not bring "locked\/l\.txt" from the project to disk: .*\(trying again\)/);
+      expect(await exists(join(dir, 'locked', 'l.txt'))).toBe(false);
+    } finally {
+      await sh('chattr', ['-i', join(dir, 'locked')]);
+    }
+    await onDisk('the retry wrote it', async () => (await readOrNull(join(dir, 'locked', 'l.txt'))) === 'for the locked dir\n');
+    // and the warning is gone with the problem
+    const after = (JSON.parse((await strata(['status', '--json'])).stdout) as { projects: Array<{ warnings: string[] }> }).projects;
+    expect(after[0]!.warnings.join('\n')).not.toMatch(/locked\/l\.txt/);
+  }, 120_000);
+
   it('after a restart: changes made while the daemon was down reach the disk, and a local edit is versioned, not lost', async () => {
     const statusBefore = await json<{ projects: Array<{ state: string }> }>(['status']);
     expect(statusBefore.projects[0]!.state).toBe('watching');

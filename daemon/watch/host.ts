@@ -111,7 +111,6 @@ class WatchHost implements ProjectHost {
     this.#incoming = new IncomingChanges({
       host: ctx,
       withPath: (path, task) => this.#withPath(path, task),
-      warn: (message) => this.#warn(message),
       scanning: () => this.#scanning,
       pollMs: options.feedPollMs ?? 100,
     });
@@ -365,6 +364,7 @@ class WatchHost implements ProjectHost {
       pending: this.#timers.size + this.#running.size,
       incoming: this.#incoming.status(),
     };
+    status.warnings.push(...this.#incoming.warnings());
     if (this.#reconciler) {
       status.reconcile = this.#reconciler.status();
       const warning = this.#reconciler.warning();

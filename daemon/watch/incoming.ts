@@ -8,13 +8,14 @@ import { type MaterializeResult, materialize } from './materialize.js';
 
 /** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
 const MATERIALIZE_CONCURRENCY = 16;
+/** A path that failed is tried again after 0.5 s, 1 s, 2 s, … this many times. */
+const MAX_RETRIES = 8;
+const RETRY_BASE_MS = 500;
 
 export interface IncomingDeps {
   host: HostContext;
   /** runs `task` after whatever else is under way on `path` (the watcher's examine of it) */
   withPath<T>(path: string, task: () => Promise<T>): Promise<T>;
-  /** a loud condition for `strata status` */
-  warn(message: string): void;
   /** the scan under way, if any: local changes are versioned before anything is brought down */
   scanning(): Promise<void> | null;
   pollMs: number;
@@ -29,6 +30,13 @@ export class IncomingChanges {
   #stopped = false;
   #applied = 0;
   #last: { path: string; result: MaterializeResult; at: string } | null = null;
+  /**
+   * Paths that failed (a full disk, a permission): the cursor moves on, so they are kept here and
+   * tried again with a growing delay, instead of waiting for the next change of the path.
+   */
+  readonly #retry = new Map<string, { attempts: number; at: number }>();
+  /** per path, why it is not on disk as the project has it (shown in status until it is) */
+  readonly #problems = new Map<string, string>();
 
   constructor(deps: IncomingDeps) {
     this.#deps = deps;
@@ -48,6 +56,13 @@ export class IncomingChanges {
 
   status(): IncomingStatus {
     return { applied: this.#applied, last: this.#last };
+  }
+
+  /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
+  warnings(): string[] {
+    const shown = [...this.#problems.values()].slice(0, 5);
+    if (this.#problems.size > shown.length) shown.push(`${this.#problems.size - shown.length} more path(s) could not be brought from the project to disk (see the log)`);
+    return shown;
   }
 
   #scheduleFollow(delayMs: number): void {
@@ -71,8 +86,10 @@ export class IncomingChanges {
         await this.#deps.scanning()?.catch(() => undefined);
         if (this.#stopped || this.#host.capture.stats().massDeleteGuard.tripped) return;
         const read = await this.#feed.read();
-        const paths = read.kind === 'paths' ? read.paths : await this.#everyPath();
-        if (paths.length > 0) await this.#materializeAll(paths);
+        const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
+        const now = Date.now();
+        for (const [path, retry] of this.#retry) if (retry.at <= now) paths.add(path);
+        if (paths.size > 0) await this.#materializeAll([...paths]);
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
@@ -115,12 +132,16 @@ export class IncomingChanges {
       for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
         if (this.#stopped) return;
         let blocked = false;
+        let problem: string | null = null;
         const warn = (message: string) => {
-          if (onBlocked === null) this.#deps.warn(message);
+          if (onBlocked === null) problem = message;
           else blocked = true;
         };
         try {
           const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn));
+          this.#retry.delete(path);
+          if (problem === null) this.#problems.delete(path);
+          else this.#problems.set(path, problem);
           if (blocked) onBlocked!(path);
           else if (result !== 'same' && result !== 'skipped') {
             this.#applied += 1;
@@ -128,8 +149,14 @@ export class IncomingChanges {
             this.#host.logger.debug({ path, result }, 'brought to disk');
           }
         } catch (error) {
-          this.#host.logger.warn({ path, err: (error as Error).message }, 'could not bring a path to disk');
-          this.#deps.warn(`could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}`);
+          const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
+          if (attempts <= MAX_RETRIES) this.#retry.set(path, { attempts, at: Date.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
+          else this.#retry.delete(path);
+          this.#host.logger.warn({ path, attempts, err: (error as Error).message }, 'could not bring a path to disk');
+          this.#problems.set(
+            path,
+            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${attempts <= MAX_RETRIES ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
+          );
         }
       }
     };
