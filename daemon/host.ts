@@ -82,7 +82,7 @@ export interface HostStatus {
   /** set when state is 'error' */
   error?: { code: string; message: string };
   /** captures the host made without the shared pipeline (mount mode versions through its own sink) */
-  capture?: Pick<CaptureStats, 'captured' | 'lastVersion' | 'errors'>;
+  capture?: Pick<CaptureStats, 'captured' | 'lastVersion' | 'errors'> & Partial<Pick<CaptureStats, 'historyNotKept'>>;
   reconcile?: WatchReconcileStatus;
   mount?: MountCaptureStatus;
   /** watch mode: changes made elsewhere (restores, the API, other processes) brought to disk */

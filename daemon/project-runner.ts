@@ -46,7 +46,12 @@ function mergeCapture(pipeline: CaptureStats, own: HostStatus['capture']): Captu
   if (own === undefined) return pipeline;
   const last = [pipeline.lastVersion, own.lastVersion].filter((v) => v !== null).sort((a, b) => a.timestamp.localeCompare(b.timestamp));
   const errors = [...pipeline.errors, ...own.errors].sort((a, b) => a.time.localeCompare(b.time)).slice(-MAX_ERRORS);
-  return { ...pipeline, captured: pipeline.captured + own.captured, lastVersion: last.at(-1) ?? null, errors };
+  const notKept = own.historyNotKept;
+  const historyNotKept =
+    notKept === undefined || notKept.count === 0
+      ? pipeline.historyNotKept
+      : { count: pipeline.historyNotKept.count + notKept.count, example: pipeline.historyNotKept.example ?? notKept.example };
+  return { ...pipeline, captured: pipeline.captured + own.captured, lastVersion: last.at(-1) ?? null, errors, historyNotKept };
 }
 
 function historyWarning(notKept: CaptureStats['historyNotKept']): string[] {

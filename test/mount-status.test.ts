@@ -88,4 +88,22 @@ describe('strata status on a mounted project', () => {
     // the directory's file is below an unversionable name: counted once, with its directory
     expect(s.captured).toBe(4);
   });
+
+  it('names a large file whose history the size policy does not keep (issue 13 item 4)', async () => {
+    await m.api('PUT', `/v1/projects/${m.projectId}/policy`, { sizeThreshold: 1024 });
+    try {
+      // The capture thread's engine reads the project's settings at most a second late
+      // (engine/context.ts): rewrite the file until a capture has seen the new threshold.
+      let round = 0;
+      const warned = await waitFor('the warning', async () => {
+        round += 1;
+        await inMount(m, `head -c ${4096 + round} /dev/zero > scan.tif`);
+        await m.idle();
+        return (await status()).warnings.find((w) => w.includes('is not kept'));
+      }, 30_000);
+      expect(warned).toMatch(/history of 1 large file\(s\) is not kept, e\.g\. "scan\.tif".*strata policy allow \.tif/);
+    } finally {
+      await m.api('PUT', `/v1/projects/${m.projectId}/policy`, { sizeThreshold: 50 * 1024 * 1024 });
+    }
+  });
 });

@@ -90,7 +90,7 @@ class MountHost implements ProjectHost {
       ...(mount === undefined
         ? {}
         : {
-            capture: { captured: mount.captured, lastVersion: mount.lastVersion, errors: mount.errors },
+            capture: { captured: mount.captured, lastVersion: mount.lastVersion, errors: mount.errors, historyNotKept: mount.historyNotKept },
             mount: { openFiles: mount.openFiles, dirty: mount.dirty, staged: mount.staged, ops: mount.ops },
           }),
       ...(this.error === null ? {} : { error: this.error }),

@@ -58,6 +58,7 @@ export interface MountProjectOptions {
 export interface MountStatus extends MountCaptureStatus {
   pending: number;
   captured: number;
+  historyNotKept: ReconcileStats['historyNotKept'];
   lastVersion: ReconcileStats['lastVersion'];
   errors: ReconcileStats['errors'];
   warnings: string[];
@@ -218,6 +219,7 @@ export class MountedProject {
       staged,
       ops,
       captured: stats.captured,
+      historyNotKept: { ...stats.historyNotKept },
       lastVersion: stats.lastVersion && { ...stats.lastVersion },
       errors: [...stats.errors],
       warnings,

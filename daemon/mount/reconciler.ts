@@ -30,6 +30,8 @@ const DEFER_RECHECK_MS = 50;
 
 export interface ReconcileStats {
   captured: number;
+  /** paths whose older versions the size policy does not keep, counted once each */
+  historyNotKept: { count: number; example: { path: string; size: number } | null };
   lastVersion: { path: string; versionId: string; kind: 'write' | 'delete'; timestamp: string } | null;
   errors: Array<{ time: string; path: string | null; code: string; message: string }>;
 }
@@ -44,7 +46,8 @@ export class Reconciler {
   private readonly failures = new Map<string, Error>();
   /** new temp-named files in their longer hold → when the hold began (TEMP_MAX_WAIT_MS caps it) */
   private readonly heldSince = new Map<string, number>();
-  readonly stats: ReconcileStats = { captured: 0, lastVersion: null, errors: [] };
+  readonly stats: ReconcileStats = { captured: 0, historyNotKept: { count: 0, example: null }, lastVersion: null, errors: [] };
+  readonly #notKept = new Set<string>();
   private stopping = false;
 
   constructor(
@@ -211,6 +214,7 @@ export class Reconciler {
       const result = await captureNode(this.state, node);
       if (result !== null) {
         captured = true;
+        if (result.historyKept === false && result.versionIds.length > 0) this.#noteHistoryNotKept(node.path, result.entry.size);
         for (const id of result.versionIds) ns.noteOwnVersion(id);
         if (result.versionIds.length > 0) this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }
@@ -241,6 +245,14 @@ export class Reconciler {
     }
     if (ns.gone.get(path) === marker) ns.gone.delete(path);
     if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
+  }
+
+  /** Said once per path in the log; counted, with an example, in `strata status`. */
+  #noteHistoryNotKept(path: string, size: number): void {
+    if (this.#notKept.has(path) || this.#notKept.size >= 10_000) return;
+    this.#notKept.add(path);
+    this.stats.historyNotKept = { count: this.#notKept.size, example: this.stats.historyNotKept.example ?? { path, size } };
+    this.state.logger.warn({ path, size }, 'the size policy keeps only the current content of this file: its older versions are not kept (strata policy)');
   }
 
   private anyDirty(): boolean {

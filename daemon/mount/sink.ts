@@ -13,6 +13,8 @@ export interface SinkResult {
   entry: Entry;
   /** versions created (none when the write changed nothing) */
   versionIds: string[];
+  /** false: the size policy keeps only this path's current content (WriteResult.historyKept) */
+  historyKept?: boolean;
 }
 
 export interface MountSink {
@@ -47,7 +49,11 @@ export function createEngineSink(engine: Engine, projectId: string, actor: Actor
       const result = await engine.writeFile(input);
       // A store that cannot adopt copied the file instead; the staging file is ours to remove then.
       if (isFileContent(content) && content.adopt) await rm(content.file, { force: true });
-      return { entry: result.entry, versionIds: result.unchanged === true ? [] : [result.version.versionId] };
+      return {
+        entry: result.entry,
+        versionIds: result.unchanged === true ? [] : [result.version.versionId],
+        ...(result.historyKept === undefined ? {} : { historyKept: result.historyKept }),
+      };
     },
     async remove(path) {
       try {
