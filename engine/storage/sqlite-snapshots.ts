@@ -42,11 +42,13 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   // The paths whose version differs from the parent's: the parent's version of a path is the last
   // change its chain made to it (snapshot_changes_by_path: the path's rows between the checkpoint and
   // the parent, newest first — snap numbers grow with seq), else what its checkpoint pins (pe).
-  // 0 stands for "no version" (seqs start at 1).
+  // 0 stands for "no version" (seqs start at 1). INDEXED BY: left to itself, SQLite walked every
+  // version of the project (versions_by_path, for the DISTINCT) instead of the seq range — a cost that
+  // grew with the project's history, per snapshot.
   const recordChanges = db.prepare(
     `INSERT INTO snapshot_changes (snap, path, version_seq)
      SELECT @snap, c.path, e.version_seq
-     FROM (SELECT DISTINCT path FROM versions WHERE project_id = @project AND seq > @from AND seq <= @to) c
+     FROM (SELECT DISTINCT path FROM versions INDEXED BY versions_by_project WHERE project_id = @project AND seq > @from AND seq <= @to) c
      LEFT JOIN entries e ON e.project_id = @project AND e.path = c.path
      LEFT JOIN snapshot_entries pe ON pe.snap = @parentBase AND pe.path = c.path
      WHERE coalesce(e.version_seq, 0) IS NOT coalesce(
