@@ -1,6 +1,7 @@
 import { createCommitBatcher, type CommitBatcher } from './commit-batcher.js';
 import type { EngineDeps } from './engine-api.js';
 import { StrataError } from './errors.js';
+import { BlobIdCache } from './git/blob-id-cache.js';
 import { DEFAULT_POLICY, mergePolicy } from './policy.js';
 import type { ContentStore } from './ports/content-store.js';
 import type { MetadataRepository } from './ports/metadata-repository.js';
@@ -21,6 +22,8 @@ export interface EngineContext {
   gcLock: RwLock;
   batcher: CommitBatcher;
   retention: RetentionWorker;
+  /** git blob ids of stored contents, so replaying a chain reads no content twice (git/blob-id-cache.ts) */
+  gitBlobIds: BlobIdCache;
   now(): string;
   requireProject(projectId: string): Promise<Project>;
   newVersion(fields: {
@@ -50,6 +53,7 @@ export function createEngineContext(deps: EngineDeps): EngineContext {
     gcLock,
     batcher: createCommitBatcher(deps.repository, () => {}),
     retention: undefined as unknown as RetentionWorker,
+    gitBlobIds: new BlobIdCache(),
     now: () => new Date(deps.clock.now()).toISOString(),
     async requireProject(projectId) {
       const project = typeof projectId === 'string' ? await projects.get(projectId) : null;

@@ -128,11 +128,12 @@ export async function gitChainState(
         continue;
       }
       const hash = change.contentHash as ContentHash;
-      let blob = blobIds.get(hash);
+      let blob = blobIds.get(hash) ?? ctx.gitBlobIds.get(hash);
       if (blob === undefined) {
         blob = await gitBlobId(change.size, (await ctx.store.open(hash)) as AsyncIterable<Uint8Array>);
-        blobIds.set(hash, blob);
+        ctx.gitBlobIds.set(hash, blob);
       }
+      blobIds.set(hash, blob);
       tree.set(change.path, change.executable ? '100755' : '100644', blob);
     }
     const commitId = gitCommitId({ tree: tree.rootId(), parent, ...commitIdents(commit), message: commit.message });

@@ -23,6 +23,8 @@ const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 export async function gitReceive(ctx: EngineContext, input: { projectId: string; actor: Actor; stream: AsyncIterable<Uint8Array> }): Promise<GitReceiveResult> {
   await ctx.requireProject(input.projectId);
   const pushed = await ctx.gcLock.shared(() => readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (bytes) => ctx.store.putBuffer(bytes)));
+  // git told us each blob's id: later replays of this chain need not read them back.
+  for (const commit of pushed.commits) for (const change of commit.changes) if (change.kind === 'modify' && !('oid' in change.blob)) ctx.gitBlobIds.set(change.blob.hash, change.blob.gitId);
   const chain = await snapshotChain(ctx, input.projectId, null);
   const state = await gitChainState(ctx, input.projectId, chain);
   const ours = state.commits;
