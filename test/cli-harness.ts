@@ -132,6 +132,30 @@ export async function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs
   return { url, child, stderr, exited, stop };
 }
 
+/**
+ * A fresh home, bootstrapped (`strata admin bootstrap`), served by `strata serve`: the environment
+ * a CLI test then runs with (server URL and owner key set), and how to take it all down.
+ */
+export async function servedHome(prefix: string): Promise<{ dir: { path: string; remove(): Promise<void> }; server: ServeHandle; env: NodeJS.ProcessEnv; apiKey: string; dispose(): Promise<void> }> {
+  const dir = await tempDir(prefix);
+  const home = join(dir.path, 'home');
+  const base = baseEnv(join(dir.path, 'config'));
+  const boot = await runCli(['admin', 'bootstrap', '--home', home, '--json'], base);
+  if (boot.code !== 0) throw new Error(`strata admin bootstrap exited ${boot.code}: ${boot.stderr}`);
+  const apiKey = parseJson<{ apiKey: string }>(boot).apiKey;
+  const server = await startServe(home, base);
+  return {
+    dir,
+    server,
+    apiKey,
+    env: { ...base, STRATA_SERVER_URL: server.url, STRATA_API_KEY: apiKey },
+    async dispose() {
+      await server.stop();
+      await dir.remove();
+    },
+  };
+}
+
 /** A port nothing listens on: bind an ephemeral port, then release it. */
 export async function closedPort(): Promise<number> {
   const server = createServer();

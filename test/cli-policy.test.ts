@@ -5,28 +5,23 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, MAIN, parseJson, type RunResult, runCli, type ServeHandle, startListening, startServe, tempDir } from './cli-harness.js';
+import { baseEnv, MAIN, parseJson, type RunResult, runCli, servedHome, startListening } from './cli-harness.js';
 import { sh, waitFor } from './daemon-harness.js';
 
 describe('strata policy against a server', () => {
-  let dir: { path: string; remove(): Promise<void> };
-  let server: ServeHandle | undefined;
+  let served: Awaited<ReturnType<typeof servedHome>> | undefined;
+  let dir: { path: string };
   let env: NodeJS.ProcessEnv;
   const cli = (args: string[]): Promise<RunResult> => runCli([...args, '--json'], env, { timeoutMs: 60_000 });
   beforeAll(async () => {
-    dir = await tempDir('strata-policy-');
-    const home = join(dir.path, 'home');
-    env = baseEnv(join(dir.path, 'config'));
-    const boot = await runCli(['admin', 'bootstrap', '--home', home, '--json'], env);
-    expect(boot.code, boot.stderr).toBe(0);
-    server = await startServe(home, env);
-    env = { ...env, STRATA_SERVER_URL: server.url, STRATA_API_KEY: parseJson<{ apiKey: string }>(boot).apiKey };
+    served = await servedHome('strata-policy-');
+    dir = served.dir;
+    env = served.env;
     const project = parseJson<{ projectId: string }>(await cli(['project', 'create', 'policy']));
     env = { ...env, STRATA_PROJECT_ID: project.projectId };
   }, 60_000);
   afterAll(async () => {
-    await server?.stop();
-    await dir?.remove();
+    await served?.dispose();
   }, 30_000);
 
   it('shows, sets the threshold, allows and disallows; put and history warn about a path whose history is not kept', async () => {

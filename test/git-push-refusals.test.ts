@@ -5,7 +5,7 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, parseJson, type RunResult, runCli, type ServeHandle, startServe, tempDir } from './cli-harness.js';
+import { parseJson, type RunResult, runCli, type ServeHandle, servedHome } from './cli-harness.js';
 import { git } from './helpers/git.js';
 
 let dir: { path: string; remove(): Promise<void> };
@@ -39,20 +39,16 @@ async function projectState(projectId: string): Promise<unknown> {
   return { snapshots, tree, refs };
 }
 
+let served: Awaited<ReturnType<typeof servedHome>> | undefined;
+
 beforeAll(async () => {
-  dir = await tempDir('strata-git-refusals-');
-  const home = join(dir.path, 'home');
-  env = baseEnv(join(dir.path, 'config'));
-  const boot = await runCli(['admin', 'bootstrap', '--home', home, '--json'], env);
-  expect(boot.code, boot.stderr).toBe(0);
-  apiKey = parseJson<{ apiKey: string }>(boot).apiKey;
-  server = await startServe(home, env);
-  env = { ...env, STRATA_SERVER_URL: server.url, STRATA_API_KEY: apiKey, HOME: dir.path, GIT_CONFIG_NOSYSTEM: '1' };
+  served = await servedHome('strata-git-refusals-');
+  ({ dir, server, apiKey } = served);
+  env = { ...served.env, HOME: dir.path, GIT_CONFIG_NOSYSTEM: '1' };
 }, 60_000);
 
 afterAll(async () => {
-  await server?.stop();
-  await dir?.remove();
+  await served?.dispose();
 }, 30_000);
 
 describe('a push is refused whole', () => {
