@@ -150,7 +150,13 @@ export interface CapturePipeline {
    * current entry's. The file is read by the store in a worker thread; it must not change meanwhile
    * (the mount passes a finished staging file; watch mode re-checks size/mtime afterwards).
    */
-  captureFile(input: { path: string; file: string; executable: boolean }): Promise<CaptureOutcome>;
+  captureFile(input: {
+    path: string;
+    file: string;
+    executable: boolean;
+    /** the file's ctime in µs (watch mode): the most recently changed are read first (capture-queue.ts) */
+    changedAt?: number;
+  }): Promise<CaptureOutcome>;
   /**
    * The path is gone: a tombstone, unless the mass-delete guard holds it back ('guarded'). Deletions
    * wait a short settle time (so the guard sees a mass deletion whole, and a delete followed by a

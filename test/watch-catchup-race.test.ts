@@ -1,9 +1,12 @@
-// A change made while the daemon's catch-up scan is still going (issue 13 item 8: after an rsync of
-// 5,000 files, a content that lived about a second was never versioned). The scan's walk waits while
-// its window of files being hashed is full; directories it had not reached were not watched, so a
-// change there was seen only as its final state. Every directory must be watched before the slow
-// part of the scan starts, so such a change is an event like any other.
+// A change made while watch mode is catching up (issue 13 item 8: after an rsync of 5,000 files, a
+// content that lived about a second was never versioned). Two ways it was lost:
+// - during the catch-up scan at start, directories the scan had not reached were not watched yet,
+//   so a change there was seen only as its final state: every directory is now watched before
+//   status leaves 'starting';
+// - behind a burst of new files, captures were served first come, first served, and a file written
+//   after the burst waited for thousands of others: the newest request now takes every other slot.
 
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,9 +46,13 @@ describe('watch mode: a change during the catch-up scan', () => {
       for (let f = 0; f < FILES_PER_DIR; f++) await writeFile(join(dir, `run${d}`, `f${f}.dat`), filler);
     }
     daemon = await startListening(['daemon', '--listen', '127.0.0.1:0'], env);
-    const scanning = JSON.parse((await strata(['status', '--json'])).stdout) as { projects: Array<{ scan: { finished: boolean } | null }> };
+    // Once status leaves 'starting', every change is an event: the daemon's promise to the user.
+    const scanning = await waitFor('the daemon to be watching', async () => {
+      const status = JSON.parse((await strata(['status', '--json'])).stdout) as { projects: Array<{ state: string; scan: { finished: boolean } | null }> };
+      return status.projects[0]!.state === 'starting' ? undefined : status.projects[0]!;
+    }, 30_000);
     // the scan must still be under way for this to mean anything
-    expect(scanning.projects[0]!.scan?.finished).toBe(false);
+    expect(scanning.scan?.finished).toBe(false);
     for (let d = 0; d < DIRS; d++) await writeFile(join(dir, `run${d}`, 'result.txt'), `short-lived ${d}\n`);
     // the content lives about a second (the scenario), then is replaced
     await sleep(1_000);
@@ -67,5 +74,63 @@ describe('watch mode: a change during the catch-up scan', () => {
       if (!history.some((v) => v.size === `short-lived ${d}\n`.length)) missed.push(d);
     }
     expect(missed).toEqual([]);
+  }, 240_000);
+});
+
+const BURST_FILES = 5_000;
+
+describe('watch mode: a change behind a burst of new files', () => {
+  let root: string;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  let daemon: Awaited<ReturnType<typeof startListening>> | undefined;
+  let burners: ChildProcess[] = [];
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'strata-burst-race-'));
+    env = { ...baseEnv(join(root, 'config')), STRATA_HOME: join(root, 'home') };
+    dir = join(root, 'data');
+    await mkdir(dir);
+    // what rsync will copy in: 5,000 files of 8-32 KiB in 50 directories
+    for (let d = 0; d < BURST_FILES / 100; d++) {
+      await mkdir(join(root, 'source', `d${d}`), { recursive: true });
+      for (let f = 0; f < 100; f++) await writeFile(join(root, 'source', `d${d}`, `f${f}.dat`), Buffer.alloc(8 * 1024 * (1 + (f % 4)), f));
+    }
+  });
+  afterAll(async () => {
+    for (const burner of burners) burner.kill('SIGKILL');
+    if (daemon && daemon.child.exitCode === null) daemon.child.kill('SIGKILL');
+    await rm(root, { recursive: true, force: true });
+  });
+  const strata = (args: string[], allowFail = false) => sh(process.execPath, [MAIN, ...args], { cwd: dir, env, allowFail, timeoutMs: 30_000 });
+  const projectStatus = async () =>
+    (JSON.parse((await strata(['status', '--json'])).stdout) as { projects: Array<{ state: string; pending: number; captured: number }> }).projects[0]!;
+
+  it('versions a file written after the burst that lived a second, while thousands wait', async () => {
+    await strata(['init', dir]);
+    daemon = await startListening(['daemon', '--listen', '127.0.0.1:0'], env);
+    await waitFor('watching', async () => ((await projectStatus()).state === 'watching' ? true : undefined), 30_000);
+    // A workstation busy with other work (two CPU-bound processes, one per core here) and coreutils
+    // cp, faster than the daemon versions: a backlog builds up, as it did behind rsync.
+    burners = [0, 1].map(() => spawn('sh', ['-c', 'exec yes > /dev/null'], { stdio: 'ignore' }));
+    await sh('cp', ['-a', join(root, 'source'), join(dir, 'copied')]);
+    await writeFile(join(dir, 'result.txt'), 'short-lived\n');
+    // thousands must still be waiting to be versioned for this to mean anything
+    const during = await projectStatus();
+    expect(during.pending).toBeGreaterThan(1_000);
+    await sleep(1_000);
+    await writeFile(join(dir, 'result.txt'), 'final\n');
+    for (const burner of burners) burner.kill('SIGKILL');
+
+    await waitFor('the burst to be versioned', async () => {
+      const project = await projectStatus();
+      return project.pending === 0 && project.captured >= BURST_FILES + 1 ? true : undefined;
+    }, 180_000);
+    const history = await waitFor('result.txt final', async () => {
+      const r = await strata(['history', 'result.txt', '--json'], true);
+      if (r.code !== 0) return undefined;
+      const items = JSON.parse(r.stdout).items as Array<{ size: number }>;
+      return items[0]?.size === 'final\n'.length ? items : undefined;
+    }, 30_000);
+    expect(history.map((v) => v.size)).toContain('short-lived\n'.length);
   }, 240_000);
 });

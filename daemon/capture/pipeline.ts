@@ -10,6 +10,7 @@ import { isStrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
 import type { DaemonState } from '../state.js';
+import { CaptureQueue } from './capture-queue.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
 
@@ -60,7 +61,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   let deleteTimer: NodeJS.Timeout | undefined;
   let firstPendingAt = 0;
   let inFlight = 0;
-  const waiting: Array<() => void> = [];
+  const waiting = new CaptureQueue();
   const ownVersions = new Set<string>();
   const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state, historyNotKept: { count: 0, example: null } };
 
@@ -94,16 +95,17 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     return next;
   }
 
-  async function limited<T>(task: () => Promise<T>): Promise<T> {
+  /** `changedAt`: the file's ctime in µs, when there is a file (see capture-queue.ts). */
+  async function limited<T>(task: () => Promise<T>, changedAt = 0): Promise<T> {
     stats.pending += 1;
-    if (inFlight >= maxInFlight) await new Promise<void>((resolve) => waiting.push(resolve));
+    if (inFlight >= maxInFlight) await waiting.wait(changedAt);
     inFlight += 1;
     try {
       return await task();
     } finally {
       inFlight -= 1;
       stats.pending -= 1;
-      waiting.shift()?.();
+      waiting.release();
     }
   }
 
@@ -209,7 +211,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   const pipeline: PipelineHandle = {
     isIgnored: (path, dir) => ignore.ignores(path, dir),
 
-    captureFile({ path, file, executable }) {
+    captureFile({ path, file, executable, changedAt }) {
       if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
       cancelDelete(path);
       release(path);
@@ -228,7 +230,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
             if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return { kind: 'absent' };
             return failed(path, error);
           }
-        }),
+        }, changedAt),
       );
     },
 

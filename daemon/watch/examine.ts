@@ -80,7 +80,8 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
   if (row && sameAsIndexed(row, st)) return 'same';
   const fresh = statRow(st);
   if (!row && (await renamedFrom(ctx, path, st, fresh))) return 'captured';
-  const outcome = await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable });
+  const changedAt = Number(st.ctimeNs / 1_000n);
+  const outcome = await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable, changedAt });
   if (outcome.kind === 'versioned' || outcome.kind === 'unchanged') {
     const entry = outcome.entry!;
     host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });

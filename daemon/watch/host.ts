@@ -146,12 +146,9 @@ class WatchHost implements ProjectHost {
     }
     this.#polling = network || this.#options.forcePolling === true;
     const kind = this.#ctx.state.index.count(this.#ctx.projectId) > 0 ? 'catch-up' : 'initial';
-    this.#scan = { kind, done: 0, total: 0, captured: 0, finished: false };
-    this.#state = 'scanning';
-    let walk: Walk;
-    if (this.#polling) {
-      walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
-    } else {
+    const scan: ScanProgress = { kind, done: 0, total: 0, captured: 0, finished: false };
+    let walk: Walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+    if (!this.#polling) {
       const reconciler = new ReconcileScheduler({
         intervalMs: this.#options.reconcileMs ?? reconcileIntervalFromEnv(this.#ctx.logger),
         debounceMs: this.#options.reconcileDebounceMs ?? DEFAULT_RECONCILE_DEBOUNCE_MS,
@@ -172,18 +169,22 @@ class WatchHost implements ProjectHost {
         ...(this.#options.watch ? { watch: this.#options.watch } : {}),
       });
       this.#watcher = watcher;
-      // Every directory is watched first (a quick walk: no file is looked at), and only then are the
-      // files compared and versioned. Watching as the slow pass went along left the directories it
-      // reached last unwatched for seconds, and a change there was seen only as its final state: a
-      // content that lived a second during a catch-up was never versioned (issue 13).
-      walk = async (onFile) => {
-        await watcher.addTree('');
-        await watcher.addTree('', onFile, { revisit: true });
-      };
-      reconciler.start();
+      // Every directory is watched before start() resolves and status leaves 'starting' (a quick
+      // walk: no file is looked at); only then are the files compared and versioned. Watching as the
+      // slow pass went along left the directories it reached last unwatched for seconds, and a change
+      // there was seen only as its final state: a content that lived a second during a catch-up was
+      // never versioned (issue 13 item 8).
+      await watcher.addTree('');
+      // Unless the inotify limit ran out on the way (#watchError switched to polling: the walk is plain).
+      if (!this.#polling) {
+        walk = (onFile) => watcher.addTree('', onFile, { revisit: true });
+        reconciler.start();
+      }
     }
+    this.#scan = scan;
+    this.#state = 'scanning';
     // Serve while the scan runs: start() resolves once watching; the scan's progress is in status.
-    this.#scanning = scanTree(this.#examineCtx, walk, this.#scan).then(
+    this.#scanning = scanTree(this.#examineCtx, walk, scan).then(
       () => {
         this.#scanning = null;
         if (this.#state === 'scanning') this.#state = 'watching';
@@ -287,6 +288,8 @@ class WatchHost implements ProjectHost {
       // Release the watches we hold (they count against the same limit as everyone else's) and poll.
       this.#watcher?.close();
       this.#watcher = null;
+      // During start() the first scan has yet to begin: it schedules the first poll when it ends.
+      if (this.#state === 'starting') return;
       if (this.#scanning === null) this.#schedulePoll();
       else void this.#scanning.then(() => this.#schedulePoll());
       return;
