@@ -69,6 +69,12 @@ describe('strata git push', () => {
     const history = (await (await api(projectId, '/history?path=model.py')).json()) as { items: Array<{ kind: string }> };
     expect(history.items.map((v) => v.kind)).toEqual(['import', 'import']);
     expect(await (await api(projectId, '/fs/read?path=model.py')).text()).toBe('print(2)\n');
+    // each snapshot counts its files once (model.py 9 bytes, run.sh 10), however often they changed
+    const snapshots = (await (await api(projectId, '/fs/snapshots')).json()) as { items: Array<{ fileCount: number; totalSize: number }> };
+    expect(snapshots.items.map((s) => [s.fileCount, s.totalSize])).toEqual([
+      [2, 19],
+      [2, 19],
+    ]);
 
     // a clone of the project is the same history, commit for commit
     const clone = await ok<{ head: string; commits: number }>(['git', 'clone', projectId, join(dir.path, 'clone')]);

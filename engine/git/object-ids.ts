@@ -33,14 +33,24 @@ interface TreeEntry {
   mode: string;
   /** hex object id; for a subtree, valid only when the subtree is not dirty */
   id: string;
+  /** the entry as its tree object holds it (`<mode> <name>\0<20-byte id>`), made when first needed */
+  row?: Buffer;
+}
+
+interface TreeDir {
+  entries: Map<string, TreeEntry>;
+  /** names in git's order; null once a name is added or removed (an id change keeps the order) */
+  order: string[] | null;
 }
 
 /**
  * A project tree in git terms, updated path by path. Only directories on the path of a change are
- * re-hashed, so following a chain of snapshots costs its changes, not files × snapshots.
+ * re-hashed, so following a chain of snapshots costs its changes, not files × snapshots; and a
+ * directory re-hashed keeps its order and its other entries' encoded rows, so a change to one file
+ * among thousands in a directory does not re-sort or re-encode them (bench/git-push.ts).
  */
 export class GitTree {
-  private readonly dirs = new Map<string, Map<string, TreeEntry>>([['', new Map()]]);
+  private readonly dirs = new Map<string, TreeDir>([['', { entries: new Map(), order: null }]]);
   private readonly dirty = new Set<string>(['']);
   private rootTree = '';
 
@@ -50,26 +60,26 @@ export class GitTree {
     for (let i = 0; i < segments.length - 1; i++) {
       const child = dir === '' ? segments[i]! : `${dir}/${segments[i]}`;
       if (!this.dirs.has(child)) {
-        this.dirs.set(child, new Map());
-        this.dirs.get(dir)!.set(segments[i]!, { mode: TREE_MODE, id: '' });
+        this.dirs.set(child, { entries: new Map(), order: null });
+        this.put(dir, segments[i]!, { mode: TREE_MODE, id: '' });
       }
       dir = child;
     }
-    this.dirs.get(dir)!.set(segments[segments.length - 1]!, { mode, id: blobId });
+    this.put(dir, segments[segments.length - 1]!, { mode, id: blobId });
     this.markDirty(dir);
   }
 
   /** The file at `path` (null: none, or a directory). */
   get(path: string): { mode: GitFileMode; id: string } | null {
     const cut = path.lastIndexOf('/');
-    const entry = this.dirs.get(cut === -1 ? '' : path.slice(0, cut))?.get(path.slice(cut + 1));
+    const entry = this.dirs.get(cut === -1 ? '' : path.slice(0, cut))?.entries.get(path.slice(cut + 1));
     return entry === undefined || entry.mode === TREE_MODE ? null : { mode: entry.mode as GitFileMode, id: entry.id };
   }
 
   /** Every file path, in no particular order. */
   paths(): string[] {
     const out: string[] = [];
-    for (const [dir, entries] of this.dirs) {
+    for (const [dir, { entries }] of this.dirs) {
       for (const [name, entry] of entries) if (entry.mode !== TREE_MODE) out.push(dir === '' ? name : `${dir}/${name}`);
     }
     return out;
@@ -78,31 +88,45 @@ export class GitTree {
   delete(path: string): void {
     const cut = path.lastIndexOf('/');
     const dir = cut === -1 ? '' : path.slice(0, cut);
-    const entries = this.dirs.get(dir);
-    if (entries?.delete(path.slice(cut + 1))) this.markDirty(dir);
+    if (this.remove(dir, path.slice(cut + 1))) this.markDirty(dir);
   }
 
   /** The root tree's id (and, as a side effect, every dirty subtree's). */
   rootId(): string {
     const order = [...this.dirty].sort((a, b) => depth(b) - depth(a));
     for (const dir of order) {
-      const entries = this.dirs.get(dir);
-      if (entries === undefined) continue;
+      const node = this.dirs.get(dir);
+      if (node === undefined) continue;
       const cut = dir.lastIndexOf('/');
       const parent = cut === -1 ? '' : dir.slice(0, cut);
       const name = dir.slice(cut + 1);
-      if (dir !== '' && entries.size === 0) {
+      if (dir !== '' && node.entries.size === 0) {
         // git has no empty trees below the root: the directory disappears with its last file
         this.dirs.delete(dir);
-        this.dirs.get(parent)?.delete(name);
+        this.remove(parent, name);
         continue;
       }
-      const id = treeId(entries);
+      const id = treeId(node);
       if (dir === '') this.rootTree = id;
-      else this.dirs.get(parent)!.set(name, { mode: TREE_MODE, id });
+      else this.put(parent, name, { mode: TREE_MODE, id });
     }
     this.dirty.clear();
     return this.rootTree;
+  }
+
+  private put(dir: string, name: string, entry: TreeEntry): void {
+    const node = this.dirs.get(dir)!;
+    // A mode change between file and tree moves the name in git's order ('a' sorts as 'a/' when a tree).
+    const before = node.entries.get(name);
+    if (before === undefined || (before.mode === TREE_MODE) !== (entry.mode === TREE_MODE)) node.order = null;
+    node.entries.set(name, entry);
+  }
+
+  private remove(dir: string, name: string): boolean {
+    const node = this.dirs.get(dir);
+    if (node === undefined || !node.entries.delete(name)) return false;
+    node.order = null;
+    return true;
   }
 
   private markDirty(dir: string): void {
@@ -120,13 +144,40 @@ function depth(dir: string): number {
 }
 
 /** git sorts tree entries by name bytes, a subtree as if its name ended in '/'. */
-function treeId(entries: Map<string, TreeEntry>): string {
-  const rows = [...entries].map(([name, entry]) => ({ key: Buffer.from(entry.mode === TREE_MODE ? `${name}/` : name, 'utf8'), name, entry }));
-  rows.sort((a, b) => Buffer.compare(a.key, b.key));
-  const parts: Buffer[] = [];
-  for (const { name, entry } of rows) {
-    parts.push(Buffer.from(`${entry.mode} ${name}\0`, 'utf8'), Buffer.from(entry.id, 'hex'));
+function treeId(node: TreeDir): string {
+  const { entries } = node;
+  node.order ??= [...entries.keys()].sort((a, b) => compareUtf8(sortKey(a, entries.get(a)!), sortKey(b, entries.get(b)!)));
+  const rows: Buffer[] = [];
+  let size = 0;
+  for (const name of node.order) {
+    const entry = entries.get(name)!;
+    entry.row ??= Buffer.concat([Buffer.from(`${entry.mode} ${name}\0`, 'utf8'), Buffer.from(entry.id, 'hex')]);
+    rows.push(entry.row);
+    size += entry.row.length;
   }
-  const body = Buffer.concat(parts);
-  return createHash('sha1').update(`tree ${body.length}\0`).update(body).digest('hex');
+  return createHash('sha1').update(`tree ${size}\0`).update(Buffer.concat(rows, size)).digest('hex');
+}
+
+function sortKey(name: string, entry: TreeEntry): string {
+  return entry.mode === TREE_MODE ? `${name}/` : name;
+}
+
+/**
+ * Strings in the order of their UTF-8 bytes (= code point order). UTF-16 code units agree except
+ * that a surrogate (a code point above U+FFFF) must sort after U+E000–U+FFFF.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) return codePointRank(x) - codePointRank(y);
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+function codePointRank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
 }

@@ -17,6 +17,11 @@ import { run, SNAPSHOT_COLUMNS, type SnapshotRow, toSnapshot, toSnapshotEntry } 
 const MAX_CHAIN = 64;
 const MIN_CHAIN_CHANGES = 4_096;
 
+interface Totals {
+  file_count: number;
+  total_size: number;
+}
+
 export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const tipRow = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE project_id = ? ORDER BY seq DESC LIMIT 1`);
   const byId = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE snapshot_id = ? AND project_id = ?`);
@@ -77,9 +82,10 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const withTags = (row: SnapshotRow | undefined): Snapshot | null =>
     row === undefined ? null : toSnapshot(row, tagsOf.all(row.snap) as string[]);
 
-  const create = db.transaction((input: SnapshotCreate): Snapshot => {
+  /** `known`: the project's entry count and size when the caller keeps them (importChain), else counted. */
+  const create = db.transaction((input: SnapshotCreate, known?: Totals): Snapshot => {
     const tip = tipRow.get(input.projectId) as SnapshotRow | undefined;
-    const { file_count, total_size } = totals.get(input.projectId) as { file_count: number; total_size: number };
+    const { file_count, total_size } = known ?? (totals.get(input.projectId) as Totals);
     const parentId = tip?.snapshot_id ?? null;
     const seq = (tip?.seq ?? 0) + 1;
     const { lastInsertRowid } = insertSnapshot.run(
@@ -162,16 +168,30 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   };
 
   const commitOne = createCommitter(db);
+  const entrySize = db.prepare('SELECT size FROM entries WHERE project_id = ? AND path = ?').pluck();
   const importChain = db.transaction((projectId: string, steps: ImportStep[]): Snapshot[] => {
     const created: Snapshot[] = [];
+    // Kept up to date commit by commit: counting the project's entries for each snapshot was a scan
+    // of every entry per pushed commit (bench/git-push.ts).
+    const running = { ...(totals.get(projectId) as Totals) };
     for (const step of steps) {
       for (const commit of step.commits) {
+        const { record } = commit;
+        const before = entrySize.get(projectId, record.path) as number | undefined;
         const result = commitOne(commit);
         // Throwing rolls the whole chain back: a push applies wholly or not at all.
-        if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: commit.record.path } });
+        if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: record.path } });
+        if (before !== undefined) {
+          running.file_count -= 1;
+          running.total_size -= before;
+        }
+        if (record.contentHash !== null) {
+          running.file_count += 1;
+          running.total_size += record.size;
+        }
       }
       if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
-      const snapshot = create(step.snapshot);
+      const snapshot = create(step.snapshot, running);
       const snap = (snapOf.get(snapshot.snapshotId) as number | undefined)!;
       for (const tag of step.tags) {
         if (insertTag.run(projectId, tag, snap).changes === 0) throw new StrataError('TAG_TAKEN', { details: { tag } });
