@@ -13,6 +13,7 @@ import { DirectorySyncer } from '../engine/storage/local-content-store-dirsync.j
 import { PackObjects } from '../engine/storage/local-content-store-pack.js';
 import type { ContentHash } from '../engine/types.js';
 import { contentStoreConformance } from './conformance/content-store.js';
+import { waitFor } from './daemon-harness.js';
 import { BAD_HASHES, bigBytes, bytes, chunked, collect, expectStrataError, listAll, streamError } from './conformance/content-store-fixtures.js';
 
 contentStoreConformance('local', async () => {
@@ -104,12 +105,32 @@ describe('object pack group commit', () => {
     const second = Array.from({ length: 500 }, (_, i) => put(500 + i));
     expect(await Promise.all(first)).toEqual(Array(500).fill(true));
     expect(await Promise.all(second)).toEqual(Array(500).fill(true));
-    expect(pack.stats).toEqual({ batches: 2, ops: 1000 });
+    expect(pack.stats).toMatchObject({ batches: 2, ops: 1000 });
     // a put resolves only after its commit: another connection sees every row
     const db = new Database(join(root, 'packed.sqlite'), { readonly: true });
     expect(db.prepare('SELECT count(*) AS n FROM objects').get()).toEqual({ n: 1000 });
     db.close();
     expect(await put(0)).toBe(false);
+  });
+
+  it('checkpoints the WAL once the writer is idle, not inside the commits of a bulk put', async () => {
+    // 12 MiB of puts: SQLite's automatic checkpoint (at 1,000 WAL pages) would have copied most of
+    // it into the database file during these commits, while later puts waited.
+    const puts = Array.from({ length: 3000 }, (_, i) => {
+      const data = bytes(4096, i);
+      return pack.put(hashBuffer(data), data);
+    });
+    expect(await Promise.all(puts)).toEqual(Array(3000).fill(true));
+    const file = join(root, 'packed.sqlite');
+    expect(pack.stats.checkpoints).toBe(0);
+    expect((await stat(file)).size).toBeLessThan(1 << 20);
+    expect((await stat(`${file}-wal`)).size).toBeGreaterThan(12 << 20);
+    // idle: the thread copies the WAL into the database file (a reader sees the same rows throughout)
+    await waitFor('an idle checkpoint', () => (pack.stats.checkpoints > 0 ? true : undefined));
+    expect((await stat(file)).size).toBeGreaterThan(12 << 20);
+    const db = new Database(file, { readonly: true });
+    expect(db.prepare('SELECT count(*) AS n FROM objects').get()).toEqual({ n: 3000 });
+    db.close();
   });
 });
 

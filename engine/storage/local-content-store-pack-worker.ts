@@ -18,6 +18,13 @@
 //                                             → entries repointed from pack "from" to "to" (number)
 // The pack_entries rows index dataset shards kept inside pack files (local-content-store-shard-packs.ts).
 // Request {op: 'close'} closes the database (checkpointing the WAL) and lets the thread exit.
+// After a checkpoint the thread posts {checkpoint: {log, checkpointed}} (PackObjects counts them).
+//
+// Checkpoints: SQLite's automatic one ran inside the commit that took the WAL past 1,000 pages, so a
+// bulk put (a git push's 5,300 blobs, 25 MB) paid for copying its pages into the database file while
+// its next batches waited: 36 of 120 ms of commit time, measured. Here the thread checkpoints once
+// it has had no batch for CHECKPOINT_IDLE_MS (PASSIVE: it never waits for readers), and SQLite's own
+// checkpoint is left only as the bound for a stream of puts that never pauses, at 16,384 pages.
 
 export const PACK_WORKER_SOURCE = `
 'use strict';
@@ -27,6 +34,7 @@ const db = new Database(workerData.dbPath);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
 db.pragma('busy_timeout = 5000');
+db.pragma('wal_autocheckpoint = 16384');
 const select = db.prepare('SELECT data = ? AS same FROM objects WHERE hash = ?');
 const insert = db.prepare('INSERT INTO objects (hash, size, data, touched_at) VALUES (?, ?, ?, ?)');
 const touch = db.prepare('UPDATE objects SET touched_at = ? WHERE hash = ?');
@@ -36,6 +44,21 @@ const entryInsert = db.prepare('INSERT OR IGNORE INTO pack_entries (hash, pack, 
 const entryTouch = db.prepare('UPDATE pack_entries SET touched_at = ? WHERE hash = ?');
 const entryRemove = db.prepare('DELETE FROM pack_entries WHERE hash = ? RETURNING pack');
 const entryMove = db.prepare('UPDATE pack_entries SET pack = ?, offset = ? WHERE hash = ? AND pack = ?');
+const CHECKPOINT_IDLE_MS = 200;
+let idleTimer = null;
+
+function checkpointWhenIdle() {
+  if (idleTimer !== null) clearTimeout(idleTimer);
+  idleTimer = setTimeout(() => {
+    idleTimer = null;
+    try {
+      const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+      parentPort.postMessage({ checkpoint: { log: result.log, checkpointed: result.checkpointed } });
+    } catch {
+      // busy or failed: the next batch arms the timer again, and close() checkpoints anyway
+    }
+  }, CHECKPOINT_IDLE_MS);
+}
 
 function applyOther(op) {
   switch (op.kind) {
@@ -82,6 +105,7 @@ const apply = db.transaction((ops) =>
 
 parentPort.on('message', (m) => {
   if (m.op === 'close') {
+    if (idleTimer !== null) clearTimeout(idleTimer);
     db.close();
     parentPort.close();
     return;
@@ -90,6 +114,8 @@ parentPort.on('message', (m) => {
     parentPort.postMessage({ seq: m.seq, results: apply(m.ops) });
   } catch (err) {
     parentPort.postMessage({ seq: m.seq, error: { message: String((err && err.message) || err), code: err && err.code } });
+    return;
   }
+  checkpointWhenIdle();
 });
 `;

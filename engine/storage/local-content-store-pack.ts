@@ -44,6 +44,11 @@ interface BatchReply {
   error?: { message: string; code?: string };
 }
 
+/** The thread ran a checkpoint (local-content-store-pack-worker.ts); no batch is settled by it. */
+interface CheckpointNote {
+  checkpoint: { log: number; checkpointed: number };
+}
+
 interface Row {
   hash: ContentHash;
   size: number;
@@ -59,7 +64,7 @@ export class PackObjects {
   private seq = 0;
   private idle: (() => void)[] = [];
   /** committed transactions and the operations they held (for tests and metrics) */
-  readonly stats = { batches: 0, ops: 0 };
+  readonly stats = { batches: 0, ops: 0, checkpoints: 0 };
   private readonly getStmt: Database.Statement<[string], { size: number; data: Buffer; touched_at: number }>;
   private readonly manyStmts = new Map<number, Database.Statement>();
   private readonly statStmt: Database.Statement<[string], Row>;
@@ -236,7 +241,11 @@ export class PackObjects {
     worker.postMessage({ seq: ++this.seq, ops: batch.map((q) => q.op) }, transfer);
   }
 
-  private onReply(reply: BatchReply): void {
+  private onReply(reply: BatchReply | CheckpointNote): void {
+    if ('checkpoint' in reply) {
+      this.stats.checkpoints += 1;
+      return;
+    }
     const batch = this.inflight;
     if (batch === null || reply.seq !== this.seq) return;
     this.settle(batch, reply);
@@ -269,7 +278,7 @@ export class PackObjects {
       workerData: { sqliteModulePath: createRequire(import.meta.url).resolve('better-sqlite3'), dbPath: this.dbPath },
     });
     worker.unref();
-    worker.on('message', (reply: BatchReply) => this.onReply(reply));
+    worker.on('message', (reply: BatchReply | CheckpointNote) => this.onReply(reply));
     const fail = (cause: unknown) => {
       if (this.worker === worker) this.worker = null; // the next batch starts a fresh thread
       const batch = this.inflight;
