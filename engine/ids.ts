@@ -9,6 +9,10 @@ import type { Clock, IdGenerator } from './ports/world.js';
 export function createIdGenerator(clock: Clock, random: (n: number) => Buffer = randomBytes): IdGenerator {
   let lastMs = -1;
   let counter = 0;
+  // Ids take their random bits from a pool filled 4 KiB at a time: a call into the CSPRNG per id was
+  // a third of the cost of planning a 5,000-file git push (bench/git-push.ts). Secrets (randomHex)
+  // still come straight from `random`, never from a buffer that outlives them.
+  const pooled = random === randomBytes ? randomPool() : random;
   return {
     uuid() {
       let ms = clock.now();
@@ -21,10 +25,10 @@ export function createIdGenerator(clock: Clock, random: (n: number) => Buffer = 
           counter = 0;
         }
       } else {
-        counter = random(2).readUInt16BE(0) & 0x7ff; // leave room to count up
+        counter = pooled(2).readUInt16BE(0) & 0x7ff; // leave room to count up
       }
       lastMs = ms;
-      const bytes = random(16);
+      const bytes = pooled(16);
       bytes.writeUIntBE(ms, 0, 6);
       bytes[6] = 0x70 | ((counter >> 8) & 0x0f);
       bytes[7] = counter & 0xff;
@@ -35,6 +39,20 @@ export function createIdGenerator(clock: Clock, random: (n: number) => Buffer = 
     randomHex(n: number) {
       return random(n).toString('hex');
     },
+  };
+}
+
+/** Random bytes handed out from a 4 KiB buffer, each byte once. */
+function randomPool(): (n: number) => Buffer {
+  let pool = Buffer.alloc(0);
+  let offset = 0;
+  return (n) => {
+    if (offset + n > pool.length) {
+      pool = randomBytes(Math.max(4096, n));
+      offset = 0;
+    }
+    offset += n;
+    return pool.subarray(offset - n, offset);
   };
 }
 

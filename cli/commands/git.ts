@@ -165,9 +165,8 @@ async function syncTags(cwd: string, tags: GitRefs['tags']): Promise<string[]> {
 
 /** The local commits of main the project lacks, as a fast-export stream to fs/git/receive. */
 async function pushToStrata(t: SyncTarget): Promise<GitReceiveResult & { projectId: string }> {
-  const local = await revParse(t.cwd, 'refs/heads/main');
+  const [local, refs] = await Promise.all([revParse(t.cwd, 'refs/heads/main'), t.client.json<GitRefs>('GET', `${t.base}/fs/git/refs`)]);
   if (local === null) throw new CliError('USAGE', 'nothing to push: this repository has no main branch', { exitCode: EXIT.usage });
-  const refs = await t.client.json<GitRefs>('GET', `${t.base}/fs/git/refs`);
   const remote = refs.head?.commitId ?? null;
   if (remote === local) return { projectId: t.projectId, applied: [], alreadyPresent: 0, head: refs.head };
   if (remote !== null) {

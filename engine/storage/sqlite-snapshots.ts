@@ -62,6 +62,10 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
         ORDER BY sc.snap DESC LIMIT 1),
        pe.version_seq, 0)`,
   );
+  const versionsBetween = db.prepare('SELECT count(*) FROM versions INDEXED BY versions_by_project WHERE project_id = ? AND seq > ? AND seq <= ?').pluck();
+  const insertChange = db.prepare(
+    'INSERT INTO snapshot_changes (snap, path, version_seq) VALUES (?, ?, (SELECT version_seq FROM entries WHERE project_id = ? AND path = ?))',
+  );
   const baseOf = db.prepare('SELECT base FROM snapshots WHERE snap = ?').pluck();
   const setBase = db.prepare('UPDATE snapshots SET base = ? WHERE snap = ?');
   const chainLength = db.prepare('SELECT count(*) FROM snapshots WHERE base = ?').pluck();
@@ -82,10 +86,19 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const withTags = (row: SnapshotRow | undefined): Snapshot | null =>
     row === undefined ? null : toSnapshot(row, tagsOf.all(row.snap) as string[]);
 
-  /** `known`: the project's entry count and size when the caller keeps them (importChain), else counted. */
-  const create = db.transaction((input: SnapshotCreate, known?: Totals): Snapshot => {
-    const tip = tipRow.get(input.projectId) as SnapshotRow | undefined;
-    const { file_count, total_size } = known ?? (totals.get(input.projectId) as Totals);
+  /** What importChain knows already, so that a pushed chain of hundreds of snapshots queries less. */
+  interface Known {
+    /** the project's entry count and size */
+    totals: Totals;
+    /** the tip (null: none), when it is the snapshot the previous step created */
+    tip?: Pick<SnapshotRow, 'snap' | 'snapshot_id' | 'seq'> | null;
+    /** the paths this snapshot's step wrote, one version each */
+    written: string[];
+  }
+
+  const create = db.transaction((input: SnapshotCreate, known?: Known): Snapshot => {
+    const tip = known?.tip === undefined ? (tipRow.get(input.projectId) as SnapshotRow | undefined) : (known.tip ?? undefined);
+    const { file_count, total_size } = known?.totals ?? (totals.get(input.projectId) as Totals);
     const parentId = tip?.snapshot_id ?? null;
     const seq = (tip?.seq ?? 0) + 1;
     const { lastInsertRowid } = insertSnapshot.run(
@@ -111,7 +124,15 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     const parentBase = tip === undefined ? null : ((baseOf.get(tip.snap) as number | null) ?? tip.snap);
     let changes = 0;
     if (parentWatermark !== null) {
-      changes = recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSnap: tip!.snap }).changes;
+      const written = known?.written;
+      // A step's versions are all the project got since its parent (no other writer came between):
+      // its paths are the change set, and the query that works it out from the versions is not needed.
+      if (written !== undefined && versionsBetween.get(input.projectId, parentWatermark, watermark) === written.length) {
+        for (const path of written) insertChange.run(snap, path, input.projectId, path);
+        changes = written.length;
+      } else {
+        changes = recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSnap: tip!.snap }).changes;
+      }
     }
     // The change rows from the checkpoint to here, if this snapshot is built on it.
     const chained = parentBase === null || parentBase === tip!.snap ? changes : (chainChangesOf.get(tip!.snap) as number) + changes;
@@ -174,6 +195,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     // Kept up to date commit by commit: counting the project's entries for each snapshot was a scan
     // of every entry per pushed commit (bench/git-push.ts).
     const running = { ...(totals.get(projectId) as Totals) };
+    let tip: Known['tip'] | undefined;
     for (const step of steps) {
       for (const commit of step.commits) {
         const { record } = commit;
@@ -191,8 +213,9 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
         }
       }
       if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
-      const snapshot = create(step.snapshot, running);
+      const snapshot = create(step.snapshot, { totals: running, written: step.commits.map((commit) => commit.record.path), ...(tip === undefined ? {} : { tip }) });
       const snap = (snapOf.get(snapshot.snapshotId) as number | undefined)!;
+      tip = { snap, snapshot_id: snapshot.snapshotId, seq: snapshot.seq };
       for (const tag of step.tags) {
         if (insertTag.run(projectId, tag, snap).changes === 0) throw new StrataError('TAG_TAKEN', { details: { tag } });
       }
