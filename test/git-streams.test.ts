@@ -402,6 +402,7 @@ async function replay(events: AsyncIterable<FastExportEvent>): Promise<Replay> {
     if (event.type === 'blob') {
       const bytes = await collect(event.data);
       if (event.size !== null) expect(bytes.length).toBe(event.size);
+      if (event.bytes !== undefined) expect(event.bytes.equals(bytes)).toBe(true);
       const key = event.inlineIndex === null ? `:${event.mark}` : `inline:${event.inlineIndex}`;
       result.blobOids.set(key, blobOid(bytes));
       result.blobBytes.set(key, bytes);
@@ -581,6 +582,14 @@ describe('fast-export parser', () => {
     const normal = (r: Replay) => JSON.stringify([r.commits, r.blobs.map((b) => ({ ...b, data: null })), [...r.blobOids], r.tags, r.resets, r.other]);
     const whole = normal(await replay(parseFastExport(inChunks(rawA, rawA.length))));
     for (const size of [1, 7, 4096]) expect(normal(await replay(parseFastExport(inChunks(rawA, size))))).toBe(whole);
+    // Blobs whole in the chunk at hand are read without waiting (`bytes` set); split ones the long way.
+    const held = async (size: number) => {
+      let n = 0;
+      for await (const event of parseFastExport(inChunks(rawA, size))) if (event.type === 'blob' && event.bytes !== undefined) n++;
+      return n;
+    };
+    expect(await held(rawA.length)).toBeGreaterThan(0);
+    expect(await held(1)).toBe(0);
   });
 
   it('rejects a truncated stream with GIT_STREAM_INVALID wherever it is cut', async () => {

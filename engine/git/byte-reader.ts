@@ -67,6 +67,21 @@ export class ByteReader {
     }
   }
 
+  /** The input chunk held now, and where its unread bytes start (no waiting, nothing consumed). */
+  get held(): Buffer {
+    return this.chunk;
+  }
+
+  get heldPos(): number {
+    return this.pos;
+  }
+
+  /** Consumes `n` bytes of the held chunk (that the caller has looked at through `held`). */
+  skipHeld(n: number): void {
+    if (this.pos + n > this.chunk.length) throw new RangeError('skipping past the held chunk');
+    this.pos += n;
+  }
+
   /** The next byte without consuming it; -1 at the end of the input. */
   async peekByte(): Promise<number> {
     return (await this.fill()) ? this.chunk[this.pos]! : -1;

@@ -48,6 +48,11 @@ export interface BlobEvent {
   /** set for the data of an `M <mode> inline <path>` (or `N inline`), numbered from 0 in the stream */
   inlineIndex: number | null;
   data: BlobData;
+  /**
+   * The whole data, when the parser had all of it at hand (a view into the input, which stays valid):
+   * `data` yields the same bytes. Unset: read `data`.
+   */
+  bytes?: Buffer;
 }
 
 export interface CommitEvent {

@@ -233,12 +233,15 @@ async function receiveBlob(event: BlobEvent, storing: StoreWindow): Promise<Rece
   const sha = createHash('sha1');
   if (event.size !== null) sha.update(`blob ${event.size}\0`);
   if (event.size !== null && event.size <= SMALL_BLOB) {
-    // One copy: the parser may reuse its buffer once the next chunk is asked for.
-    const data = Buffer.allocUnsafe(event.size);
-    let filled = 0;
-    for await (const chunk of event.data) {
-      data.set(chunk, filled);
-      filled += chunk.length;
+    // The bytes the parser had at hand (the store copies what it keeps), else gathered into one buffer.
+    let data = event.bytes;
+    if (data === undefined) {
+      data = Buffer.allocUnsafe(event.size);
+      let filled = 0;
+      for await (const chunk of event.data) {
+        data.set(chunk, filled);
+        filled += chunk.length;
+      }
     }
     sha.update(data);
     const maybeManifest = data.length >= MANIFEST_PREFIX.length && data.subarray(0, MANIFEST_PREFIX.length).equals(MANIFEST_PREFIX);
