@@ -182,8 +182,13 @@ export async function readPushedHistory(
 
 /** A blob this size or smaller is read whole, and its store put is not waited for one by one. */
 const SMALL_BLOB = 1024 * 1024;
-/** Puts in flight at most (memory: at most this many small blobs). */
-const STORE_WINDOW = 256;
+/**
+ * Puts in flight at most, and their bytes at most. The store commits what arrives while it commits
+ * as one batch with one fsync: 256 in flight made a push's 5,300 blobs ~21 commits, and its reading
+ * waited ~100 of ~300 ms for them over HTTP; 1,024 (~5 MB of such blobs) left ~20 ms of waiting.
+ */
+const STORE_WINDOW = 1024;
+const STORE_WINDOW_BYTES = 16 * 1024 * 1024;
 /** A small blob's hash until its put resolves (readPushedHistory returns only after every put has). */
 const PENDING_HASH = 'blake3:pending' as ContentHash;
 
@@ -195,6 +200,9 @@ const PENDING_HASH = 'blake3:pending' as ContentHash;
  */
 class StoreWindow {
   readonly #inFlight = new Set<Promise<void>>();
+  #bytes = 0;
+  /** add() waiting for room (one at a time: the parser awaits each add) */
+  #wakeAdder: (() => void) | null = null;
   #failure: unknown = null;
 
   constructor(
@@ -204,6 +212,8 @@ class StoreWindow {
 
   async add(data: Uint8Array, blob: ReceivedBlob): Promise<void> {
     if (this.#failure !== null) throw this.#failure;
+    const size = data.length;
+    this.#bytes += size;
     const task: Promise<void> = this.putBuffer(data).then(
       (stored) => {
         blob.hash = stored.hash;
@@ -212,9 +222,18 @@ class StoreWindow {
         this.#failure ??= error;
       },
     );
-    const tracked = task.finally(() => this.#inFlight.delete(tracked));
+    const tracked = task.finally(() => {
+      this.#inFlight.delete(tracked);
+      this.#bytes -= size;
+      this.#wakeAdder?.();
+      this.#wakeAdder = null;
+    });
     this.#inFlight.add(tracked);
-    if (this.#inFlight.size >= STORE_WINDOW) await Promise.race(this.#inFlight);
+    while (this.#inFlight.size >= STORE_WINDOW || this.#bytes >= STORE_WINDOW_BYTES) {
+      await new Promise<void>((resolve) => {
+        this.#wakeAdder = resolve;
+      });
+    }
   }
 
   async settle(): Promise<void> {
