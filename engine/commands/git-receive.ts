@@ -9,8 +9,8 @@ import type { EngineContext } from '../context.js';
 import type { GitReceiveResult } from '../engine-api.js';
 import { parseManifest } from '../datasets/manifest.js';
 import { StrataError } from '../errors.js';
-import { type GitFileMode, type GitTree, gitCommitId } from '../git/object-ids.js';
-import { type ReceivedBlob, type ReceivedChange, type ReceivedCommit, readPushedHistory } from '../git/receive-stream.js';
+import { applyToTree, IdsAhead, pushedCommitId } from '../git/pushed-ids.js';
+import { type ReceivedBlob, type ReceivedCommit, readPushedHistory } from '../git/receive-stream.js';
 import type { ImportStep, VersionCommit } from '../ports/metadata-repository.js';
 import type { Actor, ContentHash, Entry } from '../types.js';
 import { gitChainState, snapshotChain } from './git-export.js';
@@ -22,31 +22,50 @@ const MAX_MANIFEST_BYTES = 64 * 1024 * 1024;
 
 export async function gitReceive(ctx: EngineContext, input: { projectId: string; actor: Actor; stream: AsyncIterable<Uint8Array> }): Promise<GitReceiveResult> {
   await ctx.requireProject(input.projectId);
-  const pushed = await ctx.gcLock.shared(() => readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (bytes) => ctx.store.putBuffer(bytes)));
+  // The project's chain in git terms first, so that the pushed commits' ids are worked out as they
+  // stream in (pushed-ids.ts); checked again after the read, in case a snapshot came meanwhile.
+  let chain = await snapshotChain(ctx, input.projectId, null);
+  let state = await gitChainState(ctx, input.projectId, chain);
+  const idsOf = (s: typeof state) => new Map<string, ContentHash>([...s.blobIds].map(([hash, id]) => [id, hash]));
+  const tipBefore = state.commits.at(-1)?.commitId ?? null;
+  const ahead = new IdsAhead(state.tree, tipBefore, idsOf(state));
+  const pushed = await ctx.gcLock.shared(() =>
+    readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (bytes) => ctx.store.putBuffer(bytes), { onMainCommit: (commit, continues) => ahead.add(commit, continues) }),
+  );
   // git told us each blob's id: later replays of this chain need not read them back.
   for (const commit of pushed.commits) for (const change of commit.changes) if (change.kind === 'modify' && !('oid' in change.blob)) ctx.gitBlobIds.set(change.blob.hash, change.blob.gitId);
-  const chain = await snapshotChain(ctx, input.projectId, null);
-  const state = await gitChainState(ctx, input.projectId, chain);
+  if ((await ctx.repository.snapshots.tip(input.projectId))?.snapshotId !== chain.at(-1)?.snapshotId) {
+    chain = await snapshotChain(ctx, input.projectId, null);
+    state = await gitChainState(ctx, input.projectId, chain);
+  }
   const ours = state.commits;
+  const oidBlobs = idsOf(state);
+  const idsAhead = (ours.at(-1)?.commitId ?? null) === tipBefore ? ahead.result(pushed) : null;
+  // IdsAhead worked on the tip's tree: if it did and its ids are not taken, the tip's tree is rebuilt.
+  const tipTreeSpent = ahead.used && state.tree === ahead.tree;
 
   // Where the pushed commits start in our chain.
   let start: number;
-  if (pushed.base === null) start = 0;
+  if (idsAhead !== null) start = ours.length;
+  else if (pushed.base === null) start = 0;
   else {
     const index = ours.findIndex((c) => c.commitId === pushed.base);
     if (index === -1) throw new StrataError('GIT_NOT_FAST_FORWARD', { message: `The pushed history continues ${pushed.base}, which is not in the project's chain`, details: { base: pushed.base } });
     start = index + 1;
   }
 
-  // Replay from the base: the tree there, then each pushed commit's id as git computes it.
-  const tree = start === ours.length ? state.tree : (await gitChainState(ctx, input.projectId, chain.slice(0, start))).tree;
-  const oidBlobs = new Map<string, ContentHash>([...state.blobIds].map(([hash, id]) => [id, hash]));
+  // Replay from the base (unless done during the read): the tree there, then each pushed commit's id.
+  const tree = idsAhead !== null ? null : start === ours.length && !tipTreeSpent ? state.tree : (await gitChainState(ctx, input.projectId, chain.slice(0, start))).tree;
   let parent = start === 0 ? null : ours[start - 1]!.commitId;
   const fresh: Array<{ commit: ReceivedCommit; commitId: string }> = [];
   let alreadyPresent = 0;
   for (const [i, commit] of pushed.commits.entries()) {
-    applyToTree(tree, commit.changes, oidBlobs);
-    const commitId = gitCommitId({ tree: tree.rootId(), parent, author: commit.author, committer: commit.committer, message: commit.message });
+    let commitId: string;
+    if (tree === null) commitId = idsAhead![i]!;
+    else {
+      applyToTree(tree, commit.changes, oidBlobs);
+      commitId = pushedCommitId(tree, parent, commit);
+    }
     const existing = ours[start + i];
     // Divergence first: a root commit sent to a project with history (`git fast-export A..B` without
     // --reference-excluded-parents writes the first commit without its parent) must read as what it is.
@@ -95,27 +114,6 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   }
   const last = applied[applied.length - 1] ?? (ours.length > 0 ? { snapshotId: ours[ours.length - 1]!.snapshot.snapshotId, commitId: ours[ours.length - 1]!.commitId } : null);
   return { applied, alreadyPresent, head: last };
-}
-
-function applyToTree(tree: GitTree, changes: ReceivedChange[], oidBlobs: Map<string, ContentHash>): void {
-  for (const change of changes) {
-    if (change.kind === 'modify') {
-      const id = 'oid' in change.blob ? change.blob.oid : change.blob.gitId;
-      if ('oid' in change.blob && !oidBlobs.has(id)) {
-        throw new StrataError('GIT_NOT_FAST_FORWARD', { message: `The push refers to blob ${id}, which the project does not have`, details: { blob: id } });
-      }
-      tree.set(change.path, (change.executable ? '100755' : '100644') as GitFileMode, id);
-    } else if (change.kind === 'delete') {
-      tree.delete(change.path);
-    } else if (change.kind === 'deleteall') {
-      for (const path of tree.paths()) tree.delete(path);
-    } else {
-      const source = tree.get(change.from);
-      if (source === null) throw new StrataError('GIT_STREAM_INVALID', { message: `${change.kind} from ${change.from}, which does not exist`, details: { reason: 'missing source' } });
-      if (change.kind === 'rename') tree.delete(change.from);
-      tree.set(change.to, source.mode, source.id);
-    }
-  }
 }
 
 /** The tree must be exactly the tip snapshot's (or empty without one): pushed changes apply to it. */

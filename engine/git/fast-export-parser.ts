@@ -201,10 +201,12 @@ class Parser {
       if (line === null) return null;
       const markText = after(line, 'mark ');
       const mark = markText === null ? null : parseMark(markText, 0, line);
-      if (markText !== null && (line = nextLine()) === null) return null;
+      if (markText !== null) line = nextLine();
+      if (line === null) return null;
       const oidText = after(line, 'original-oid ');
       const originalOid = oidText === null ? null : oidText.toString('utf8');
-      if (oidText !== null && (line = nextLine()) === null) return null;
+      if (oidText !== null) line = nextLine();
+      if (line === null) return null;
       const header = parseDataHeader(line, 0);
       // The byte after the data must be here too, to tell whether it is the optional LF.
       if (header.kind !== 'counted' || pos + header.size >= chunk.length) return null;

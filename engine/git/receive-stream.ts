@@ -64,6 +64,22 @@ interface Parsed {
   parent: Tip;
   changes: ReceivedChange[];
   tags: string[];
+  /** the commit as received, when made for onMainCommit already */
+  received?: ReceivedCommit;
+}
+
+/**
+ * What a commit written to refs/heads/main continues, as the stream goes: the commit on main just
+ * before it in the stream, a commit outside the stream (its id), nothing (a root), or something else.
+ */
+export type Continues = { kind: 'previous' } | { kind: 'oid'; oid: string } | { kind: 'root' } | { kind: 'other' };
+
+export interface ReadPushOptions {
+  /**
+   * Each commit on refs/heads/main as soon as it is parsed (tags not yet known): a receiver can work
+   * on it while the rest streams in. Only a hint: what readPushedHistory returns is what counts.
+   */
+  onMainCommit?(commit: ReceivedCommit, continues: Continues): void;
 }
 
 const MAIN = 'refs/heads/main';
@@ -85,6 +101,7 @@ export async function readPushedHistory(
   input: AsyncIterable<Uint8Array>,
   storeBlob: (bytes: AsyncIterable<Uint8Array>) => Promise<{ hash: ContentHash; size: number }>,
   storeBuffer: (bytes: Uint8Array) => Promise<{ hash: ContentHash; size: number }> = (bytes) => storeBlob(once(bytes)),
+  options: ReadPushOptions = {},
 ): Promise<ReceivedHistory> {
   const blobsByMark = new Map<number, ReceivedBlob>();
   const inline = new Map<number, ReceivedBlob>();
@@ -116,6 +133,18 @@ export async function readPushedHistory(
   // only after this returns.
   await storing.settle();
 
+  function announce(parsed: Parsed, mainBefore: Tip): void {
+    const { parent } = parsed;
+    const continues: Continues =
+      parent.kind === 'commit' ? (mainBefore.kind === 'commit' && parent.commit === mainBefore.commit ? { kind: 'previous' } : { kind: 'other' }) : parent.kind === 'oid' ? { kind: 'oid', oid: parent.oid } : { kind: 'root' };
+    try {
+      parsed.received = received(parsed);
+    } catch {
+      return; // refused later, in the same words as without the hint, if it ends up on main
+    }
+    options.onMainCommit!(parsed.received, continues);
+  }
+
   async function parseEvents(): Promise<void> {
     for await (const event of parseFastExport(input)) {
       if (event.type === 'blob') {
@@ -129,6 +158,7 @@ export async function readPushedHistory(
         const parent = event.from === null ? (refs.get(event.ref) ?? { kind: 'root' }) : resolve(event.from);
         const parsed: Parsed = { event, parent, changes: event.fileChanges.map((c) => toChange(c, blobsByMark, inline)), tags: [] };
         if (event.mark !== null) commitsByMark.set(event.mark, parsed);
+        if (event.ref === MAIN && options.onMainCommit !== undefined) announce(parsed, refs.get(MAIN)!);
         refs.set(event.ref, { kind: 'commit', commit: parsed });
       } else if (event.type === 'reset') {
         if (event.ref !== MAIN && !event.ref.startsWith(TAG_PREFIX)) throw notLinear(`the stream writes ${event.ref}; only ${MAIN} is received`);
@@ -169,14 +199,22 @@ export async function readPushedHistory(
   const base = at.kind === 'oid' ? at.oid : null;
   return {
     base,
-    commits: chain.map((p) => ({
-      author: identLine(p.event.author ?? p.event.committer),
-      committer: identLine(p.event.committer),
-      message: utf8(p.event.message),
-      originalOid: p.event.originalOid,
-      changes: p.changes,
-      tags: [...new Set(p.tags)].sort(),
-    })),
+    commits: chain.map((p) => {
+      const commit = p.received ?? received(p);
+      commit.tags = [...new Set(p.tags)].sort();
+      return commit;
+    }),
+  };
+}
+
+function received(p: Parsed): ReceivedCommit {
+  return {
+    author: identLine(p.event.author ?? p.event.committer),
+    committer: identLine(p.event.committer),
+    message: utf8(p.event.message),
+    originalOid: p.event.originalOid,
+    changes: p.changes,
+    tags: [],
   };
 }
 
