@@ -53,9 +53,16 @@ function checkExpected(limits: Limits, actual: ContentHash): void {
   }
 }
 
-/** Small content: hashed on the main thread (≤64 KiB by default: ~30 µs) and group-committed to the pack. */
+/**
+ * Small content (≤64 KiB by default), group-committed to the pack. Hashed by the pack's writer thread,
+ * unless the caller expects a hash: then here (~30 µs), so that a mismatch stores nothing.
+ */
 export async function storeSmall(ctx: IngestContext, data: Uint8Array, limits: Limits): Promise<PutResult> {
   if (data.length > limits.maxBytes) throw tooLarge(limits.maxBytes);
+  if (limits.expectedHash === undefined) {
+    const { hash, created } = await ctx.pack.putHashing(data);
+    return { hash, size: data.length, created };
+  }
   const hash = hashBuffer(data);
   checkExpected(limits, hash);
   const created = await ctx.pack.put(hash, data);

@@ -9,6 +9,8 @@
 //
 // Request {seq, ops: [...]} → reply {seq, results: [one per op]} or {seq, error: {message, code}}:
 //   {kind: 'put', hash, data, now}            → created (boolean)
+//   {kind: 'put', hash: null, data, now}      → {hash, created}: the thread hashes the bytes (BLAKE3,
+//                                               as engine/hash.ts does), off the event loop
 //   {kind: 'delete', hash}                    → a row was removed (boolean)
 //   {kind: 'entries', pack, entries: [{hash, offset, size}], now}
 //                                             → created per entry (boolean[]); an entry already indexed
@@ -30,6 +32,7 @@ export const PACK_WORKER_SOURCE = `
 'use strict';
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.sqliteModulePath);
+const { blake3 } = require(workerData.blakeModulePath);
 const db = new Database(workerData.dbPath);
 db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
@@ -89,19 +92,25 @@ const apply = db.transaction((ops) =>
     }
     if (op.kind !== 'put') return applyOther(op);
     const data = Buffer.from(op.data.buffer, op.data.byteOffset, op.data.byteLength);
-    const row = select.get(data, op.hash);
-    if (row === undefined) {
-      insert.run(op.hash, data.length, data, op.now);
-      return true;
-    }
-    if (row.same === 1) {
-      touch.run(op.now, op.hash);
-      return false;
-    }
-    heal.run(data.length, data, op.now, op.hash);
-    return true;
+    if (op.hash !== null) return put(op.hash, data, op.now);
+    const hash = 'blake3:' + blake3(data).toString('hex');
+    return { hash, created: put(hash, data, op.now) };
   }),
 );
+
+function put(hash, data, now) {
+  const row = select.get(data, hash);
+  if (row === undefined) {
+    insert.run(hash, data.length, data, now);
+    return true;
+  }
+  if (row.same === 1) {
+    touch.run(now, hash);
+    return false;
+  }
+  heal.run(data.length, data, now, hash);
+  return true;
+}
 
 parentPort.on('message', (m) => {
   if (m.op === 'close') {
