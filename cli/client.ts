@@ -1,7 +1,15 @@
-// A thin HTTP client over fetch for the API in docs/api.md. It knows the one error body every route
-// returns and turns it into a CliError whose exit code scripts can branch on. Bodies are streamed in
-// both directions: uploads go out as a ReadableStream (duplex 'half'), downloads come back as one.
+// A thin HTTP client over node:http for the API in docs/api.md. It knows the one error body every
+// route returns and turns it into a CliError whose exit code scripts can branch on. Bodies are
+// streamed in both directions, as Node streams.
+//
+// Not fetch: loading undici (and compiling its WebAssembly HTTP parser) cost every command ~30 ms of
+// CPU and wall time before its first request (`node -e` with one GET: 55-60 ms with fetch, 30 ms
+// with node:http), and piping an upload through web streams cost `strata git push` of 25 MB
+// ~40 ms more CPU, which the server's receive needs on a 2-core machine (bench/git-push.ts).
 
+import http from 'node:http';
+import https from 'node:https';
+import type { Readable } from 'node:stream';
 import { CliError, EXIT, exitCodeForStatus } from './errors.js';
 
 export type QueryValue = string | number | boolean | undefined;
@@ -10,17 +18,24 @@ export interface RequestOptions {
   query?: Record<string, QueryValue>;
   /** serialized as JSON */
   json?: unknown;
-  /** raw bytes, streamed */
-  stream?: ReadableStream<Uint8Array>;
+  /** raw bytes, streamed (a file, stdin, a child's stdout); its errors abort the request */
+  body?: Readable;
   headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: { get(name: string): string | null };
+  /** the response body as it arrives */
+  body: Readable;
 }
 
 export interface ApiClient {
   readonly serverUrl: string;
   /** Sends the request; resolves with the parsed JSON body (undefined for 204). Non-2xx → CliError. */
   json<T>(method: string, path: string, options?: RequestOptions): Promise<T>;
-  /** Like json(), but hands back the successful Response so the caller can stream its body. */
-  raw(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  /** Like json(), but hands back the successful response so the caller can stream its body. */
+  raw(method: string, path: string, options?: RequestOptions): Promise<ApiResponse>;
 }
 
 export interface ClientOptions {
@@ -30,7 +45,7 @@ export interface ClientOptions {
   version: string;
 }
 
-// Errors from undici's connect phase (the cause of fetch's TypeError) that mean "nobody answered".
+// Errors of the connect phase that mean "nobody answered" (the UND_ERR ones: from fetch, in daemon.ts's probe).
 const UNREACHABLE_CODES = new Set([
   'ECONNREFUSED',
   'ENOTFOUND',
@@ -55,34 +70,42 @@ export function createClient(options: ClientOptions): ApiClient {
     return base + path + (search ? `?${search}` : '');
   }
 
-  async function send(method: string, path: string, request: RequestOptions = {}): Promise<Response> {
+  async function send(method: string, path: string, request: RequestOptions = {}): Promise<ApiResponse> {
     const headers: Record<string, string> = {
       'user-agent': `strata-cli/${options.version}`,
       accept: 'application/json',
       ...request.headers,
     };
     if (options.apiKey) headers['authorization'] = `Bearer ${options.apiKey}`;
-    const init: RequestInit = { method, headers };
+    let payload: string | undefined;
     if (request.json !== undefined) {
+      payload = JSON.stringify(request.json);
       headers['content-type'] = 'application/json';
-      init.body = JSON.stringify(request.json);
-    } else if (request.stream !== undefined) {
+      headers['content-length'] = String(Buffer.byteLength(payload));
+    } else if (request.body !== undefined) {
       headers['content-type'] ??= 'application/octet-stream';
-      init.body = request.stream;
-      // Required by fetch for a streamed request body: we send it all before reading the response.
-      init.duplex = 'half';
-      // With any other redirect mode fetch clones the request to be able to replay it, which tees the
-      // body stream; the unread branch then holds every uploaded byte (measured: a 300 MiB put grew
-      // the CLI to 377 MB RSS; with 'error' it stays flat). The API never redirects.
-      init.redirect = 'error';
     }
-    let response: Response;
+    const target = new URL(url(path, request.query));
+    const upload = request.body;
+    let response: ApiResponse;
     try {
-      response = await fetch(url(path, request.query), init);
+      response = await new Promise<ApiResponse>((resolve, reject) => {
+        const outgoing = (target.protocol === 'https:' ? https : http).request(target, { method, headers }, (incoming) => {
+          // An answer before the upload ended (a refusal): stop sending.
+          if (upload !== undefined && !upload.readableEnded) upload.unpipe(outgoing);
+          resolve({ status: incoming.statusCode ?? 0, headers: { get: (name) => headerValue(incoming.headers[name.toLowerCase()]) }, body: incoming });
+        });
+        outgoing.on('error', reject);
+        if (upload === undefined) outgoing.end(payload);
+        else {
+          upload.on('error', (error) => outgoing.destroy(error));
+          upload.pipe(outgoing);
+        }
+      });
     } catch (error) {
-      throw fetchFailure(error, base, request.stream !== undefined);
+      throw requestFailure(error, base, upload !== undefined);
     }
-    if (!response.ok) throw await errorFromResponse(response);
+    if (response.status < 200 || response.status > 299) throw await errorFromResponse(response);
     return response;
   }
 
@@ -91,8 +114,8 @@ export function createClient(options: ClientOptions): ApiClient {
     raw: send,
     async json<T>(method: string, path: string, request?: RequestOptions): Promise<T> {
       const response = await send(method, path, request);
+      const text = await readText(response.body);
       if (response.status === 204) return undefined as T;
-      const text = await response.text();
       if (text === '') return undefined as T;
       try {
         return JSON.parse(text) as T;
@@ -115,7 +138,7 @@ export function createClient(options: ClientOptions): ApiClient {
 const INTERRUPTED_CODES = new Set(['EPIPE', 'ECONNRESET', 'UND_ERR_SOCKET']);
 
 /** A local error that aborted an upload keeps its own meaning; anything else is "cannot reach". */
-function fetchFailure(error: unknown, base: string, uploading: boolean): CliError {
+function requestFailure(error: unknown, base: string, uploading: boolean): CliError {
   if (error instanceof CliError) return error;
   const cause = error instanceof Error ? error.cause : undefined;
   if (cause instanceof CliError) return cause;
@@ -146,7 +169,7 @@ function errnoCode(value: unknown): string | undefined {
   if (value === null || typeof value !== 'object') return undefined;
   const code = (value as { code?: unknown }).code;
   if (typeof code === 'string') return code;
-  // undici wraps connect errors in an AggregateError when several addresses were tried
+  // connecting to several addresses (localhost: ::1 and 127.0.0.1) fails as an AggregateError
   const errors = (value as { errors?: unknown }).errors;
   if (Array.isArray(errors)) return errnoCode(errors[0]);
   return undefined;
@@ -156,18 +179,29 @@ interface ApiErrorBody {
   error?: { code?: unknown; message?: unknown; details?: unknown; requestId?: unknown };
 }
 
-async function errorFromResponse(response: Response): Promise<CliError> {
+function headerValue(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+async function readText(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function errorFromResponse(response: ApiResponse): Promise<CliError> {
   const requestId = response.headers.get('x-request-id') ?? undefined;
   let body: ApiErrorBody | undefined;
   try {
-    body = (await response.json()) as ApiErrorBody;
+    body = JSON.parse(await readText(response.body)) as ApiErrorBody;
   } catch {
     body = undefined;
   }
   const error = body?.error;
   const code = typeof error?.code === 'string' ? error.code : `HTTP_${response.status}`;
   const message =
-    typeof error?.message === 'string' ? error.message : `the server answered ${response.status} ${response.statusText}`;
+    typeof error?.message === 'string' ? error.message : `the server answered ${response.status} ${http.STATUS_CODES[response.status] ?? ''}`.trimEnd();
   const details =
     error?.details !== null && typeof error?.details === 'object' ? (error.details as Record<string, unknown>) : undefined;
   return new CliError(code, message, {

@@ -12,7 +12,7 @@ import { createProgress } from './progress.js';
 export const PROGRESS_THRESHOLD = 8 * 1024 * 1024;
 
 export interface UploadSource {
-  body: ReadableStream<Uint8Array>;
+  body: Readable;
   /** known for files, unknown for stdin */
   size: number | undefined;
   /** the local file's exec bit (or --executable) */
@@ -21,11 +21,11 @@ export interface UploadSource {
   finish(): void;
 }
 
-/** Opens LOCALFILE ('-' = stdin) as a web stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). */
+/** Opens LOCALFILE ('-' = stdin) as a stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). */
 export async function openUploadSource(localFile: string, label: string, executable: boolean): Promise<UploadSource> {
   if (localFile === '-') {
     const progress = createProgress(label, undefined, false);
-    return { body: toWebStream(process.stdin, 'stdin', progress.add), size: undefined, executable, finish: progress.done };
+    return { body: counted(process.stdin, 'stdin', progress.add), size: undefined, executable, finish: progress.done };
   }
   let size: number;
   let mode: number;
@@ -44,7 +44,7 @@ export async function openUploadSource(localFile: string, label: string, executa
   // 1 MiB reads: fewer round trips through the event loop than the 64 KiB default.
   const stream = createReadStream(localFile, { highWaterMark: 1024 * 1024 });
   return {
-    body: toWebStream(stream, localFile, progress.add),
+    body: counted(stream, localFile, progress.add),
     size,
     // Like git: a script that is executable locally stays executable when restored.
     executable: executable || (mode & 0o111) !== 0,
@@ -53,32 +53,24 @@ export async function openUploadSource(localFile: string, label: string, executa
 }
 
 /**
- * A pull-based web stream over a Node stream. Pull-based means backpressure from the socket reaches
- * the disk read; a read error becomes a CliError so the failed upload reports the local cause
- * (fetch would otherwise say only "fetch failed").
+ * The source's bytes, counted for the progress line, with a read error turned into a CliError so the
+ * failed upload reports the local cause. Pulled by the request: backpressure from the socket reaches
+ * the disk read.
  */
-function toWebStream(source: Readable, name: string, onBytes: (n: number) => void): ReadableStream<Uint8Array> {
-  const iterator = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      let next: IteratorResult<Buffer>;
+function counted(source: Readable, name: string, onBytes: (n: number) => void): Readable {
+  return Readable.from(
+    (async function* () {
       try {
-        next = await iterator.next();
+        for await (const chunk of source) {
+          onBytes((chunk as Buffer).byteLength);
+          yield chunk as Buffer;
+        }
       } catch (error) {
-        controller.error(localError(error, name));
-        return;
+        throw localError(error, name);
       }
-      if (next.done) {
-        controller.close();
-        return;
-      }
-      onBytes(next.value.byteLength);
-      controller.enqueue(new Uint8Array(next.value.buffer, next.value.byteOffset, next.value.byteLength));
-    },
-    async cancel() {
-      await iterator.return?.();
-    },
-  });
+    })(),
+    { objectMode: false },
+  );
 }
 
 function localError(error: unknown, name: string): CliError {
@@ -91,12 +83,9 @@ function localError(error: unknown, name: string): CliError {
 }
 
 /** Pipes a response body to stdout. A reader that goes away (`| head`) ends the command quietly. */
-export async function pipeToStdout(body: ReadableStream<Uint8Array> | null): Promise<void> {
-  if (body === null) return;
+export async function pipeToStdout(body: Readable): Promise<void> {
   try {
-    await pipeline(Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>), process.stdout, {
-      end: false,
-    });
+    await pipeline(body, process.stdout, { end: false });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EPIPE') return;
     throw error;
@@ -104,11 +93,8 @@ export async function pipeToStdout(body: ReadableStream<Uint8Array> | null): Pro
 }
 
 /** Reads a whole response body (for `cat --json`, which must print one JSON document). */
-export async function readAll(body: ReadableStream<Uint8Array> | null): Promise<Buffer> {
-  if (body === null) return Buffer.alloc(0);
+export async function readAll(body: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
-  for await (const chunk of Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>)) {
-    chunks.push(chunk as Buffer);
-  }
+  for await (const chunk of body) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
 }

@@ -25,7 +25,7 @@ export function registerFileCommands(program: Command): void {
       try {
         result = await client.json<WriteResult>('PUT', projectPath, {
           query: { path, baseVersionId: options.baseVersion, executable: source.executable || undefined },
-          stream: source.body,
+          body: source.body,
           // A known length lets the server refuse an oversized file before we send it.
           ...(source.size === undefined ? {} : { headers: { 'content-length': String(source.size) } }),
         });

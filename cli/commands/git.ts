@@ -52,8 +52,8 @@ async function gitConfig(cwd: string, key: string): Promise<string | null> {
   }
 }
 
-/** git fast-export's stdout as a web stream (the request body of a push); rejects `done` if git fails. */
-function exportStream(cwd: string, args: string[]): { body: ReadableStream<Uint8Array>; done: Promise<void> } {
+/** git fast-export's stdout (the request body of a push); rejects `done` if git fails. */
+function exportStream(cwd: string, args: string[]): { body: Readable; done: Promise<void> } {
   const child = spawn('git', ['fast-export', ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const err: Buffer[] = [];
   child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
@@ -64,7 +64,7 @@ function exportStream(cwd: string, args: string[]): { body: ReadableStream<Uint8
       else reject(new CliError('GIT_FAILED', `git fast-export failed (exit ${code}): ${Buffer.concat(err).toString('utf8').trim()}`, { exitCode: EXIT.unexpected }));
     });
   });
-  return { body: Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>, done };
+  return { body: child.stdout, done };
 }
 
 async function projectOf(ctx: ReturnType<typeof contextFor>, cwd: string): Promise<string> {
@@ -103,7 +103,7 @@ async function pullFromStrata(t: SyncTarget): Promise<{ projectId: string; head:
   if (refs.head !== null && refs.head.commitId !== before) {
     const tagsBefore = await localTags(t.cwd);
     const response = await t.client.raw('GET', `${t.base}/fs/git/upload`, before === null ? {} : { query: { have: before } });
-    await runGit(t.cwd, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
+    await runGit(t.cwd, ['fast-import', '--quiet'], response.body);
     const after = await revParse(t.cwd, 'refs/heads/main');
     try {
       if (before === null) await runGit(t.cwd, ['checkout', '-q', '-f', 'main']);
@@ -183,7 +183,7 @@ async function pushToStrata(t: SyncTarget): Promise<GitReceiveResult & { project
   // server rejects whole instead of a prefix it would apply.
   const range = remote === null ? ['main'] : ['main', `^${remote}`];
   const exported = exportStream(t.cwd, ['--use-done-feature', '--show-original-ids', '--reference-excluded-parents', '--signed-tags=strip', '--tag-of-filtered-object=drop', ...range]);
-  const [result] = await Promise.all([t.client.json<GitReceiveResult>('POST', `${t.base}/fs/git/receive`, { stream: exported.body }), exported.done]);
+  const [result] = await Promise.all([t.client.json<GitReceiveResult>('POST', `${t.base}/fs/git/receive`, { body: exported.body }), exported.done]);
   return { projectId: t.projectId, ...result };
 }
 
@@ -204,7 +204,7 @@ export function registerGitCommands(program: Command): void {
       const base = `/v1/projects/${encodeURIComponent(projectId)}`;
       await runGit(dir, ['init', '-q', '-b', 'main']);
       const response = await client.raw('GET', `${base}/fs/git/upload`);
-      await runGit(dir, ['fast-import', '--quiet'], response.body as unknown as AsyncIterable<Uint8Array>);
+      await runGit(dir, ['fast-import', '--quiet'], response.body);
       const head = await revParse(dir, 'refs/heads/main');
       if (head !== null) await runGit(dir, ['checkout', '-q', '-f', 'main']);
       await runGit(dir, ['config', 'strata.project', projectId]);
