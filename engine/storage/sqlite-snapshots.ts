@@ -63,9 +63,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
        pe.version_seq, 0)`,
   );
   const versionsBetween = db.prepare('SELECT count(*) FROM versions INDEXED BY versions_by_project WHERE project_id = ? AND seq > ? AND seq <= ?').pluck();
-  const insertChange = db.prepare(
-    'INSERT INTO snapshot_changes (snap, path, version_seq) VALUES (?, ?, (SELECT version_seq FROM entries WHERE project_id = ? AND path = ?))',
-  );
+  const insertChange = db.prepare('INSERT INTO snapshot_changes (snap, path, version_seq) VALUES (?, ?, ?)');
   const baseOf = db.prepare('SELECT base FROM snapshots WHERE snap = ?').pluck();
   const setBase = db.prepare('UPDATE snapshots SET base = ? WHERE snap = ?');
   const chainLength = db.prepare('SELECT count(*) FROM snapshots WHERE base = ?').pluck();
@@ -92,8 +90,8 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     totals: Totals;
     /** the tip (null: none), when it is the snapshot the previous step created */
     tip?: Pick<SnapshotRow, 'snap' | 'snapshot_id' | 'seq'> | null;
-    /** the paths this snapshot's step wrote, one version each */
-    written: string[];
+    /** the paths this snapshot's step wrote, one version each (seq; null for a tombstone) */
+    written: Array<{ path: string; seq: number | null }>;
   }
 
   const create = db.transaction((input: SnapshotCreate, known?: Known): Snapshot => {
@@ -128,7 +126,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
       // A step's versions are all the project got since its parent (no other writer came between):
       // its paths are the change set, and the query that works it out from the versions is not needed.
       if (written !== undefined && versionsBetween.get(input.projectId, parentWatermark, watermark) === written.length) {
-        for (const path of written) insertChange.run(snap, path, input.projectId, path);
+        for (const { path, seq } of written) insertChange.run(snap, path, seq);
         changes = written.length;
       } else {
         changes = recordChanges.run({ snap, project: input.projectId, from: parentWatermark, to: watermark, parentBase, parentSnap: tip!.snap }).changes;
@@ -189,7 +187,6 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   };
 
   const commitOne = createCommitter(db);
-  const entrySize = db.prepare('SELECT size FROM entries WHERE project_id = ? AND path = ?').pluck();
   const importChain = db.transaction((projectId: string, steps: ImportStep[]): Snapshot[] => {
     const created: Snapshot[] = [];
     // Kept up to date commit by commit: counting the project's entries for each snapshot was a scan
@@ -197,23 +194,25 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     const running = { ...(totals.get(projectId) as Totals) };
     let tip: Known['tip'] | undefined;
     for (const step of steps) {
+      const written: Known['written'] = [];
       for (const commit of step.commits) {
         const { record } = commit;
-        const before = entrySize.get(projectId, record.path) as number | undefined;
-        const result = commitOne(commit);
+        const result = commitOne(commit, (seq, previousSize) => {
+          written.push({ path: record.path, seq: record.contentHash === null ? null : seq });
+          if (previousSize !== null) {
+            running.file_count -= 1;
+            running.total_size -= previousSize;
+          }
+          if (record.contentHash !== null) {
+            running.file_count += 1;
+            running.total_size += record.size;
+          }
+        });
         // Throwing rolls the whole chain back: a push applies wholly or not at all.
         if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: record.path } });
-        if (before !== undefined) {
-          running.file_count -= 1;
-          running.total_size -= before;
-        }
-        if (record.contentHash !== null) {
-          running.file_count += 1;
-          running.total_size += record.size;
-        }
       }
       if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
-      const snapshot = create(step.snapshot, { totals: running, written: step.commits.map((commit) => commit.record.path), ...(tip === undefined ? {} : { tip }) });
+      const snapshot = create(step.snapshot, { totals: running, written, ...(tip === undefined ? {} : { tip }) });
       const snap = (snapOf.get(snapshot.snapshotId) as number | undefined)!;
       tip = { snap, snapshot_id: snapshot.snapshotId, seq: snapshot.seq };
       for (const tag of step.tags) {

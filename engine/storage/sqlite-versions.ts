@@ -8,13 +8,16 @@ import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRo
 
 const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, dataset';
 
+/** Told a committed record's version seq, and the size of the entry it replaced (null: none). */
+export type Committed = (seq: number, previousSize: number | null) => void;
+
 /**
  * Commits one version record (and its entry) with its precondition checked, inside whatever
  * transaction the caller runs: the versions repository's batches, and a git push's whole chain
  * (sqlite-snapshots.ts importChain).
  */
-export function createCommitter(db: Database): (commit: VersionCommit) => VersionCommitResult {
-  const currentVersionOf = db.prepare('SELECT version_id FROM entries WHERE project_id = ? AND path = ?').pluck();
+export function createCommitter(db: Database): (commit: VersionCommit, committed?: Committed) => VersionCommitResult {
+  const currentOf = db.prepare('SELECT version_id, size FROM entries WHERE project_id = ? AND path = ?');
   const insertVersion = db.prepare(
     `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -27,11 +30,13 @@ export function createCommitter(db: Database): (commit: VersionCommit) => Versio
   );
   const insertShard = db.prepare('INSERT OR IGNORE INTO dataset_shards (manifest_hash, shard_hash) VALUES (?, ?)');
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
-  return (commit: VersionCommit): VersionCommitResult => {
+  return (commit: VersionCommit, committed?: Committed): VersionCommitResult => {
     const { record, expectedCurrent } = commit;
-    if (expectedCurrent !== undefined) {
-      const current = (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null;
-      if (current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
+    let previous: { version_id: string; size: number } | undefined;
+    if (expectedCurrent !== undefined || committed !== undefined) {
+      previous = currentOf.get(record.projectId, record.path) as { version_id: string; size: number } | undefined;
+      const current = previous?.version_id ?? null;
+      if (expectedCurrent !== undefined && current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
     }
     const { lastInsertRowid } = insertVersion.run(
       record.versionId,
@@ -48,6 +53,7 @@ export function createCommitter(db: Database): (commit: VersionCommit) => Versio
       record.executable ? 1 : 0,
       record.dataset ? 1 : 0,
     );
+    committed?.(Number(lastInsertRowid), previous === undefined ? null : previous.size);
     if (record.dataset && record.contentHash !== null) {
       for (const shard of commit.shards ?? []) insertShard.run(record.contentHash, shard);
     }
@@ -95,7 +101,7 @@ export function createSqliteVersions(db: Database): VersionRepository {
   const countVersions = db.prepare('SELECT count(*) FROM versions WHERE project_id = ?').pluck();
   const prepared = statementCache(db);
 
-  const commitBatch = db.transaction((commits: VersionCommit[]) => commits.map(commitOne));
+  const commitBatch = db.transaction((commits: VersionCommit[]) => commits.map((commit) => commitOne(commit)));
 
   // All or nothing: the attempt runs in a SAVEPOINT (a nested better-sqlite3 transaction) that the
   // first failed precondition rolls back. Every record then reports its path's current version as
