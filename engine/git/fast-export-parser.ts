@@ -91,6 +91,21 @@ class Parser {
     }
   }
 
+  /**
+   * The next line when the held input chunk has all of it (and it is no comment), without waiting;
+   * else undefined, and line() reads it. The file-change lines of a push are most of its lines.
+   */
+  private heldLine(): Buffer | undefined {
+    if (this.pushedBack !== null) return undefined;
+    const chunk = this.reader.held;
+    const pos = this.reader.heldPos;
+    const lf = chunk.indexOf(LF, pos);
+    if (lf < 0 || lf - pos > this.maxLineBytes || chunk[pos] === 0x23 /* # */) return undefined;
+    this.lineOffset = this.reader.offset;
+    this.reader.skipHeld(lf + 1 - pos);
+    return chunk.subarray(pos, lf);
+  }
+
   /** A line that must be there: the end of the input here means the stream was cut off. */
   private async requiredLine(what: string): Promise<Buffer> {
     const line = await this.line();
@@ -104,7 +119,7 @@ class Parser {
 
   async *events(): AsyncGenerator<FastExportEvent, void, undefined> {
     for (;;) {
-      const line = await this.line();
+      const line = this.heldLine() ?? (await this.line());
       if (line === null) {
         if (this.doneRequired) throw streamError('the input ends without the `done` its `feature done` promised (truncated?)', this.reader.offset);
         return;
@@ -269,7 +284,7 @@ class Parser {
         yield* this.blob(inlineIndex);
       }
       fileChanges.push(change);
-      next = await this.line();
+      next = this.heldLine() ?? (await this.line());
     }
     const event: CommitEvent = { type: 'commit', ref, mark, originalOid, author, committer, encoding, message, from, merges, fileChanges };
     yield event;
