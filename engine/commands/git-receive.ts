@@ -138,8 +138,13 @@ class PlannedTree {
     readonly projectId: string,
   ) {}
 
+  /** whether the project had no entries when planning began (a first push): nothing to look up */
+  #empty: boolean | undefined;
+
   async get(path: string): Promise<{ versionId: string; hash: ContentHash; size: number; executable: boolean; dataset: boolean } | null> {
     if (this.#planned.has(path)) return this.#planned.get(path)!;
+    this.#empty ??= (await this.ctx.repository.versions.listEntries(this.projectId, { prefix: '', limit: 1 })).items.length === 0;
+    if (this.#empty) return null;
     const entry = await this.ctx.repository.versions.getEntry(this.projectId, path);
     return entry === null ? null : { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset };
   }

@@ -252,21 +252,23 @@ class StoreWindow {
     if (this.#failure !== null) throw this.#failure;
     const size = data.length;
     this.#bytes += size;
-    const task: Promise<void> = this.putBuffer(data).then(
-      (stored) => {
-        blob.hash = stored.hash;
-      },
-      (error: unknown) => {
-        this.#failure ??= error;
-      },
-    );
-    const tracked = task.finally(() => {
-      this.#inFlight.delete(tracked);
+    const settled = () => {
+      this.#inFlight.delete(task);
       this.#bytes -= size;
       this.#wakeAdder?.();
       this.#wakeAdder = null;
-    });
-    this.#inFlight.add(tracked);
+    };
+    const task: Promise<void> = this.putBuffer(data).then(
+      (stored) => {
+        blob.hash = stored.hash;
+        settled();
+      },
+      (error: unknown) => {
+        this.#failure ??= error;
+        settled();
+      },
+    );
+    this.#inFlight.add(task);
     while (this.#inFlight.size >= STORE_WINDOW || this.#bytes >= STORE_WINDOW_BYTES) {
       await new Promise<void>((resolve) => {
         this.#wakeAdder = resolve;

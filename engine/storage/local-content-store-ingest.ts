@@ -59,10 +59,7 @@ function checkExpected(limits: Limits, actual: ContentHash): void {
  */
 export async function storeSmall(ctx: IngestContext, data: Uint8Array, limits: Limits): Promise<PutResult> {
   if (data.length > limits.maxBytes) throw tooLarge(limits.maxBytes);
-  if (limits.expectedHash === undefined) {
-    const { hash, created } = await ctx.pack.putHashing(data);
-    return { hash, size: data.length, created };
-  }
+  if (limits.expectedHash === undefined) return ctx.pack.putHashing(data);
   const hash = hashBuffer(data);
   checkExpected(limits, hash);
   const created = await ctx.pack.put(hash, data);

@@ -9,7 +9,7 @@
 //
 // Request {seq, ops: [...]} → reply {seq, results: [one per op]} or {seq, error: {message, code}}:
 //   {kind: 'put', hash, data, now}            → created (boolean)
-//   {kind: 'put', hash: null, data, now}      → {hash, created}: the thread hashes the bytes (BLAKE3,
+//   {kind: 'put', hash: null, data, now}      → {hash, size, created}: the thread hashes the bytes (BLAKE3,
 //                                               as engine/hash.ts does), off the event loop
 //   {kind: 'delete', hash}                    → a row was removed (boolean)
 //   {kind: 'entries', pack, entries: [{hash, offset, size}], now}
@@ -94,7 +94,7 @@ const apply = db.transaction((ops) =>
     const data = Buffer.from(op.data.buffer, op.data.byteOffset, op.data.byteLength);
     if (op.hash !== null) return put(op.hash, data, op.now);
     const hash = 'blake3:' + blake3(data).toString('hex');
-    return { hash, created: put(hash, data, op.now) };
+    return { hash, size: data.length, created: put(hash, data, op.now) };
   }),
 );
 
