@@ -30,7 +30,7 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   const tipBefore = state.commits.at(-1)?.commitId ?? null;
   const ahead = new IdsAhead(state.tree, tipBefore, idsOf(state));
   const pushed = await ctx.gcLock.shared(() =>
-    readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (bytes) => ctx.store.putBuffer(bytes), { onMainCommit: (commit, continues) => ahead.add(commit, continues) }),
+    readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (datas) => ctx.store.putBuffers(datas), { onMainCommit: (commit, continues) => ahead.add(commit, continues) }),
   );
   // git told us each blob's id: later replays of this chain need not read them back.
   for (const commit of pushed.commits) for (const change of commit.changes) if (change.kind === 'modify' && !('oid' in change.blob)) ctx.gitBlobIds.set(change.blob.hash, change.blob.gitId);

@@ -73,6 +73,11 @@ export interface ContentStore {
   put(source: AsyncIterable<Uint8Array>, options?: PutOptions): Promise<PutResult>;
   /** Small in-memory content (already bounded by the caller). */
   putBuffer(data: Uint8Array, options?: Omit<PutOptions, 'onProgress'>): Promise<PutResult>;
+  /**
+   * Many small contents at once (each bounded by the caller), results in the same order: one call
+   * and one durable commit for all of them instead of one each (a git push's thousands of blobs).
+   */
+  putBuffers(datas: Uint8Array[]): Promise<PutResult[]>;
   /** Ingest a file of the local filesystem by path (read, hashed and copied off the event loop). */
   putFile(absolutePath: string, options?: PutOptions): Promise<PutResult>;
   /**

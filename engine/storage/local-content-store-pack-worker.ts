@@ -11,6 +11,7 @@
 //   {kind: 'put', hash, data, now}            → created (boolean)
 //   {kind: 'put', hash: null, data, now}      → {hash, size, created}: the thread hashes the bytes (BLAKE3,
 //                                               as engine/hash.ts does), off the event loop
+//   {kind: 'putMany', data, sizes, now}       → [{hash, size, created}]: contents back to back in data
 //   {kind: 'delete', hash}                    → a row was removed (boolean)
 //   {kind: 'entries', pack, entries: [{hash, offset, size}], now}
 //                                             → created per entry (boolean[]); an entry already indexed
@@ -89,6 +90,15 @@ const apply = db.transaction((ops) =>
   ops.map((op) => {
     if (op.kind === 'delete') {
       return remove.run(op.hash).changes > 0;
+    }
+    if (op.kind === 'putMany') {
+      let offset = op.data.byteOffset;
+      return op.sizes.map((size) => {
+        const data = Buffer.from(op.data.buffer, offset, size);
+        offset += size;
+        const hash = 'blake3:' + blake3(data).toString('hex');
+        return { hash, size, created: put(hash, data, op.now) };
+      });
     }
     if (op.kind !== 'put') return applyOther(op);
     const data = Buffer.from(op.data.buffer, op.data.byteOffset, op.data.byteLength);

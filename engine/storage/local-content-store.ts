@@ -95,6 +95,16 @@ class LocalContentStore implements ContentStore {
     return ingestStream(this.ctx, once(data), options);
   }
 
+  async putBuffers(datas: Uint8Array[]): Promise<PutResult[]> {
+    this.assertOpen();
+    const max = this.ctx.smallObjectMaxBytes;
+    const small = datas.filter((data) => data.length <= max);
+    const larger = Promise.all(datas.map((data) => (data.length <= max ? null : this.putBuffer(data))));
+    const packed = small.length === 0 ? [] : await this.ctx.pack.putHashingMany(small);
+    let next = 0;
+    return (await larger).map((result) => result ?? packed[next++]!);
+  }
+
   async putFile(absolutePath: string, options: PutOptions = {}): Promise<PutResult> {
     this.assertOpen();
     return ingestFile(this.ctx, absolutePath, options);

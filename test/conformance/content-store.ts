@@ -92,6 +92,24 @@ export function contentStoreConformance(name: string, open: StoreOpener): void {
       }
     });
 
+    it('stores many contents in one putBuffers call, results in order, each as putBuffer would', async () => {
+      const a = bytes(1000, 1);
+      const b = bytes(0, 2);
+      const large = bigBytes(200 * KIB, 3);
+      const c = bytes(4000, 4);
+      const alone = await store.putBuffer(c);
+      const results = await store.putBuffers([a, large, b, a.subarray(0), c]);
+      expect(results.map((r) => r.size)).toEqual([1000, 200 * KIB, 0, 1000, 4000]);
+      expect(results.map((r) => r.created)).toEqual([true, true, true, false, false]);
+      expect(results[4]!.hash).toBe(alone.hash);
+      expect(results[3]!.hash).toBe(results[0]!.hash);
+      for (const [i, data] of [a, large, b, a, c].entries()) {
+        expect(results[i]!.hash).toBe((await store.put(chunked(data, 997))).hash);
+        expect(await collect(await store.open(results[i]!.hash))).toEqual(data);
+      }
+      expect(await store.putBuffers([])).toEqual([]);
+    });
+
     it('deduplicates: a second put stores nothing new and refreshes touchedAtMs', async () => {
       for (const data of [bytes(1000, 1), bigBytes(300 * KIB, 2)]) {
         const first = await store.putBuffer(data);
