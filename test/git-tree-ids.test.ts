@@ -3,48 +3,33 @@
 // after changes that keep, reorder, empty and turn directories into files. A wrong order (git sorts
 // names by their UTF-8 bytes, a subtree as if its name ended in '/') or a stale cached row changes
 // the id, and every commit id of a push or an export with it.
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compareUtf8, type GitFileMode, GitTree } from '../engine/git/object-ids.js';
+import { git } from './helpers/git.js';
 
 let repo = '';
 
 beforeAll(async () => {
   repo = await mkdtemp(join(tmpdir(), 'strata-git-tree-'));
-  await git(['init', '-q']);
+  await run(['init', '-q']);
 });
 afterAll(async () => {
   await rm(repo, { recursive: true, force: true });
 });
 
-function git(args: string[], input?: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: repo, env: { PATH: process.env['PATH'], HOME: repo, GIT_CONFIG_NOSYSTEM: '1', LANG: 'C' } });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`git ${args.join(' ')}: ${err}`))));
-    child.stdin.end(input ?? '');
-  });
-}
+const run = async (args: string[], input?: string) => (await git(repo, repo, args, input === undefined ? undefined : Buffer.from(input))).toString().trim();
 
 /** git's root tree id for these files (path → [mode, blob id]). */
 async function gitRoot(files: Map<string, [GitFileMode, string]>): Promise<string> {
   await rm(join(repo, '.git', 'index'), { force: true });
   // -z: paths are NUL-terminated, so names with any character go through unquoted.
   const lines = [...files].map(([path, [mode, id]]) => `${mode} ${id}\t${path}\0`).join('');
-  await git(['update-index', '-z', '--index-info'], lines);
-  return git(['write-tree', '--missing-ok']);
+  await run(['update-index', '-z', '--index-info'], lines);
+  return run(['write-tree', '--missing-ok']);
 }
 
 const blobId = (seed: string) => createHash('sha1').update(seed).digest('hex');
