@@ -166,6 +166,24 @@ describe('a long pushed chain', () => {
     expect(refs.head).toMatchObject({ snapshotId: snapshots[COMMITS - 1]!.snapshotId, commitId: ids[COMMITS - 1] });
   });
 
+  it('refuses a push as not fast-forward when a snapshot lands in the project while the push streams in', async () => {
+    // git commits the project does not have yet, pushed by a stream that pauses half-way while
+    // someone snapshots a change in the project: its chain moved on under the push.
+    await git(repo, dir, ['fast-import', '--quiet'], history(COMMITS, COMMITS + 20));
+    const tip = (await local.engine.gitRefs(projectId)).head!.commitId;
+    const exported = await git(repo, dir, ['fast-export', '--use-done-feature', '--show-original-ids', '--reference-excluded-parents', 'main', `^${tip}`]);
+    const before = (await allSnapshots()).length;
+    async function* paused(): AsyncGenerator<Uint8Array> {
+      yield exported.subarray(0, exported.length >> 1);
+      await local.engine.writeFile({ projectId, path: 'meanwhile.txt', actor: ACTOR, content: Buffer.from('meanwhile\n') });
+      await local.engine.createSnapshot({ projectId, actor: ACTOR, message: 'meanwhile' });
+      yield exported.subarray(exported.length >> 1);
+    }
+    const error = await local.engine.gitReceive({ projectId, actor: ACTOR, stream: paused() }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'GIT_NOT_FAST_FORWARD' });
+    expect(await allSnapshots()).toHaveLength(before + 1); // the push added nothing
+  });
+
   it("takes another writer's version into the snapshot when one came between the push's check and its commit", async () => {
     const before = (await allSnapshots()).length;
     // A capture lands after gitReceive checked the project was snapshotted, before its transaction:

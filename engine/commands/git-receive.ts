@@ -28,7 +28,8 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   let state = await gitChainState(ctx, input.projectId, chain);
   const idsOf = (s: typeof state) => new Map<string, ContentHash>([...s.blobIds].map(([hash, id]) => [id, hash]));
   const tipBefore = state.commits.at(-1)?.commitId ?? null;
-  const ahead = new IdsAhead(state.tree, tipBefore, idsOf(state));
+  let oidBlobs = idsOf(state);
+  const ahead = new IdsAhead(state.tree, tipBefore, oidBlobs);
   const pushed = await ctx.gcLock.shared(() =>
     readPushedHistory(input.stream, (bytes) => ctx.store.put(bytes), (datas) => ctx.store.putBuffers(datas), { onMainCommit: (commit, continues) => ahead.add(commit, continues) }),
   );
@@ -37,9 +38,9 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   if ((await ctx.repository.snapshots.tip(input.projectId))?.snapshotId !== chain.at(-1)?.snapshotId) {
     chain = await snapshotChain(ctx, input.projectId, null);
     state = await gitChainState(ctx, input.projectId, chain);
+    oidBlobs = idsOf(state);
   }
   const ours = state.commits;
-  const oidBlobs = idsOf(state);
   const idsAhead = (ours.at(-1)?.commitId ?? null) === tipBefore ? ahead.result(pushed) : null;
   // IdsAhead worked on the tip's tree: if it did and its ids are not taken, the tip's tree is rebuilt.
   const tipTreeSpent = ahead.used && state.tree === ahead.tree;
