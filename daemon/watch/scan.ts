@@ -60,6 +60,12 @@ export async function scanTree(ctx: ExamineContext, walk: Walk, progress: ScanPr
 async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgress, options: ScanOptions, inFlight: Set<Promise<void>>): Promise<void> {
   const { host } = ctx;
   const indexedAtStart = host.state.index.count(host.projectId);
+  // A full window waits for one examine to end. (Promise.race over the window attached a reaction to
+  // every promise in it, per file: 64 per file of a 200,000-file import, all garbage.)
+  const waiting: Array<() => void> = [];
+  const room = async () => {
+    while (inFlight.size >= SCAN_WINDOW) await new Promise<void>((resolve) => waiting.push(resolve));
+  };
   const run = (path: string, gone = false) => {
     // One at a time per path with the examines events trigger: two at once could leave the index
     // row of the older look behind.
@@ -75,7 +81,10 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
         host.logger.warn({ path, err: (error as Error).message }, 'scan could not examine a path');
       },
     );
-    const tracked = task.finally(() => inFlight.delete(tracked));
+    const tracked = task.finally(() => {
+      inFlight.delete(tracked);
+      waiting.shift()?.();
+    });
     inFlight.add(tracked);
   };
 
@@ -96,7 +105,7 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
       }
     }
     run(path);
-    if (inFlight.size >= SCAN_WINDOW) await Promise.race(inFlight);
+    await room();
   });
   await Promise.all(inFlight);
 
@@ -117,7 +126,7 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
         if (st?.isFile()) continue;
         progress.total += 1;
         run(path, true);
-        if (inFlight.size >= SCAN_WINDOW) await Promise.race(inFlight);
+        await room();
       }
     }
     await Promise.all(inFlight);
