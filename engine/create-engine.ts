@@ -3,7 +3,7 @@ import { fsck } from './commands/fsck.js';
 import { gc } from './commands/gc.js';
 import { getVersion, history } from './commands/history.js';
 import { countFiles } from './commands/count-files.js';
-import { listDirectory } from './commands/list-directory.js';
+import { listDirectory, listFiles } from './commands/list-directory.js';
 import { datasetHistory, getDatasetManifest, getDatasetRules, listDatasets, setDatasetThreshold, trackDataset, untrackDataset } from './commands/datasets.js';
 import { gitExport } from './commands/git-export.js';
 import { gitReceive } from './commands/git-receive.js';
@@ -25,15 +25,22 @@ import { normalizeProjectPath } from './paths.js';
 export function createEngine(deps: EngineDeps): Engine {
   const ctx = createEngineContext(deps);
   let closed = false;
+  const listeners = new Set<(projectId: string) => void>();
+  /** `result`, telling the listeners once it settled (a failed batch may have committed a part). */
+  const changing = <T>(projectId: string, result: Promise<T>): Promise<T> =>
+    result.finally(() => {
+      for (const listener of listeners) listener(projectId);
+    });
   return {
     createProject: (input) => createProject(ctx, input),
     getProject: (projectId) => ctx.requireProject(projectId),
     listProjects: (orgId) => ctx.repository.projects.list(orgId),
-    writeFile: (input) => writeFile(ctx, input),
+    writeFile: (input) => changing(input.projectId, writeFile(ctx, input)),
     readFile: (input) => readFile(ctx, input),
-    deleteFile: (input) => deleteFile(ctx, input),
-    renameFile: (input) => renameFile(ctx, input),
+    deleteFile: (input) => changing(input.projectId, deleteFile(ctx, input)),
+    renameFile: (input) => changing(input.projectId, renameFile(ctx, input)),
     listDirectory: (input) => listDirectory(ctx, input),
+    listFiles: (input) => listFiles(ctx, input),
     countFiles: (projectId) => countFiles(ctx, projectId),
     async stat(input) {
       await ctx.requireProject(input.projectId);
@@ -41,13 +48,13 @@ export function createEngine(deps: EngineDeps): Engine {
     },
     history: (input) => history(ctx, input),
     getVersion: (projectId, versionId) => getVersion(ctx, projectId, versionId),
-    restoreVersion: (input) => restoreVersion(ctx, input),
+    restoreVersion: (input) => changing(input.projectId, restoreVersion(ctx, input)),
     createSnapshot: (input) => createSnapshot(ctx, input),
     listSnapshots: (input) => listSnapshots(ctx, input),
     getSnapshot: (projectId, idOrTag) => getSnapshot(ctx, projectId, idOrTag),
     snapshotEntries: (input) => snapshotEntries(ctx, input),
     diffSnapshots: (input) => diffSnapshots(ctx, input),
-    restoreSnapshot: (input) => restoreSnapshot(ctx, input),
+    restoreSnapshot: (input) => changing(input.projectId, restoreSnapshot(ctx, input)),
     addTag: (input) => addTag(ctx, input),
     listTags: (projectId) => listTags(ctx, projectId),
     removeTag: (input) => removeTag(ctx, input),
@@ -57,9 +64,9 @@ export function createEngine(deps: EngineDeps): Engine {
     gitExport: (input) => gitExport(ctx, input),
     gitRefs: (projectId) => gitRefs(ctx, projectId),
     gitUpload: (input) => gitUpload(ctx, input),
-    gitReceive: (input) => gitReceive(ctx, input),
+    gitReceive: (input) => changing(input.projectId, gitReceive(ctx, input)),
     getDatasetRules: (projectId) => getDatasetRules(ctx, projectId),
-    trackDataset: (input) => trackDataset(ctx, input),
+    trackDataset: (input) => changing(input.projectId, trackDataset(ctx, input)),
     untrackDataset: (input) => untrackDataset(ctx, input),
     setDatasetThreshold: (input) => setDatasetThreshold(ctx, input),
     listDatasets: (projectId) => listDatasets(ctx, projectId),
@@ -67,6 +74,10 @@ export function createEngine(deps: EngineDeps): Engine {
     datasetHistory: (input) => datasetHistory(ctx, input),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),
+    onFilesChanged(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
     async settle() {
       await ctx.batcher.drain();
       await ctx.retention.settle();

@@ -142,6 +142,12 @@ export interface Engine {
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
   listDirectory(input: { projectId: string; path: string }): Promise<DirectoryListing>;
+  /**
+   * Files the project has now, below `prefix` (a directory, '' for all), in path order a page at a
+   * time: a whole tree compared without holding it (listDirectory reads every path below a directory
+   * to find its subdirectories, per directory).
+   */
+  listFiles(input: { projectId: string; prefix?: string; cursor?: string; limit?: number }): Promise<Page<Entry>>;
   /** Files the project has now (deleted paths excluded). */
   countFiles(projectId: string): Promise<number>;
   stat(input: { projectId: string; path: string }): Promise<Entry | null>;
@@ -189,6 +195,12 @@ export interface Engine {
   settle(): Promise<void>;
   /** `projectIds`: check and report only what those projects reference (an organization's fsck). */
   fsck(options?: { projectIds?: string[]; onProgress?: (done: number) => void }): Promise<FsckReport>;
+  /**
+   * Calls `listener` after each operation that may have changed a project's files (write, delete,
+   * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files
+   * (watch mode) looks at the history then instead of polling it. Returns the unsubscribe.
+   */
+  onFilesChanged(listener: (projectId: string) => void): () => void;
   /** Waits for in-flight batches, then closes store and repository. */
   close(): Promise<void>;
 }

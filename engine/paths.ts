@@ -54,3 +54,24 @@ export function extensionOf(path: string): string {
   const dot = name.lastIndexOf('.');
   return dot <= 0 ? '' : name.slice(dot).toLowerCase();
 }
+
+/**
+ * Strings in the order of their UTF-8 bytes (= code point order): SQLite's BINARY order of paths,
+ * and git's of tree names. UTF-16 code units agree except that a surrogate (a code point above
+ * U+FFFF) must sort after U+E000–U+FFFF.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    if (x >= 0xd800 && y >= 0xd800) return codePointRank(x) - codePointRank(y);
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+function codePointRank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}

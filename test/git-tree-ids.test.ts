@@ -8,7 +8,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compareUtf8, type GitFileMode, GitTree } from '../engine/git/object-ids.js';
+import { type GitFileMode, GitTree } from '../engine/git/object-ids.js';
+import { compareUtf8 } from '../engine/paths.js';
 import { git } from './helpers/git.js';
 
 let repo = '';

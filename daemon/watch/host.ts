@@ -54,7 +54,10 @@ export interface WatchOptions {
   reconcileDebounceMs?: number;
   /** share of wall time a reconciliation works, 0 < duty ≤ 1 (default 0.25) */
   reconcileDuty?: number;
-  /** how often the project's history is read for changes made elsewhere (default 100 ms: one indexed row) */
+  /**
+   * how often the project's history is read for changes other processes made (default 1 s: one
+   * indexed row); this process's own engine announces its changes, which are read 100 ms later
+   */
   feedPollMs?: number;
 }
 
@@ -112,7 +115,7 @@ class WatchHost implements ProjectHost {
       host: ctx,
       withPath: (path, task) => this.#withPath(path, task),
       scanning: () => this.#scanning,
-      pollMs: options.feedPollMs ?? 100,
+      pollMs: options.feedPollMs ?? 1_000,
     });
     this.#examineCtx = {
       host: ctx,

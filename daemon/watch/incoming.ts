@@ -1,18 +1,22 @@
 // Watch mode's incoming side: what the engine records without this directory — a snapshot or file
 // restore, `strata put/rm/mv` through the API, another process on the same home, later a sync — read
-// from the project's history (engine-feed.ts) and brought to disk path by path (materialize.ts),
-// about every 100 ms, and at once after the start-up scan.
+// from the project's history (engine-feed.ts) and brought to disk path by path (materialize.ts):
+// 100 ms after this process's engine announces a change, every poll interval for changes made by
+// other processes, and at once after the start-up scan.
+import { compareUtf8 } from '../../engine/paths.js';
 import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
 import { type MaterializeResult, materialize } from './materialize.js';
 
 /** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
 const MATERIALIZE_CONCURRENCY = 16;
+/** After this process's engine changed the project, its history is read this much later. */
+const NUDGE_MS = 100;
 /** A path that failed is tried again after 0.5 s, 1 s, 2 s, … this many times. */
 const MAX_RETRIES = 8;
 const RETRY_BASE_MS = 500;
-/** Index paths read at a time when every path is compared. */
-const INDEX_PAGE = 1_000;
+/** Paths read at a time from the engine and from the index when every path is compared. */
+const PAGE = 1_000;
 
 export interface IncomingDeps {
   host: HostContext;
@@ -28,6 +32,10 @@ export class IncomingChanges {
   readonly #host: HostContext;
   readonly #feed: EngineFeed;
   #timer: NodeJS.Timeout | undefined;
+  #dueAt = 0;
+  /** a change was announced while a follow ran (it may have read the history before the change) */
+  #nudged = false;
+  #unsubscribe: (() => void) | undefined;
   #following: Promise<void> | null = null;
   #stopped = false;
   #applied = 0;
@@ -47,11 +55,16 @@ export class IncomingChanges {
   }
 
   start(): void {
+    const { engine, projectId } = this.#host;
+    this.#unsubscribe = engine.onFilesChanged((changed) => {
+      if (changed === projectId) this.#nudge();
+    });
     this.#scheduleFollow(0);
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#unsubscribe?.();
     if (this.#timer) clearTimeout(this.#timer);
     await this.#following;
   }
@@ -67,12 +80,23 @@ export class IncomingChanges {
     return shown;
   }
 
+  /**
+   * This process's engine recorded something for the project: look within NUDGE_MS (a burst of
+   * changes is read in one go). The poll stays for what other processes record.
+   */
+  #nudge(): void {
+    if (this.#following !== null) this.#nudged = true;
+    else if (this.#timer === undefined || this.#dueAt > Date.now() + NUDGE_MS) this.#scheduleFollow(NUDGE_MS);
+  }
+
   #scheduleFollow(delayMs: number): void {
     if (this.#stopped) return;
     if (this.#timer) clearTimeout(this.#timer);
+    this.#dueAt = Date.now() + delayMs;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
-      void this.follow().finally(() => this.#scheduleFollow(this.#deps.pollMs));
+      this.#nudged = false;
+      void this.follow().finally(() => this.#scheduleFollow(this.#nudged ? NUDGE_MS : this.#deps.pollMs));
     }, delayMs);
   }
 
@@ -103,37 +127,42 @@ export class IncomingChanges {
   }
 
   /**
-   * No cursor (first start) or one out of reach: the engine's files whose version is not the one the
-   * index says was versioned here, and the index's paths the engine no longer has. Neither side is
-   * held whole: the engine is listed a directory at a time and the index read a page of paths at a
-   * time. Loading every index row at once (plus a set of every path) took the daemon that had just
-   * imported 200,000 files from 236 to 561 MiB RSS (bench/watch-latency.ts).
+   * No cursor (first start) or one out of reach: the paths where the engine and the index disagree —
+   * a file of the engine whose version is not the one the index says was versioned here, or a path
+   * only one side has. Both are read in path order a page at a time and merged, so neither is held
+   * whole: loading every index row and listing the engine directory by directory took a daemon that
+   * had just imported 200,000 files from 223 to ~390 MiB RSS (bench/watch-latency.ts).
    */
   async #everyPath(): Promise<string[]> {
     const { engine, projectId, state } = this.#host;
-    const paths: string[] = [];
-    const inEngine = new Set<string>();
-    const dirs = [''];
-    while (dirs.length > 0) {
-      const listing = await engine.listDirectory({ projectId, path: dirs.pop()! });
-      for (const item of listing.items) {
-        if (item.type === 'directory') {
-          dirs.push(item.path);
-          continue;
-        }
-        inEngine.add(item.path);
+    const differ: string[] = [];
+    const engineFiles = pages(async (cursor: string | undefined) => {
+      const page = await engine.listFiles({ projectId, limit: PAGE, ...(cursor === undefined ? {} : { cursor }) });
+      return { items: page.items, next: page.nextCursor };
+    });
+    const indexRows = pages(async (after: string | undefined) => {
+      const items = state.index.versionsAfter(projectId, after ?? '', PAGE);
+      return { items, next: items.length === PAGE ? items[items.length - 1]!.path : undefined };
+    });
+    let file = await engineFiles.next();
+    let row = await indexRows.next();
+    while (!file.done || !row.done) {
+      const order = file.done ? 1 : row.done ? -1 : compareUtf8(file.value.path, row.value.path);
+      if (order === 0) {
         // Already what the index says was versioned here: materialize() would find it 'same' anyway,
-        // after a stat of the engine; this keeps a restart on 100,000 files to a walk of the index.
-        if (state.index.get(projectId, item.path)?.versionId !== item.versionId) paths.push(item.path);
+        // after a stat; this keeps a restart on 100,000 files to a walk of the two lists.
+        if (file.value.versionId !== row.value.versionId) differ.push(file.value.path);
+        file = await engineFiles.next();
+        row = await indexRows.next();
+      } else if (order < 0) {
+        differ.push(file.value!.path);
+        file = await engineFiles.next();
+      } else {
+        differ.push(row.value!.path);
+        row = await indexRows.next();
       }
     }
-    for (let after = ''; ; ) {
-      const page = state.index.pathsAfter(projectId, after, INDEX_PAGE);
-      if (page.length === 0) break;
-      for (const path of page) if (!inEngine.has(path)) paths.push(path);
-      after = page[page.length - 1]!;
-    }
-    return paths;
+    return differ;
   }
 
   async #materializeAll(paths: string[]): Promise<void> {
@@ -180,4 +209,14 @@ export class IncomingChanges {
     };
     await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
   }
+}
+
+/** The items of a paged list, one at a time, a page read when the last one is used up. */
+async function* pages<T, C>(read: (cursor: C | undefined) => Promise<{ items: T[]; next: C | undefined }>): AsyncGenerator<T> {
+  let cursor: C | undefined;
+  do {
+    const page = await read(cursor);
+    yield* page.items;
+    cursor = page.next;
+  } while (cursor !== undefined);
 }

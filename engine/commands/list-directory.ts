@@ -2,6 +2,8 @@ import type { DirectoryListing } from '../engine-api.js';
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
 import { normalizeDirectoryPath } from '../paths.js';
+import type { Entry, Page } from '../types.js';
+import { clampLimit } from './history.js';
 
 const PAGE = 5000;
 
@@ -39,4 +41,15 @@ export async function listDirectory(ctx: EngineContext, input: { projectId: stri
   }
   items.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return { path: dir, items };
+}
+
+/** Files below a directory ('' = the whole project), in path order, a page at a time. */
+export async function listFiles(ctx: EngineContext, input: { projectId: string; prefix?: string; cursor?: string; limit?: number }): Promise<Page<Entry>> {
+  const dir = normalizeDirectoryPath(input.prefix ?? '');
+  await ctx.requireProject(input.projectId);
+  return ctx.repository.versions.listEntries(input.projectId, {
+    prefix: dir === '' ? '' : `${dir}/`,
+    limit: clampLimit(input.limit),
+    ...(input.cursor !== undefined ? { cursor: input.cursor } : {}),
+  });
 }

@@ -4,6 +4,7 @@
 // parent a pushed stream must continue from) exactly as `git fast-import` of our export would.
 import { createHash } from 'node:crypto';
 import { StrataError } from '../errors.js';
+import { compareUtf8 } from '../paths.js';
 
 export type GitFileMode = '100644' | '100755';
 const TREE_MODE = '40000';
@@ -160,24 +161,4 @@ function treeId(node: TreeDir): string {
 
 function sortKey(name: string, entry: TreeEntry): string {
   return entry.mode === TREE_MODE ? `${name}/` : name;
-}
-
-/**
- * Strings in the order of their UTF-8 bytes (= code point order). UTF-16 code units agree except
- * that a surrogate (a code point above U+FFFF) must sort after U+E000–U+FFFF.
- */
-export function compareUtf8(a: string, b: string): number {
-  const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    if (x >= 0xd800 && y >= 0xd800) return codePointRank(x) - codePointRank(y);
-    return x - y;
-  }
-  return a.length - b.length;
-}
-
-function codePointRank(unit: number): number {
-  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
 }
