@@ -37,7 +37,12 @@ export interface PipelineOptions {
 
 const GUARD_FLAG = 'massDeleteGuard';
 const MAX_ERRORS = 20;
-const MAX_OWN_VERSIONS = 100_000;
+/**
+ * Own version ids kept for watch mode's engine feed (watch/engine-feed.ts), which asks about them
+ * ~100 ms after they are made, or once a scan ends. 100,000 of them held ~20 MiB after a large import,
+ * whose ids the feed never asks about (it compares the whole tree instead).
+ */
+const MAX_OWN_VERSIONS = 10_000;
 const MAX_NOT_KEPT = 10_000;
 const GUARD_RESET_GRACE_MS = 30_000;
 /** A steady trickle of deletions still commits at least this often. */
