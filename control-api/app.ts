@@ -28,6 +28,7 @@ import { registerOrgRoutes } from './routes/orgs.js';
 import { registerProjectRoutes } from './routes/projects.js';
 import { registerRetentionRoutes } from './routes/retention.js';
 import { registerSnapshotRoutes } from './routes/snapshots.js';
+import { registerSyncRoutes } from './routes/sync.js';
 import { validatorCompiler } from './validation.js';
 
 /** JSON bodies are small: 1 MiB. File bytes go through the streaming upload route instead. */
@@ -132,6 +133,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerRetentionRoutes(app, deps);
   registerDatasetRoutes(app, deps);
   registerGitRoutes(app, deps);
+  registerSyncRoutes(app, deps);
   registerKeyRoutes(app, deps);
   registerOrgRoutes(app, deps);
   registerAdminRoutes(app, deps);

@@ -15,6 +15,7 @@ import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
 import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
+import { missingObjects, putObject } from './commands/sync-objects.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
 import { writeFile } from './commands/write-file.js';
 import { createEngineContext } from './context.js';
@@ -72,6 +73,8 @@ export function createEngine(deps: EngineDeps): Engine {
     listDatasets: (projectId) => listDatasets(ctx, projectId),
     getDatasetManifest: (input) => getDatasetManifest(ctx, input),
     datasetHistory: (input) => datasetHistory(ctx, input),
+    missingObjects: (input) => missingObjects(ctx, input),
+    putObject: (input) => putObject(ctx, input),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),
     onFilesChanged(listener) {

@@ -195,6 +195,10 @@ export interface Engine {
   settle(): Promise<void>;
   /** `projectIds`: check and report only what those projects reference (an organization's fsck). */
   fsck(options?: { projectIds?: string[]; onProgress?: (done: number) => void }): Promise<FsckReport>;
+  /** Of these content hashes (at most 1,000), those the project neither references nor was sent (sync). */
+  missingObjects(input: { projectId: string; hashes: string[] }): Promise<ContentHash[]>;
+  /** Stores content sent as `hash` for the project, verified: CONTENT_HASH_MISMATCH keeps nothing. */
+  putObject(input: { projectId: string; hash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ contentHash: ContentHash; size: number; created: boolean }>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

@@ -29,6 +29,8 @@ export const ERROR_CATALOGUE = {
   ORG_NOT_FOUND: { status: 404, message: 'Organization not found' },
   USER_NOT_FOUND: { status: 404, message: 'User not found' },
   CONTENT_NOT_FOUND: { status: 404, message: 'Content not found in the store' },
+  CONTENT_HASH_MISMATCH: { status: 422, message: 'The uploaded bytes do not hash to the hash they were sent as' },
+  TOO_MANY_HASHES: { status: 422, message: 'Too many hashes in one request' },
   // 409: conflicts
   STALE_BASE_VERSION: { status: 409, message: 'The file changed since the base version' },
   TAG_TAKEN: { status: 409, message: 'The tag is already used in this project' },

@@ -106,11 +106,19 @@ export interface VersionRepository {
   /** Every hash referenced by any version record (for fsck and gc), streamed. */
   allReferencedHashes(): AsyncIterable<ContentHash>;
   /**
-   * The hashes one project's version records reference, dataset shards included (an organization's
-   * fsck), streamed. A hash may come more than once.
+   * The hashes one project's version records reference, dataset shards and content uploaded to it
+   * (sync) included (an organization's fsck), streamed. A hash may come more than once.
    */
   projectReferencedHashes(projectId: string): AsyncIterable<ContentHash>;
   countVersions(projectId: string): Promise<number>;
+  /**
+   * Of `hashes`, those the project can not count on yet: neither referenced by its version records
+   * (dataset shards included) nor uploaded to it (recordUpload). Never whether the shared store has
+   * them: that would tell a client about other projects' files.
+   */
+  unavailableObjects(projectId: string, hashes: ContentHash[]): Promise<ContentHash[]>;
+  /** The object, now in the store, was uploaded to the project (sync). */
+  recordUpload(projectId: string, upload: { contentHash: ContentHash; size: number; at: string }): Promise<void>;
 }
 
 export type WriteConflict = { kind: 'directory' } | { kind: 'file-ancestor'; ancestor: string };

@@ -228,6 +228,23 @@ CREATE INDEX snapshot_changes_by_version ON snapshot_changes (version_seq);
 CREATE INDEX snapshot_changes_by_path ON snapshot_changes (path, snap);
 `,
   },
+  {
+    version: 7,
+    name: 'objects uploaded to a project',
+    // Sync sends content by hash before the records that use it (issue 14). The store is shared and
+    // deduplicated across projects and organizations, so "is this hash stored?" would tell a client
+    // whether anyone anywhere has a file; a project may only count on (and later reference) what it
+    // references already or what was uploaded to it, which this table remembers.
+    sql: `
+CREATE TABLE project_objects (
+  project_id TEXT NOT NULL REFERENCES projects (project_id),
+  content_hash TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  uploaded_at TEXT NOT NULL,
+  PRIMARY KEY (project_id, content_hash)
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

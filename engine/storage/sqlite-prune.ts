@@ -53,6 +53,12 @@ export function createSqlitePrune(db: Database): PruneMethods {
      ORDER BY ds.shard_hash LIMIT ?`,
   ).pluck();
 
+  // Content uploaded to a project for sync (migration 7) is kept like referenced content: a record
+  // that uses it may follow at any time.
+  const firstUploads = db.prepare(
+    'SELECT DISTINCT content_hash FROM project_objects WHERE content_hash > ? ORDER BY content_hash LIMIT ?',
+  ).pluck();
+  const projectUploads = db.prepare('SELECT content_hash FROM project_objects WHERE project_id = ?').pluck();
   const shardsOf = db.prepare('SELECT shard_hash FROM dataset_shards WHERE manifest_hash = ?').pluck();
   // One project's rows in commit order (versions_by_project), paged by seq.
   const projectPage = db.prepare(
@@ -95,6 +101,8 @@ export function createSqlitePrune(db: Database): PruneMethods {
         )
         .pluck();
       for (const hash of shards.all(...chunk) as ContentHash[]) found.add(hash);
+      const uploads = db.prepare(`SELECT DISTINCT content_hash FROM project_objects WHERE content_hash IN (${chunk.map(() => '?').join(', ')})`).pluck();
+      for (const hash of uploads.all(...chunk) as ContentHash[]) found.add(hash);
     }
     return found;
   };
@@ -113,9 +121,9 @@ export function createSqlitePrune(db: Database): PruneMethods {
     // Paged by key rather than one open .iterate(): better-sqlite3 refuses every other statement on
     // the connection while an iterator is open, and the consumer (gc, fsck) awaits between items,
     // during which writes must keep working. Each page is its own consistent read.
-    // Version contents first, then dataset shards: a hash that is both may appear twice.
+    // Version contents first, then dataset shards, then uploads: a hash may appear more than once.
     allReferencedHashes: async function* () {
-      for (const statement of [firstHashes, firstShards]) {
+      for (const statement of [firstHashes, firstShards, firstUploads]) {
         let after = '';
         for (;;) {
           const page = await run(() => statement.all(after, STREAM_PAGE) as ContentHash[]);
@@ -146,6 +154,7 @@ export function createSqlitePrune(db: Database): PruneMethods {
         if (!page.full || page.last === undefined) break;
         after = page.last;
       }
+      yield* await run(() => projectUploads.all(projectId) as ContentHash[]);
     },
   };
 }

@@ -4,6 +4,7 @@ import type { Entry, Page, VersionRecord } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { createSqlitePrune } from './sqlite-prune.js';
 import { pathRange, statementCache } from './sqlite-range.js';
+import { createSqliteSyncObjects } from './sqlite-sync-objects.js';
 import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
 const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, dataset';
@@ -192,5 +193,6 @@ export function createSqliteVersions(db: Database): VersionRepository {
     writeConflict: (projectId, path) => run(() => writeConflict(projectId, path)),
     countVersions: (projectId) => run(() => countVersions.get(projectId) as number),
     ...createSqlitePrune(db),
+    ...createSqliteSyncObjects(db),
   };
 }

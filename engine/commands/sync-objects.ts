@@ -1,0 +1,40 @@
+// Content by hash for sync (issue 14): a workstation asks which of its contents the project lacks
+// and uploads only those, each verified against its BLAKE3 before the store keeps it. What a project
+// "has" is what it references or was uploaded to it, never what the shared store happens to hold
+// (sqlite-sync-objects.ts says why).
+import type { EngineContext } from '../context.js';
+import { isStrataError, StrataError } from '../errors.js';
+import { parseContentHash } from '../hash.js';
+import type { ContentHash } from '../types.js';
+
+/** Hashes per question: a project of 100,000 files asks in 100 requests. */
+export const MAX_HASHES_PER_QUERY = 1_000;
+
+export async function missingObjects(ctx: EngineContext, input: { projectId: string; hashes: string[] }): Promise<ContentHash[]> {
+  await ctx.requireProject(input.projectId);
+  if (input.hashes.length > MAX_HASHES_PER_QUERY) {
+    throw new StrataError('TOO_MANY_HASHES', { details: { max: MAX_HASHES_PER_QUERY, given: input.hashes.length } });
+  }
+  const hashes = [...new Set(input.hashes.map((hash, i) => parseContentHash(hash, `hashes[${i}]`)))];
+  return ctx.repository.versions.unavailableObjects(input.projectId, hashes);
+}
+
+export async function putObject(
+  ctx: EngineContext,
+  input: { projectId: string; hash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number },
+): Promise<{ contentHash: ContentHash; size: number; created: boolean }> {
+  await ctx.requireProject(input.projectId);
+  const expectedHash = parseContentHash(input.hash, 'hash');
+  let result: Awaited<ReturnType<typeof ctx.store.put>>;
+  try {
+    // The store hashes as it writes and keeps nothing when the bytes hash to something else.
+    result = await ctx.store.put(input.content, { expectedHash, ...(input.maxBytes === undefined ? {} : { maxBytes: input.maxBytes }) });
+  } catch (error) {
+    if (isStrataError(error, 'CONTENT_CORRUPT')) {
+      throw new StrataError('CONTENT_HASH_MISMATCH', { details: { expected: expectedHash, actual: error.details?.['actual'] } });
+    }
+    throw error;
+  }
+  await ctx.repository.versions.recordUpload(input.projectId, { contentHash: result.hash, size: result.size, at: ctx.now() });
+  return { contentHash: result.hash, size: result.size, created: result.created };
+}

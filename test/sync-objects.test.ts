@@ -1,0 +1,106 @@
+// Content by hash for sync (issue 14, first part): a workstation asks which contents a project lacks
+// and uploads only those. Each upload is verified against its BLAKE3 (a mismatch is 422 and stores
+// nothing); what a project "has" is what it references or was sent, never what the shared store holds
+// for other projects or organizations; a viewer cannot upload; gc keeps what was uploaded.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashBuffer } from '../engine/hash.js';
+import { type Harness, openHarness } from './control-api-harness.js';
+
+let h: Harness;
+let project: string;
+let other: string;
+
+beforeAll(async () => {
+  h = await openHarness();
+  project = await h.createProject('thesis');
+  other = await h.createProject('other');
+});
+
+afterAll(async () => {
+  await h.dispose();
+});
+
+const hashOf = (text: string) => hashBuffer(Buffer.from(text));
+const missing = async (projectId: string, hashes: string[], key?: string) =>
+  (await h.ok<{ missing: string[] }>('POST', `/v1/projects/${projectId}/sync/objects/missing`, { body: { hashes }, ...(key ? { key } : {}) })).missing;
+const upload = (projectId: string, hash: string, payload: string, key?: string) =>
+  h.request('PUT', `/v1/projects/${projectId}/sync/objects/${hash}`, {
+    payload: Buffer.from(payload),
+    headers: { 'content-type': 'application/octet-stream' },
+    ...(key ? { key } : {}),
+  });
+
+describe('sync objects', () => {
+  it('answers which hashes the project lacks, and uploads only those; a repeat is a no-op', async () => {
+    const a = hashOf('fit.m v1\n');
+    const b = hashOf('data.csv\n');
+    expect(await missing(project, [a, b, a])).toEqual([a, b]);
+
+    const first = await upload(project, a, 'fit.m v1\n');
+    expect(first.statusCode).toBe(201);
+    expect(first.json()).toEqual({ contentHash: a, size: 9, created: true });
+    expect(await missing(project, [a, b])).toEqual([b]);
+    // Sent again (a retry): nothing new stored, still fine.
+    const again = await upload(project, a, 'fit.m v1\n');
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toMatchObject({ created: false });
+    expect(await h.local.store.readBuffer(a)).toEqual(Buffer.from('fit.m v1\n'));
+  });
+
+  it('refuses bytes that do not hash to the hash they were sent as, and stores nothing', async () => {
+    const claimed = hashOf('what the client says\n');
+    const sent = 'something else\n';
+    const response = await upload(project, claimed, sent);
+    expect(response.statusCode).toBe(422);
+    expect(response.json()).toMatchObject({ error: { code: 'CONTENT_HASH_MISMATCH', details: { expected: claimed, actual: hashOf(sent) } } });
+    expect(await h.local.store.has(claimed)).toBe(false);
+    expect(await h.local.store.has(hashOf(sent))).toBe(false);
+    expect(await missing(project, [claimed])).toEqual([claimed]);
+  });
+
+  it("does not tell a project that content is stored because another project has it", async () => {
+    await h.ok('PUT', `/v1/projects/${other}/fs/write?path=secret.txt`, { body: 'the other project\n', status: 201 });
+    const secret = hashOf('the other project\n');
+    expect(await h.local.store.has(secret)).toBe(true);
+    // Missing for this project: it must send the bytes (which proves it has them) to use them.
+    expect(await missing(project, [secret])).toEqual([secret]);
+    expect(await missing(other, [secret])).toEqual([]);
+    // Written through the file API, a content counts as the project's.
+    await h.ok('PUT', `/v1/projects/${project}/fs/write?path=notes.txt`, { body: 'notes\n', status: 201 });
+    expect(await missing(project, [hashOf('notes\n')])).toEqual([]);
+  });
+
+  it('bad input is a coded 4xx: a malformed hash, too many hashes, a viewer uploading', async () => {
+    const bad = await h.request('POST', `/v1/projects/${project}/sync/objects/missing`, { body: { hashes: ['sha1:abc'] } });
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT', details: { field: 'hashes[0]' } } });
+    const many = await h.request('POST', `/v1/projects/${project}/sync/objects/missing`, { body: { hashes: Array.from({ length: 1_001 }, (_, i) => hashOf(String(i))) } });
+    expect(many.statusCode).toBeGreaterThanOrEqual(400);
+    expect(many.statusCode).toBeLessThan(500);
+    const badPath = await upload(project, 'blake3:..%2F..%2Fescape', 'x');
+    expect(badPath.statusCode).toBe(422);
+
+    const viewer = await h.createKey({ purpose: 'viewer', role: 'viewer' });
+    const v = hashOf('from a viewer\n');
+    const refused = await upload(project, v, 'from a viewer\n', viewer.apiKey);
+    expect(refused.statusCode).toBe(403);
+    expect(await h.local.store.has(v)).toBe(false);
+    const asked = await h.request('POST', `/v1/projects/${project}/sync/objects/missing`, { body: { hashes: [v] }, key: viewer.apiKey });
+    expect(asked.statusCode).toBe(403);
+  });
+
+  it('gc keeps content uploaded to a project before any record uses it; fsck counts it', async () => {
+    const kept = hashOf('uploaded, not yet committed\n');
+    expect((await upload(project, kept, 'uploaded, not yet committed\n')).statusCode).toBe(201);
+    // An object nobody references or uploaded (the bytes of the refused mismatch, had they been kept):
+    // gc deletes it once the grace period is over, so it is not merely idle.
+    const orphan = (await h.local.store.putBuffer(Buffer.from('nobody wants this\n'))).hash;
+    h.clock.advance(3_600_000);
+    const gc = await h.ok<{ objectsDeleted: number }>('POST', '/v1/admin/gc', { body: {} });
+    expect(gc.objectsDeleted).toBe(1);
+    expect(await h.local.store.has(orphan)).toBe(false);
+    expect(await h.local.store.has(kept)).toBe(true);
+    expect(await h.ok('POST', '/v1/admin/fsck', { body: {} })).toMatchObject({ ok: true });
+  });
+});
