@@ -13,7 +13,8 @@ import { registerFileReadRoute } from './files-read.js';
 
 const tags = ['files'];
 
-function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
+/** A raw upload body (the stream the pass-through parser hands on). */
+export function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
   return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
 }
 

@@ -8,6 +8,7 @@ import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import type { App, RouteDeps } from '../route-deps.js';
 import { Id } from '../schemas.js';
+import { isAsyncIterable } from './files.js';
 
 const tags = ['sync'];
 const closed = { additionalProperties: false } as const;
@@ -17,10 +18,6 @@ const ObjectParams = Type.Object({ projectId: Id, hash: Hash }, closed);
 const MissingBody = Type.Object({ hashes: Type.Array(Hash, { maxItems: MAX_HASHES_PER_QUERY }) }, closed);
 const MissingResponse = Type.Object({ missing: Type.Array(Type.String()) });
 const UploadResponse = Type.Object({ contentHash: Type.String(), size: Type.Integer(), created: Type.Boolean() });
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
-  return typeof value === 'object' && value !== null && Symbol.asyncIterator in value;
-}
 
 export function registerSyncRoutes(app: App, deps: RouteDeps): void {
   const { engine, access, maxUploadBytes } = deps;
