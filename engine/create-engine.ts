@@ -16,6 +16,7 @@ import { restoreVersion } from './commands/restore-version.js';
 import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
 import { missingObjects, putObject } from './commands/sync-objects.js';
+import { applySyncedVersions } from './commands/sync-versions.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
 import { writeFile } from './commands/write-file.js';
 import { createEngineContext } from './context.js';
@@ -75,6 +76,7 @@ export function createEngine(deps: EngineDeps): Engine {
     datasetHistory: (input) => datasetHistory(ctx, input),
     missingObjects: (input) => missingObjects(ctx, input),
     putObject: (input) => putObject(ctx, input),
+    applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),
     onFilesChanged(listener) {

@@ -1,3 +1,4 @@
+import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
 import type { DatasetManifest } from './datasets/manifest.js';
 import type { ContentStore, ReadRange } from './ports/content-store.js';
@@ -199,6 +200,12 @@ export interface Engine {
   missingObjects(input: { projectId: string; hashes: string[] }): Promise<ContentHash[]>;
   /** Stores content sent as `hash` for the project, verified: CONTENT_HASH_MISMATCH keeps nothing. */
   putObject(input: { projectId: string; hash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ contentHash: ContentHash; size: number; created: boolean }>;
+  /**
+   * Versions a workstation made, applied in order with their own ids and timestamps (sync/versions):
+   * a known id is a duplicate; a path that moved on since the version's base gets a conflict copy
+   * (edit against edit), the file back (edit against delete) or keeps the edit (delete against edit).
+   */
+  applySyncedVersions(input: { projectId: string; actor: Actor; workstation: string; versions: SyncedVersion[] }): Promise<SyncedOutcome[]>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

@@ -31,6 +31,8 @@ export const ERROR_CATALOGUE = {
   CONTENT_NOT_FOUND: { status: 404, message: 'Content not found in the store' },
   CONTENT_HASH_MISMATCH: { status: 422, message: 'The uploaded bytes do not hash to the hash they were sent as' },
   TOO_MANY_HASHES: { status: 422, message: 'Too many hashes in one request' },
+  CONTENT_NOT_AVAILABLE: { status: 422, message: 'The project neither references this content nor was sent it' },
+  VERSION_ID_TAKEN: { status: 409, message: 'The version id is used by another version' },
   // 409: conflicts
   STALE_BASE_VERSION: { status: 409, message: 'The file changed since the base version' },
   TAG_TAKEN: { status: 409, message: 'The tag is already used in this project' },

@@ -45,6 +45,7 @@ describe('control API routes', () => {
       'get /v1/projects/{projectId}/history/{versionId}',
       'post /v1/projects/{projectId}/history/restore',
       'post /v1/projects/{projectId}/sync/objects/missing',
+      'post /v1/projects/{projectId}/sync/versions',
       'put /v1/projects/{projectId}/sync/objects/{hash}',
       'post /v1/projects/{projectId}/fs/snapshots',
       'get /v1/projects/{projectId}/fs/snapshots',

@@ -3,7 +3,9 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authorizeProject } from '../../engine/access/authorize.js';
+import { actorOf } from '../../engine/access/context.js';
 import { MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
+import { MAX_SYNCED_VERSIONS } from '../../engine/commands/sync-versions.js';
 import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import type { App, RouteDeps } from '../route-deps.js';
@@ -18,6 +20,20 @@ const ObjectParams = Type.Object({ projectId: Id, hash: Hash }, closed);
 const MissingBody = Type.Object({ hashes: Type.Array(Hash, { maxItems: MAX_HASHES_PER_QUERY }) }, closed);
 const MissingResponse = Type.Object({ missing: Type.Array(Type.String()) });
 const UploadResponse = Type.Object({ contentHash: Type.String(), size: Type.Integer(), created: Type.Boolean() });
+// Shapes only; the engine checks ids, hashes, paths and times and names the field at fault.
+const SyncedVersion = Type.Object(
+  {
+    versionId: Type.String({ maxLength: 64 }),
+    path: Type.String({ maxLength: 4096 }),
+    baseVersionId: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
+    contentHash: Type.Union([Hash, Type.Null()]),
+    executable: Type.Optional(Type.Boolean()),
+    timestamp: Type.String({ maxLength: 40 }),
+  },
+  closed,
+);
+const VersionsBody = Type.Object({ workstation: Type.String({ maxLength: 64 }), versions: Type.Array(SyncedVersion, { maxItems: MAX_SYNCED_VERSIONS }) }, closed);
+const VersionsResponse = Type.Object({ results: Type.Array(Type.Object({ versionId: Type.String(), result: Type.String(), path: Type.String() }, { additionalProperties: true })) });
 
 export function registerSyncRoutes(app: App, deps: RouteDeps): void {
   const { engine, access, maxUploadBytes } = deps;
@@ -31,6 +47,20 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
     async (request) => {
       const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'write');
       return { missing: await engine.missingObjects({ projectId: project.projectId, hashes: request.body.hashes }) };
+    },
+  );
+
+  app.post(
+    '/v1/projects/:projectId/sync/versions',
+    {
+      schema: { params: Type.Object({ projectId: Id }, closed), body: VersionsBody },
+      config: { doc: { summary: 'Apply versions a workstation made (idempotent by version id; conflicts become conflict copies)', tags, response: VersionsResponse } },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { project } = await authorizeProject(access, principal, request.params.projectId, 'write');
+      const { workstation, versions } = request.body;
+      return { results: await engine.applySyncedVersions({ projectId: project.projectId, actor: actorOf(principal), workstation, versions }) };
     },
   );
 

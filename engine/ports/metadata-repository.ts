@@ -119,6 +119,8 @@ export interface VersionRepository {
   unavailableObjects(projectId: string, hashes: ContentHash[]): Promise<ContentHash[]>;
   /** The object, now in the store, was uploaded to the project (sync). */
   recordUpload(projectId: string, upload: { contentHash: ContentHash; size: number; at: string }): Promise<void>;
+  /** Whether any project has a version with this id (ids a workstation made are checked before use). */
+  versionIdInUse(versionId: string): Promise<boolean>;
 }
 
 export type WriteConflict = { kind: 'directory' } | { kind: 'file-ancestor'; ancestor: string };

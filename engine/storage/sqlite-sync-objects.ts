@@ -5,7 +5,7 @@ import type { VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import { run } from './sqlite-rows.js';
 
-type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload'>;
+type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'versionIdInUse'>;
 
 export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const uploaded = db.prepare('SELECT 1 FROM project_objects WHERE project_id = ? AND content_hash = ?').pluck();
@@ -20,6 +20,7 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const insert = db.prepare(
     'INSERT INTO project_objects (project_id, content_hash, size, uploaded_at) VALUES (?, ?, ?, ?) ON CONFLICT (project_id, content_hash) DO NOTHING',
   );
+  const versionExists = db.prepare('SELECT 1 FROM versions WHERE version_id = ?').pluck();
   const unavailable = db.transaction((projectId: string, hashes: ContentHash[]) =>
     hashes.filter(
       (hash) =>
@@ -34,5 +35,6 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
       run(() => {
         insert.run(projectId, upload.contentHash, upload.size, upload.at);
       }),
+    versionIdInUse: (versionId) => run(() => versionExists.get(versionId) !== undefined),
   };
 }

@@ -1,0 +1,161 @@
+// Versions a workstation made, applied on the server in the order they were made (issue 14). Each
+// carries its own id (a retry or a duplicate delivery finds it and changes nothing), the version it
+// was based on, its original timestamp, and content the project already has (sync-objects.ts). When
+// the path moved on meanwhile, nothing is lost: an edit against another edit is kept as a version of
+// a conflict copy next to the file; an edit against a deletion brings the file back; a deletion
+// against an edit gives way to the edit.
+import type { EngineContext } from '../context.js';
+import { isStrataError, StrataError } from '../errors.js';
+import { parseContentHash } from '../hash.js';
+import { isUuid } from '../ids.js';
+import { normalizeProjectPath } from '../paths.js';
+import type { Actor, ContentHash, VersionRecord } from '../types.js';
+import { assertWritablePath, commitOne } from './write-file.js';
+
+export const MAX_SYNCED_VERSIONS = 500;
+const WORKSTATION_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export interface SyncedVersion {
+  versionId: string;
+  path: string;
+  /** the path's version the change was made on (null: the path did not exist) */
+  baseVersionId: string | null;
+  /** null: a deletion */
+  contentHash: string | null;
+  executable?: boolean;
+  /** when the workstation made it (RFC 3339) */
+  timestamp: string;
+}
+
+export type SyncedOutcome =
+  | { versionId: string; result: 'applied' | 'duplicate'; path: string }
+  /** recorded as the first version of a conflict copy: `path` is the copy's */
+  | { versionId: string; result: 'conflict'; path: string; conflictWith: string }
+  /** a deletion of a file that was edited meanwhile: the edit stays, nothing is recorded */
+  | { versionId: string; result: 'superseded'; path: string; currentVersionId: string | null }
+  | { versionId: string; result: 'refused'; path: string; code: string; message: string };
+
+interface Checked {
+  versionId: string;
+  path: string;
+  baseVersionId: string | null;
+  contentHash: ContentHash | null;
+  executable: boolean;
+  timestamp: string;
+}
+
+export async function applySyncedVersions(
+  ctx: EngineContext,
+  input: { projectId: string; actor: Actor; workstation: string; versions: SyncedVersion[] },
+): Promise<SyncedOutcome[]> {
+  await ctx.requireProject(input.projectId);
+  if (!WORKSTATION_RE.test(input.workstation)) {
+    throw new StrataError('INVALID_ARGUMENT', { message: 'workstation must be 1-64 letters, digits, ".", "_" or "-"', details: { field: 'workstation' } });
+  }
+  if (input.versions.length > MAX_SYNCED_VERSIONS) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `at most ${MAX_SYNCED_VERSIONS} versions per request`, details: { field: 'versions' } });
+  }
+  // Everything is checked before anything is applied: bad input changes nothing.
+  const checked = input.versions.map((version, i) => check(version, `versions[${i}]`));
+  const hashes = [...new Set(checked.flatMap((v) => (v.contentHash === null ? [] : [v.contentHash])))];
+  const unavailable = hashes.length === 0 ? [] : await ctx.repository.versions.unavailableObjects(input.projectId, hashes);
+  if (unavailable.length > 0) {
+    throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length } });
+  }
+  const outcomes: SyncedOutcome[] = [];
+  for (const version of checked) outcomes.push(await applyOne(ctx, input, version));
+  return outcomes;
+}
+
+function check(version: SyncedVersion, field: string): Checked {
+  if (typeof version.versionId !== 'string' || !isUuid(version.versionId)) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `${field}.versionId must be a UUID`, details: { field: `${field}.versionId` } });
+  }
+  const at = typeof version.timestamp === 'string' ? Date.parse(version.timestamp) : Number.NaN;
+  if (!Number.isFinite(at)) throw new StrataError('INVALID_ARGUMENT', { message: `${field}.timestamp must be RFC 3339`, details: { field: `${field}.timestamp` } });
+  const base = version.baseVersionId;
+  if (base !== null && (typeof base !== 'string' || !isUuid(base))) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `${field}.baseVersionId must be a UUID or null`, details: { field: `${field}.baseVersionId` } });
+  }
+  const contentHash = version.contentHash === null ? null : parseContentHash(version.contentHash, `${field}.contentHash`);
+  return {
+    versionId: version.versionId,
+    path: normalizeProjectPath(version.path, `${field}.path`),
+    baseVersionId: base,
+    contentHash,
+    executable: contentHash !== null && version.executable === true,
+    timestamp: new Date(at).toISOString(),
+  };
+}
+
+async function applyOne(
+  ctx: EngineContext,
+  input: { projectId: string; actor: Actor; workstation: string },
+  version: Checked,
+): Promise<SyncedOutcome> {
+  const { projectId } = input;
+  const { versionId } = version;
+  const known = await ctx.repository.versions.get(projectId, versionId);
+  if (known) return { versionId, result: 'duplicate', path: known.path };
+  if (await ctx.repository.versions.versionIdInUse(versionId)) {
+    const taken = new StrataError('VERSION_ID_TAKEN', { details: { versionId } });
+    return { versionId, result: 'refused', path: version.path, code: taken.code, message: taken.message };
+  }
+
+  const size = version.contentHash === null ? 0 : ((await ctx.store.stat(version.contentHash))?.size ?? 0);
+  const recordAt = (path: string): VersionRecord => ({
+    versionId,
+    projectId,
+    path,
+    contentHash: version.contentHash,
+    size,
+    actor: input.actor,
+    timestamp: version.timestamp,
+    kind: version.contentHash === null ? 'delete' : 'write',
+    restoredFrom: null,
+    executable: version.executable,
+    dataset: false,
+  });
+  const commit = async (path: string, expectedCurrent: string | null): Promise<boolean> => {
+    try {
+      if (version.contentHash !== null && expectedCurrent === null) await assertWritablePath(ctx, projectId, path);
+      await commitOne(ctx, { record: recordAt(path), expectedCurrent });
+      ctx.retention.schedule(projectId, path);
+      return true;
+    } catch (error) {
+      if (isStrataError(error, 'STALE_BASE_VERSION')) return false;
+      throw error;
+    }
+  };
+
+  try {
+    if (await commit(version.path, version.baseVersionId)) return { versionId, result: 'applied', path: version.path };
+    // The path moved on since the workstation's base.
+    const current = await ctx.repository.versions.getEntry(projectId, version.path);
+    if (version.contentHash === null) return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+    if (current === null) {
+      // Deleted elsewhere, edited here: the edit brings the file back.
+      if (await commit(version.path, null)) return { versionId, result: 'applied', path: version.path };
+    }
+    const conflictWith = current?.versionId ?? 'unknown';
+    for (let n = 1; n <= 20; n++) {
+      const copy = conflictCopyPath(version.path, input.workstation, version.timestamp, n);
+      if (await commit(copy, null)) return { versionId, result: 'conflict', path: copy, conflictWith };
+    }
+    throw new StrataError('PATH_EXISTS', { message: 'no free conflict copy name', details: { path: version.path } });
+  } catch (error) {
+    if (!isStrataError(error) || error.status >= 500) throw error;
+    return { versionId, result: 'refused', path: version.path, code: error.code, message: error.message };
+  }
+}
+
+/** `dir/fit.m` → `dir/fit (conflict ws2 2026-11-24 1632).m`; the n-th free name gets ` n` inside. */
+export function conflictCopyPath(path: string, workstation: string, timestamp: string, n = 1): string {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash + 1);
+  const name = path.slice(slash + 1);
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const when = `${timestamp.slice(0, 10)} ${timestamp.slice(11, 13)}${timestamp.slice(14, 16)}`;
+  return `${dir}${stem} (conflict ${workstation} ${when}${n > 1 ? ` ${n}` : ''})${ext}`;
+}

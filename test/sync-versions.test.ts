@@ -1,0 +1,132 @@
+// Versions a workstation made, applied on the server (issue 14): in order, with their own ids and
+// times, exactly once in effect however often they are sent, and nothing lost when two workstations
+// change one path from the same base — the second edit becomes a conflict copy next to the file, an
+// edit against a deletion brings the file back, a deletion against an edit gives way.
+
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conflictCopyPath } from '../engine/commands/sync-versions.js';
+import { hashBuffer } from '../engine/hash.js';
+import type { VersionRecord } from '../engine/types.js';
+import { type Harness, openHarness } from './control-api-harness.js';
+
+let h: Harness;
+let project: string;
+
+beforeAll(async () => {
+  h = await openHarness();
+  project = await h.createProject('thesis');
+});
+
+afterAll(async () => {
+  await h.dispose();
+});
+
+interface Sent {
+  versionId: string;
+  path: string;
+  baseVersionId: string | null;
+  contentHash: string | null;
+  timestamp: string;
+}
+
+/** Uploads `text` (if any) and returns a version of `path` made on `base` at `timestamp`. */
+async function made(path: string, base: string | null, text: string | null, timestamp: string): Promise<Sent> {
+  const contentHash = text === null ? null : hashBuffer(Buffer.from(text));
+  if (text !== null) {
+    const upload = await h.request('PUT', `/v1/projects/${project}/sync/objects/${contentHash}`, {
+      payload: Buffer.from(text),
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    expect(upload.statusCode).toBeLessThan(300);
+  }
+  return { versionId: randomUUID(), path, baseVersionId: base, contentHash, timestamp };
+}
+const send = (workstation: string, versions: Sent[]) =>
+  h.ok<{ results: Array<Record<string, unknown>> }>('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation, versions } });
+const read = async (path: string) => (await h.request('GET', `/v1/projects/${project}/fs/read?path=${encodeURIComponent(path)}`)).body;
+const history = async (path: string) =>
+  (await h.ok<{ items: VersionRecord[] }>('GET', `/v1/projects/${project}/history?path=${encodeURIComponent(path)}&limit=100`)).items;
+
+describe('sync versions', () => {
+  it('applies versions in order with their ids and times; sending them again changes nothing', async () => {
+    const v1 = await made('fit.m', null, 'fit v1\n', '2026-11-24T16:30:00.000Z');
+    const v2 = await made('fit.m', v1.versionId, 'fit v2\n', '2026-11-24T16:31:00.000Z');
+    expect((await send('ws1', [v1, v2])).results).toEqual([
+      { versionId: v1.versionId, result: 'applied', path: 'fit.m' },
+      { versionId: v2.versionId, result: 'applied', path: 'fit.m' },
+    ]);
+    expect(await read('fit.m')).toBe('fit v2\n');
+    const items = await history('fit.m');
+    expect(items.map((v) => [v.versionId, v.timestamp])).toEqual([
+      [v2.versionId, '2026-11-24T16:31:00.000Z'],
+      [v1.versionId, '2026-11-24T16:30:00.000Z'],
+    ]);
+    // A retry after a lost answer, a duplicate delivery: same ids, no new versions.
+    expect((await send('ws1', [v1, v2])).results.map((r) => r['result'])).toEqual(['duplicate', 'duplicate']);
+    expect(await history('fit.m')).toHaveLength(2);
+  });
+
+  it('edit against edit: the first stays the file, the second is a conflict copy next to it; both are versions', async () => {
+    const base = await made('plot.py', null, 'plot v1\n', '2026-11-24T16:00:00.000Z');
+    await send('ws1', [base]);
+    const ws2 = await made('plot.py', base.versionId, 'plot from ws2\n', '2026-11-24T16:32:00.000Z');
+    const ws1 = await made('plot.py', base.versionId, 'plot from ws1\n', '2026-11-24T16:32:30.000Z');
+    expect((await send('ws2', [ws2])).results[0]).toMatchObject({ result: 'applied' });
+    const copy = 'plot (conflict ws1 2026-11-24 1632).py';
+    expect((await send('ws1', [ws1])).results[0]).toEqual({ versionId: ws1.versionId, result: 'conflict', path: copy, conflictWith: ws2.versionId });
+    expect(await read('plot.py')).toBe('plot from ws2\n');
+    expect(await read(copy)).toBe('plot from ws1\n');
+    // Idempotent too: the copy is not made twice.
+    expect((await send('ws1', [ws1])).results[0]).toMatchObject({ result: 'duplicate', path: copy });
+    expect(await history(copy)).toHaveLength(1);
+  });
+
+  it('edit against delete brings the file back; delete against edit keeps the edit', async () => {
+    const base = await made('notes.txt', null, 'notes v1\n', '2026-11-24T17:00:00.000Z');
+    await send('ws1', [base]);
+    const deleted = await made('notes.txt', base.versionId, null, '2026-11-24T17:01:00.000Z');
+    expect((await send('ws2', [deleted])).results[0]).toMatchObject({ result: 'applied' });
+    const edited = await made('notes.txt', base.versionId, 'notes edited offline\n', '2026-11-24T17:02:00.000Z');
+    expect((await send('ws1', [edited])).results[0]).toMatchObject({ result: 'applied', path: 'notes.txt' });
+    expect(await read('notes.txt')).toBe('notes edited offline\n');
+
+    const lateDelete = await made('notes.txt', base.versionId, null, '2026-11-24T17:03:00.000Z');
+    expect((await send('ws2', [lateDelete])).results[0]).toEqual({
+      versionId: lateDelete.versionId,
+      result: 'superseded',
+      path: 'notes.txt',
+      currentVersionId: edited.versionId,
+    });
+    expect(await read('notes.txt')).toBe('notes edited offline\n');
+  });
+
+  it('bad input changes nothing: content never sent, a malformed id, a bad workstation name, a viewer', async () => {
+    const before = await history('fit.m');
+    const good = await made('fit.m', before[0]!.versionId, 'fit v3\n', '2026-11-24T18:00:00.000Z');
+    const neverSent = { ...good, versionId: randomUUID(), contentHash: hashBuffer(Buffer.from('never uploaded\n')) };
+    const refused = await h.request('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation: 'ws1', versions: [good, neverSent] } });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json()).toMatchObject({ error: { code: 'CONTENT_NOT_AVAILABLE', details: { hashes: [neverSent.contentHash] } } });
+    const badId = await h.request('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation: 'ws1', versions: [good, { ...good, versionId: 'x' }] } });
+    expect(badId.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT', details: { field: 'versions[1].versionId' } } });
+    const badName = await h.request('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation: '../ws', versions: [good] } });
+    expect(badName.json()).toMatchObject({ error: { code: 'INVALID_ARGUMENT', details: { field: 'workstation' } } });
+    const viewer = await h.createKey({ purpose: 'viewer ws', role: 'viewer' });
+    const forbidden = await h.request('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation: 'ws3', versions: [good] }, key: viewer.apiKey });
+    expect(forbidden.statusCode).toBe(403);
+    expect(await history('fit.m')).toEqual(before);
+
+    // Another project's version id is not this project's to reuse.
+    const otherProject = await h.createProject('other');
+    const theirs = await h.ok<{ version: VersionRecord }>('PUT', `/v1/projects/${otherProject}/fs/write?path=a.txt`, { status: 201 });
+    const reused = { ...good, versionId: theirs.version.versionId };
+    expect((await send('ws1', [reused])).results[0]).toMatchObject({ result: 'refused', code: 'VERSION_ID_TAKEN' });
+  });
+
+  it('names conflict copies next to the file, keeping the extension', () => {
+    expect(conflictCopyPath('a/b/fit.m', 'ws2', '2026-11-24T16:32:05.000Z')).toBe('a/b/fit (conflict ws2 2026-11-24 1632).m');
+    expect(conflictCopyPath('.bashrc', 'lab', '2026-01-02T03:04:00.000Z', 2)).toBe('.bashrc (conflict lab 2026-01-02 0304 2)');
+    expect(conflictCopyPath('Makefile', 'lab', '2026-01-02T03:04:00.000Z')).toBe('Makefile (conflict lab 2026-01-02 0304)');
+  });
+});
