@@ -15,6 +15,7 @@ import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
 import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
+import { syncChanges } from './commands/sync-feed.js';
 import { missingObjects, putObject } from './commands/sync-objects.js';
 import { applySyncedVersions } from './commands/sync-versions.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
@@ -76,6 +77,7 @@ export function createEngine(deps: EngineDeps): Engine {
     datasetHistory: (input) => datasetHistory(ctx, input),
     missingObjects: (input) => missingObjects(ctx, input),
     putObject: (input) => putObject(ctx, input),
+    syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),

@@ -1,3 +1,4 @@
+import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
 import type { DatasetManifest } from './datasets/manifest.js';
@@ -206,6 +207,8 @@ export interface Engine {
    * (edit against edit), the file back (edit against delete) or keeps the edit (delete against edit).
    */
   applySyncedVersions(input: { projectId: string; actor: Actor; workstation: string; versions: SyncedVersion[] }): Promise<SyncedOutcome[]>;
+  /** The project's versions in commit order after `cursor` (sync's change feed; '' or none: from the first). */
+  syncChanges(input: { projectId: string; cursor?: string; limit?: number }): Promise<ChangesPage>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

@@ -32,6 +32,15 @@ const SyncedVersion = Type.Object(
   },
   closed,
 );
+const ChangesQuery = Type.Object(
+  {
+    cursor: Type.Optional(Type.String({ maxLength: 32 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+    waitMs: Type.Optional(Type.Integer({ minimum: 0, maximum: 30_000 })),
+  },
+  closed,
+);
+const ChangesResponse = Type.Object({ items: Type.Array(Type.Object({}, { additionalProperties: true })), cursor: Type.String(), more: Type.Boolean() });
 const VersionsBody = Type.Object({ workstation: Type.String({ maxLength: 64 }), versions: Type.Array(SyncedVersion, { maxItems: MAX_SYNCED_VERSIONS }) }, closed);
 const VersionsResponse = Type.Object({ results: Type.Array(Type.Object({ versionId: Type.String(), result: Type.String(), path: Type.String() }, { additionalProperties: true })) });
 
@@ -63,6 +72,41 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       return { results: await engine.applySyncedVersions({ projectId: project.projectId, actor: actorOf(principal), workstation, versions }) };
     },
   );
+
+  // Long poll: with nothing new, the answer waits (up to waitMs) for the engine to announce a change
+  // of the project, so another workstation's save arrives within a moment, without polling.
+  app.get(
+    '/v1/projects/:projectId/sync/changes',
+    {
+      schema: { params: Type.Object({ projectId: Id }, closed), querystring: ChangesQuery },
+      config: { doc: { summary: "The project's versions in commit order after a cursor (long poll with waitMs)", tags, response: ChangesResponse } },
+    },
+    async (request) => {
+      const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'read');
+      const { cursor, limit, waitMs } = request.query;
+      const query = { projectId: project.projectId, ...(cursor === undefined ? {} : { cursor }), ...(limit === undefined ? {} : { limit }) };
+      const page = await engine.syncChanges(query);
+      if (page.items.length > 0 || !waitMs) return page;
+      await changeOrTimeout(project.projectId, waitMs, request.raw);
+      return engine.syncChanges(query);
+    },
+  );
+
+  function changeOrTimeout(projectId: string, waitMs: number, raw: NodeJS.EventEmitter): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        unsubscribe();
+        raw.off('close', done);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      const unsubscribe = engine.onFilesChanged((changed) => {
+        if (changed === projectId) done();
+      });
+      raw.once('close', done);
+    });
+  }
 
   // Raw bytes, streamed into the store (never buffered), as for fs/write.
   app.register(async (plugin) => {

@@ -121,6 +121,11 @@ export interface VersionRepository {
   recordUpload(projectId: string, upload: { contentHash: ContentHash; size: number; at: string }): Promise<void>;
   /** Whether any project has a version with this id (ids a workstation made are checked before use). */
   versionIdInUse(versionId: string): Promise<boolean>;
+  /**
+   * The project's version records committed after position `afterSeq` (0: from the first), oldest
+   * first, with the position of the last one (sync's change feed; positions only grow).
+   */
+  changesAfter(projectId: string, afterSeq: number, limit: number): Promise<{ items: VersionRecord[]; lastSeq: number | null }>;
 }
 
 export type WriteConflict = { kind: 'directory' } | { kind: 'file-ancestor'; ancestor: string };
