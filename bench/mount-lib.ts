@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI_MAIN, nodeFlags } from './lib/env.js';
+import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 import { run } from './lib/proc.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -25,7 +25,7 @@ export interface MountProc {
 export async function startMount(home: string, dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<MountProc> {
   // the flags bin/strata runs `strata mount` with, so the benchmark measures what users run
   const child = spawn(process.execPath, [...nodeFlags('daemon'), CLI_MAIN, 'mount', dir, '--home', home, '--listen', '127.0.0.1:0'], {
-    env: { ...process.env, STRATA_LOG_LEVEL: 'info', STRATA_MOUNT_OPSTATS: '1', ...extraEnv },
+    env: { ...nodeEnv(), STRATA_LOG_LEVEL: 'info', STRATA_MOUNT_OPSTATS: '1', ...extraEnv },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

@@ -6,7 +6,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CLI_MAIN, nodeFlags } from './lib/env.js';
+import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 
 export interface VersionLine {
   path: string;
@@ -45,7 +45,7 @@ export function initProject(home: string, dir: string): Promise<void> {
 export async function startDaemonProc(home: string): Promise<DaemonProc> {
   // the flags systemd/strata-daemon.service and bin/strata run it with (see the README, "Daemon")
   const child = spawn(process.execPath, [...nodeFlags('daemon'), CLI_MAIN, 'daemon', '--home', home, '--listen', '127.0.0.1:0'], {
-    env: { ...process.env, STRATA_LOG_LEVEL: 'debug' },
+    env: { ...nodeEnv(), STRATA_LOG_LEVEL: 'debug' },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const versions: VersionLine[] = [];

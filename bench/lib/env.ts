@@ -19,6 +19,10 @@ export function nodeFlags(command: 'serve' | 'daemon'): string[] {
   const flags = process.env['BENCH_NODE_FLAGS'] ?? `--max-semi-space-size=${command === 'serve' ? 1 : 4}`;
   return flags.split(' ').filter((flag) => flag !== '');
 }
+/** The environment bin/strata gives its node (two malloc arenas; see bin/strata), for the same reason. */
+export function nodeEnv(): NodeJS.ProcessEnv {
+  return { ...process.env, MALLOC_ARENA_MAX: process.env['MALLOC_ARENA_MAX'] ?? '2' };
+}
 /**
  * Scratch data and every Strata home live here, so Strata and its peers (cp, git) write to the same
  * disk. Override with BENCH_TMP.

@@ -5,7 +5,7 @@ import { createIdGenerator } from '../../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../../engine/local.js';
 import { systemClock } from '../../engine/ports/world.js';
 import type { Actor } from '../../engine/types.js';
-import { CLI_MAIN, nodeFlags } from './env.js';
+import { CLI_MAIN, nodeEnv, nodeFlags } from './env.js';
 import { HttpClient } from './http.js';
 import { currentRss, peakRss } from './proc.js';
 
@@ -51,6 +51,7 @@ export interface ServerChild {
 export async function startServerChild(home: string): Promise<ServerChild> {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run \`npm run build\` first`);
   const child = spawn(process.execPath, [...nodeFlags('serve'), CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
+    env: nodeEnv(),
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {
