@@ -99,6 +99,11 @@ describe('sync versions', () => {
       currentVersionId: edited.versionId,
     });
     expect(await read('notes.txt')).toBe('notes edited offline\n');
+
+    // A deletion based on nothing (the workstation never had the file) records no tombstone.
+    const ofNothing = await made('never-here.txt', null, null, '2026-11-24T17:04:00.000Z');
+    expect((await send('ws2', [ofNothing])).results[0]).toMatchObject({ result: 'superseded', currentVersionId: null });
+    expect(await history('never-here.txt')).toEqual([]);
   });
 
   it('bad input changes nothing: content never sent, a malformed id, a bad workstation name, a viewer', async () => {

@@ -129,6 +129,11 @@ async function applyOne(
   };
 
   try {
+    // A deletion of a file the workstation never saw here: nothing to delete, no tombstone of nothing.
+    if (version.contentHash === null && version.baseVersionId === null) {
+      const current = await ctx.repository.versions.getEntry(projectId, version.path);
+      return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+    }
     if (await commit(version.path, version.baseVersionId)) return { versionId, result: 'applied', path: version.path };
     // The path moved on since the workstation's base.
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
