@@ -19,6 +19,7 @@ import { registerRetentionCommands } from './commands/retention.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerSnapshotCommands } from './commands/snapshots.js';
 import { registerStatusCommands } from './commands/status.js';
+import { registerSyncCommands } from './commands/sync.js';
 import { registerTagCommands } from './commands/tags.js';
 import { registerWatchCommand } from './commands/watch.js';
 import { DEFAULT_SERVER_URL } from './config.js';
@@ -58,6 +59,7 @@ export function buildProgram(): Command {
   registerTagCommands(program);
   registerRetentionCommands(program);
   registerPolicyCommands(program);
+  registerSyncCommands(program);
   registerDatasetCommands(program);
   registerGitCommands(program);
   registerKeyCommands(program);

@@ -8,6 +8,7 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StrataError } from '../engine/errors.js';
 import type { ProjectMode } from './host.js';
+import { parseSyncLink, type SyncLink } from './sync/link.js';
 
 export const DEFAULT_DAEMON_LISTEN = '127.0.0.1:7421';
 
@@ -16,6 +17,8 @@ export interface DaemonProjectConfig {
   /** absolute real path */
   dir: string;
   mode: ProjectMode;
+  /** linked to a server project (issue 14) */
+  sync?: SyncLink;
 }
 
 export interface DaemonConfig {
@@ -67,7 +70,8 @@ export function readDaemonConfig(home: string): DaemonConfig {
       if (typeof projectId !== 'string' || typeof dir !== 'string' || (mode !== 'watch' && mode !== 'mount')) {
         throw invalid(file, `projects[${i}] needs projectId, dir and mode (watch|mount)`);
       }
-      return { projectId, dir, mode };
+      const sync = parseSyncLink(item['sync']);
+      return sync === undefined ? { projectId, dir, mode } : { projectId, dir, mode, sync };
     }),
   };
 }

@@ -122,8 +122,18 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           input,
         );
         let runner = runners.get(project.projectId);
+        if (runner && JSON.stringify(runner.config.sync) !== JSON.stringify(project.sync)) {
+          // Linked to a server now: the project restarts with its sync.
+          await runner.stop();
+          runners.delete(project.projectId);
+          runner = undefined;
+        } else if (runner && project.sync !== undefined) {
+          // Linked again (perhaps with a new key: a 401 pauses sync until then).
+          await runner.restartSync();
+        }
         if (!runner) {
-          runner = new ProjectRunner({ projectId: project.projectId, dir: project.dir, mode: project.mode }, runnerDeps);
+          const { projectId, dir, mode, sync } = project;
+          runner = new ProjectRunner(sync === undefined ? { projectId, dir, mode } : { projectId, dir, mode, sync }, runnerDeps);
           runners.set(project.projectId, runner);
           await runner.start();
         }

@@ -114,7 +114,8 @@ export interface ProjectHost {
 
 /** Outcome of one capture: a new version, or why none was made. */
 export type CaptureOutcome =
-  | { kind: 'versioned'; version: VersionRecord; entry: Entry | null }
+  /** `conflictCopy`: the edit was recorded there, not at its path (pipeline.ts conflictCopies) */
+  | { kind: 'versioned'; version: VersionRecord; entry: Entry | null; conflictCopy?: string }
   /** content hash and exec bit equal the current entry's: nothing was recorded */
   | { kind: 'unchanged'; entry: Entry }
   | { kind: 'ignored' }

@@ -19,6 +19,8 @@ import type {
   WatchReconcileStatus,
 } from './host.js';
 import type { DaemonState } from './state.js';
+import { readServerKey } from './sync/link.js';
+import { ProjectSync, type SyncStatus } from './sync/project-sync.js';
 import { type WatchOptions, watchHostFactory } from './watch/host.js';
 
 export interface ProjectStatus extends CaptureStats {
@@ -37,6 +39,8 @@ export interface ProjectStatus extends CaptureStats {
   mount: MountCaptureStatus | null;
   /** watch mode: changes made elsewhere brought to disk (null in mount mode, which shows the engine directly) */
   incoming: IncomingStatus | null;
+  /** linked to a server project: replication state (null when not linked) */
+  sync: SyncStatus | null;
 }
 
 const MAX_ERRORS = 20;
@@ -97,6 +101,7 @@ export class ProjectRunner {
   #host: ProjectHost | null = null;
   #pipeline: PipelineHandle | null = null;
   #startError: { code: string; message: string } | null = null;
+  #sync: ProjectSync | null = null;
   readonly #deps: RunnerDeps;
 
   constructor(config: DaemonProjectConfig, deps: RunnerDeps) {
@@ -110,6 +115,10 @@ export class ProjectRunner {
 
   get pipeline(): PipelineHandle | null {
     return this.#pipeline;
+  }
+
+  get sync(): ProjectSync | null {
+    return this.#sync;
   }
 
   async start(): Promise<void> {
@@ -128,6 +137,10 @@ export class ProjectRunner {
         ignore: rules,
         state,
         releaseHeldOnCapture: mode === 'watch',
+        ...(mode === 'watch' ? { deleteBase: (path: string) => state.index.get(projectId, path)?.versionId } : {}),
+        ...(mode === 'watch' && this.config.sync !== undefined
+          ? { conflictCopies: { workstation: this.config.sync.workstation, writeBase: (path: string) => state.index.get(projectId, path)?.versionId ?? null } }
+          : {}),
         tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
       });
       this.#pipeline = pipeline;
@@ -148,6 +161,7 @@ export class ProjectRunner {
       this.#host = host;
       await host.start();
       log.info({ dir }, `${mode === 'watch' ? 'watching' : 'mounted'} ${dir}`);
+      this.#startSync(log);
     } catch (error) {
       const code = (error as { code?: string }).code ?? 'INTERNAL';
       this.#startError = { code, message: (error as Error).message };
@@ -155,8 +169,36 @@ export class ProjectRunner {
     }
   }
 
+  /** Replication to the linked server project, once the host shows the files (issue 14). */
+  #startSync(log: Logger): void {
+    const link = this.config.sync;
+    const store = this.#deps.store;
+    if (link === undefined || store === undefined) return;
+    const { projectId } = this.config;
+    this.#sync = new ProjectSync({
+      engine: this.#deps.engine,
+      store,
+      state: this.#deps.state,
+      logger: log,
+      projectId,
+      link,
+      apiKey: readServerKey(this.#deps.home, link.server),
+      trackedFiles: () => this.#host?.trackedFiles() ?? this.#deps.state.index.count(projectId),
+      ready: () => {
+        const scan = this.#host?.status().scan;
+        return scan === null || scan === undefined || scan.finished;
+      },
+    });
+    this.#sync.start();
+  }
+
   async stop(): Promise<void> {
     const log = this.#deps.logger.child({ projectId: this.config.projectId });
+    try {
+      await this.#sync?.stop();
+    } catch (error) {
+      log.error({ err: (error as Error).message }, 'sync did not stop cleanly');
+    }
     try {
       await this.#host?.stop();
     } catch (error) {
@@ -167,6 +209,14 @@ export class ProjectRunner {
     } catch (error) {
       log.error({ err: (error as Error).message }, 'capture pipeline did not close cleanly');
     }
+  }
+
+  /** Sync again with the credential kept now (after `strata init --server` gave a new key). */
+  async restartSync(): Promise<void> {
+    if (this.#sync === null) return;
+    await this.#sync.stop();
+    this.#sync = null;
+    this.#startSync(this.#deps.logger.child({ projectId: this.config.projectId, mode: this.config.mode }));
   }
 
   async resetGuard(): Promise<void> {
@@ -199,6 +249,7 @@ export class ProjectRunner {
       reconcile: host?.reconcile ?? null,
       mount: host?.mount ?? null,
       incoming: host?.incoming ?? null,
+      sync: this.#sync?.status() ?? null,
     };
     const error = this.#startError ?? host?.error;
     if (error) status.error = error;

@@ -9,6 +9,7 @@ import type { Engine } from '../engine/engine-api.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
 import { type DaemonConfig, type DaemonProjectConfig, readDaemonConfig, writeDaemonConfig } from './config.js';
 import type { ProjectMode } from './host.js';
+import type { SyncLink } from './sync/link.js';
 
 export const PROJECT_FILE = join('.strata', 'project.json');
 
@@ -21,6 +22,10 @@ export interface RegisterInput {
   dir: string;
   mode: ProjectMode;
   name?: string;
+  /** link the project to a server project (`strata init --server`, `strata clone`) */
+  sync?: SyncLink;
+  /** the directory must be empty (`strata clone`: the server's files land there) */
+  requireEmpty?: boolean;
 }
 
 export interface RegisteredProject extends DaemonProjectConfig {
@@ -104,6 +109,18 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
     }
     const project = await engine.getProject(same.projectId);
     if (same.mode === 'watch') await writeProjectFile(dir, { projectId: same.projectId, home });
+    if (input.sync !== undefined && !sameLink(same.sync, input.sync)) {
+      if (same.sync !== undefined && (same.sync.server !== input.sync.server || same.sync.remoteProjectId !== input.sync.remoteProjectId)) {
+        throw new StrataError('PROJECT_ALREADY_LINKED', {
+          message: `${dir} is already linked to project ${same.sync.remoteProjectId} on ${same.sync.server}`,
+          details: { dir, server: same.sync.server, remoteProjectId: same.sync.remoteProjectId },
+        });
+      }
+      // An existing project linked now: its history is pushed, the server's pulled (a merge).
+      const linked: DaemonProjectConfig = { ...same, sync: input.sync };
+      await registrar.saveConfig({ ...config, projects: config.projects.map((p) => (p === same ? linked : p)) });
+      return { ...linked, name: project.name, created: false };
+    }
     return { ...same, name: project.name, created: false };
   }
   for (const other of config.projects) {
@@ -112,7 +129,7 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   }
   // Checked before anything is bound: a mount over files would hide them (the mount refuses to start),
   // and a binding that can never start would stand in the way of `strata watch DIR`.
-  if (input.mode === 'mount') await assertEmptyDir(dir);
+  if (input.mode === 'mount' || input.requireEmpty === true) await assertEmptyDir(dir);
 
   // A directory that was bound before (daemon.json lost or edited): keep its project and history.
   let projectId: string | null = null;
@@ -129,12 +146,15 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   }
   if (projectId === null) projectId = (await engine.createProject({ orgId: registrar.orgId, name })).projectId;
 
-  const entry: DaemonProjectConfig = { projectId, dir, mode: input.mode };
+  const entry: DaemonProjectConfig = input.sync === undefined ? { projectId, dir, mode: input.mode } : { projectId, dir, mode: input.mode, sync: input.sync };
   // In mount mode the mount shows this file itself; writing it under the mount point would hide it.
   if (input.mode === 'watch') await writeProjectFile(dir, { projectId, home });
   await registrar.saveConfig({ ...config, projects: [...config.projects, entry] });
   return { ...entry, name, created: true };
 }
+
+const sameLink = (a: SyncLink | undefined, b: SyncLink) =>
+  a !== undefined && a.server === b.server && a.remoteProjectId === b.remoteProjectId && a.workstation === b.workstation;
 
 /** A mount point must be empty (or missing: it is created); `.strata` alone is allowed. */
 export async function assertEmptyDir(dir: string): Promise<void> {

@@ -9,6 +9,7 @@ import { principalOf } from '../control-api/request-context.js';
 import type { App, RouteDeps } from '../control-api/route-deps.js';
 import { EmptyBody, ProjectParams } from '../control-api/schemas.js';
 import type { RunningDaemon } from './daemon.js';
+import { normalizeServerUrl } from './sync/link.js';
 
 const tags = ['daemon'];
 const AddProjectBody = Type.Object(
@@ -16,6 +17,17 @@ const AddProjectBody = Type.Object(
     dir: Type.String({ minLength: 1, maxLength: 4096, description: 'absolute path of the directory to bind' }),
     mode: Type.Optional(Type.Union([Type.Literal('watch'), Type.Literal('mount')], { default: 'watch' })),
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    sync: Type.Optional(
+      Type.Object(
+        {
+          server: Type.String({ minLength: 1, maxLength: 2048 }),
+          remoteProjectId: Type.String({ minLength: 1, maxLength: 64 }),
+          workstation: Type.String({ minLength: 1, maxLength: 64 }),
+        },
+        { additionalProperties: false, description: 'link to a server project (its API key is kept in the home by the CLI)' },
+      ),
+    ),
+    requireEmpty: Type.Optional(Type.Boolean({ description: 'refuse a directory that has files (a clone)' })),
   },
   { additionalProperties: false },
 );
@@ -33,11 +45,17 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
     async (request, reply) => {
       const principal = principalOf(request);
       await authorizeOrg(access, principal, daemon.owner.orgId, 'manage');
-      const { dir, mode, name } = request.body;
+      const { dir, mode, name, sync, requireEmpty } = request.body;
       if (!dir.startsWith('/')) {
         throw new StrataError('INVALID_ARGUMENT', { message: 'dir must be an absolute path', details: { field: 'dir' } });
       }
-      const result = await daemon.addProject({ dir, mode: mode ?? 'watch', ...(name === undefined ? {} : { name }) });
+      const result = await daemon.addProject({
+        dir,
+        mode: mode ?? 'watch',
+        ...(name === undefined ? {} : { name }),
+        ...(sync === undefined ? {} : { sync: { ...sync, server: normalizeServerUrl(sync.server) } }),
+        ...(requireEmpty === undefined ? {} : { requireEmpty }),
+      });
       return reply.code(result.project.created ? 201 : 200).send(result);
     },
   );
@@ -57,5 +75,31 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
       return runner.status();
     },
   );
-}
 
+  app.get('/v1/daemon/sync', { config: { doc: { summary: 'Replication state of every project linked to a server', tags } } }, async (request) => {
+    await authorizeOrg(access, principalOf(request), daemon.owner.orgId, 'manage');
+    const projects = [];
+    for (const status of daemon.status().projects) {
+      if (status.sync === null) continue;
+      await daemon.project(status.projectId)?.sync?.refreshQueue();
+      const fresh = daemon.project(status.projectId)?.sync?.status() ?? status.sync;
+      projects.push({ projectId: status.projectId, name: status.name, dir: status.dir, mode: status.mode, sync: fresh });
+    }
+    return { projects };
+  });
+
+  app.post(
+    '/v1/daemon/projects/:projectId/sync/confirm',
+    {
+      schema: { params: ProjectParams, body: EmptyBody },
+      config: { doc: { summary: 'Apply the incoming deletions the mass-delete guard holds', tags } },
+    },
+    async (request) => {
+      await authorizeProject(access, principalOf(request), request.params.projectId, 'write');
+      const sync = daemon.project(request.params.projectId)?.sync;
+      if (!sync) throw new StrataError('SYNC_NOT_LINKED', { details: { projectId: request.params.projectId } });
+      sync.confirmHeld();
+      return sync.status();
+    },
+  );
+}

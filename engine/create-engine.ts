@@ -15,6 +15,7 @@ import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
 import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
+import { adoptSyncedVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
 import { missingObjects, putObject } from './commands/sync-objects.js';
 import { applySyncedVersions } from './commands/sync-versions.js';
@@ -79,6 +80,9 @@ export function createEngine(deps: EngineDeps): Engine {
     putObject: (input) => putObject(ctx, input),
     syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
+    syncOutbox: (input) => syncOutbox(ctx, input),
+    syncOutboxStats: (input) => syncOutboxStats(ctx, input),
+    adoptSyncedVersions: (input) => changing(input.projectId, adoptSyncedVersions(ctx, input)),
     gc: (options) => gc(ctx, options),
     fsck: (options) => fsck(ctx, options),
     onFilesChanged(listener) {

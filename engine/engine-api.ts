@@ -1,3 +1,4 @@
+import type { AdoptOutcome, OutboxItem, PulledVersion } from './commands/sync-adopt.js';
 import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
@@ -209,6 +210,12 @@ export interface Engine {
   applySyncedVersions(input: { projectId: string; actor: Actor; workstation: string; versions: SyncedVersion[] }): Promise<SyncedOutcome[]>;
   /** The project's versions in commit order after `cursor` (sync's change feed; '' or none: from the first). */
   syncChanges(input: { projectId: string; cursor?: string; limit?: number }): Promise<ChangesPage>;
+  /** A workstation's outbox: its versions after `afterSeq` in commit order, each with the version it replaced. */
+  syncOutbox(input: { projectId: string; afterSeq: number; limit: number }): Promise<{ items: OutboxItem[]; lastSeq: number | null }>;
+  /** What is left to push after `afterSeq`. */
+  syncOutboxStats(input: { projectId: string; afterSeq: number }): Promise<{ count: number; bytes: number; oldest: string | null }>;
+  /** Versions pulled from the server, recorded here with their own ids (sync-adopt.ts); stops at the first deferred one. */
+  adoptSyncedVersions(input: { projectId: string; pushedSeq: number; versions: PulledVersion[] }): Promise<AdoptOutcome[]>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

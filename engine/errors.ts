@@ -57,6 +57,9 @@ export const ERROR_CATALOGUE = {
   FUSE_UNAVAILABLE: { status: 503, message: 'FUSE is not available here; use `strata watch DIR` instead' },
   WATCH_LIMIT_REACHED: { status: 503, message: 'The inotify watch limit is exhausted' },
   PROJECT_DIR_TAKEN: { status: 409, message: 'The directory already belongs to a project' },
+  PROJECT_ALREADY_LINKED: { status: 409, message: 'The project is already linked to another server project' },
+  SYNC_NOT_LINKED: { status: 404, message: 'The project is not linked to a server' },
+  SYNC_SERVER_REFUSED: { status: 502, message: 'The sync server refused the request' },
   DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
   DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
   // git interop (issue 4)

@@ -4,10 +4,12 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { RegisteredProject } from '../../daemon/projects.js';
+import type { SyncLink } from '../../daemon/sync/link.js';
 import { contextFor } from '../context.js';
 import { usageError } from '../errors.js';
 import { sanitizeLine } from '../output.js';
 import { localHome, runningDaemon } from './daemon.js';
+import { prepareLink } from './sync.js';
 
 export type Mode = 'watch' | 'mount';
 
@@ -23,13 +25,19 @@ export function parseMode(raw: string | undefined): Mode {
 }
 
 /** Registers DIR in the home: through its running daemon if any, else in-process. */
-export async function initProject(home: string, input: { dir: string; mode: Mode; name?: string }): Promise<InitResult> {
+export async function initProject(
+  home: string,
+  input: { dir: string; mode: Mode; name?: string; sync?: SyncLink; requireEmpty?: boolean },
+): Promise<InitResult> {
   const dir = resolve(input.dir);
+  const extra = {
+    ...(input.name === undefined ? {} : { name: input.name }),
+    ...(input.sync === undefined ? {} : { sync: input.sync }),
+    ...(input.requireEmpty === undefined ? {} : { requireEmpty: input.requireEmpty }),
+  };
   const client = await runningDaemon(home);
   if (client) {
-    const { project } = await client.json<{ project: RegisteredProject }>('POST', '/v1/daemon/projects', {
-      json: { dir, mode: input.mode, ...(input.name === undefined ? {} : { name: input.name }) },
-    });
+    const { project } = await client.json<{ project: RegisteredProject }>('POST', '/v1/daemon/projects', { json: { dir, mode: input.mode, ...extra } });
     return { ...project, home, daemonRunning: true };
   }
   const { openLocalEngine } = await import('../../engine/local.js');
@@ -42,11 +50,7 @@ export async function initProject(home: string, input: { dir: string; mode: Mode
   try {
     const access = { repository: local.repository, clock: local.clock, ids: createIdGenerator(local.clock), pepper, environment: resolveEnvironment() };
     const owner = await ensureLocalOwner(home, access);
-    const project = await registerProject(fileRegistrar(home, local.engine, owner.orgId), {
-      dir,
-      mode: input.mode,
-      ...(input.name === undefined ? {} : { name: input.name }),
-    });
+    const project = await registerProject(fileRegistrar(home, local.engine, owner.orgId), { dir, mode: input.mode, ...extra });
     return { ...project, home, daemonRunning: false };
   } finally {
     await local.close();
@@ -56,7 +60,9 @@ export async function initProject(home: string, input: { dir: string; mode: Mode
 export function registerInitCommand(program: Command): void {
   program
     .command('init')
-    .description('bind a directory to a new project; inside it, commands find the project by themselves')
+    .description(
+      'bind a directory to a new project; inside it, commands find the project by themselves. With --server URL --project ID, also link it to that server project (both sides are merged; a file that differs becomes a conflict copy)',
+    )
     .argument('<dir>', 'project directory (created if missing)')
     .option('--mode <mode>', 'watch (version what lands in the directory) or mount (FUSE)', 'watch')
     .option('--name <name>', 'project name (default: the directory name)')
@@ -65,11 +71,22 @@ export function registerInitCommand(program: Command): void {
       const ctx = contextFor(command);
       const mode = parseMode(options.mode);
       const home = await localHome(options.home);
-      const result = await initProject(home, { dir, mode, ...(options.name === undefined ? {} : { name: options.name }) });
+      // Linking takes the flags as given on this command line, never STRATA_SERVER_URL alone: a plain
+      // `strata init` must not start sending a directory to whatever server the environment names.
+      const { server, project } = ctx.flags;
+      if ((server === undefined) !== (project === undefined)) throw usageError('to link to a server, pass both --server URL and --project ID', { field: server === undefined ? 'server' : 'project' });
+      const linked = server !== undefined && project !== undefined ? await prepareLink(home, { server, remoteProjectId: project, apiKey: ctx.flags.apiKey }) : null;
+      const result = await initProject(home, {
+        dir,
+        mode,
+        ...(options.name === undefined ? {} : { name: options.name }),
+        ...(linked === null ? {} : { sync: linked.link }),
+      });
       ctx.output.result(result, () => {
         const verb = result.created ? 'initialized' : 'already initialized:';
         ctx.output.line(`${verb} ${mode} project ${sanitizeLine(result.name)} (${result.projectId}) at ${sanitizeLine(result.dir)}`);
-        if (result.daemonRunning) ctx.output.hint('the running daemon captures it now; see `strata status`');
+        if (result.sync) ctx.output.line(`linked to ${sanitizeLine(result.sync.server)} project ${result.sync.remoteProjectId} as workstation ${sanitizeLine(result.sync.workstation)}`);
+        if (result.daemonRunning) ctx.output.hint(result.sync ? 'the daemon syncs it now; see `strata sync status`' : 'the running daemon captures it now; see `strata status`');
         else ctx.output.hint(`start capturing: strata daemon (all projects) or strata ${mode} ${result.dir}`);
       });
     });

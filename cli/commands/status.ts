@@ -43,6 +43,14 @@ function renderDetails(ctx: ReturnType<typeof contextFor>, p: ProjectStatus, lab
       : 'not run yet';
     ctx.output.line(`${label}: reconciliation ${every}${r.running ? ', running now' : ''}; ${text}`);
   }
+  const s = p.sync ?? null;
+  if (s !== null) {
+    const conflicts = s.conflicts.length > 0 ? `, ${`${s.conflicts.length} conflict cop${s.conflicts.length === 1 ? 'y' : 'ies'}`} (strata sync status)` : '';
+    const error = s.lastError && !s.inSync ? `; last error: ${sanitizeLine(s.lastError.message)}` : '';
+    ctx.output.line(
+      `${label}: sync with ${sanitizeLine(s.server)}: ${s.state}${s.readOnly ? ' (read-only)' : ''}, ${plural(s.queue.versions, 'version')} queued${conflicts}${error}`,
+    );
+  }
   const m = p.mount ?? null;
   if (m === null) return;
   ctx.output.line(

@@ -6,6 +6,7 @@
 import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
+import { conflictCopyPath } from '../../engine/commands/sync-versions.js';
 import { isStrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
@@ -30,6 +31,18 @@ export interface PipelineOptions {
    * mount mode a held deletion was refused and the file never left: it stays counted.
    */
   releaseHeldOnCapture?: boolean;
+  /**
+   * The version a deletion of `path` deletes (watch mode: the one its index row says the disk had).
+   * When the engine has moved on since (a sync, the API), the deletion gives way. Undefined: the current.
+   */
+  deleteBase?: (path: string) => string | undefined;
+  /**
+   * A synced watch project (issue 14): a write is based on the version the disk had (its index row;
+   * null: none). When the engine has moved on since — another workstation's change pulled meanwhile —
+   * the edit is kept as a conflict copy next to the file (`fit (conflict ws 2026-11-25 1632).m`),
+   * or at the path itself when the other side deleted it (an edit beats a deletion).
+   */
+  conflictCopies?: { workstation: string; writeBase: (path: string) => string | null };
   /** engine writes in flight at once (default 128) */
   maxInFlight?: number;
   now?: () => number;
@@ -177,9 +190,16 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     return serial(path, () =>
       limited(async () => {
         try {
-          const { version } = await engine.deleteFile({ projectId, path, actor });
+          const baseVersionId = options.deleteBase?.(path);
+          const { version } = await engine.deleteFile({ projectId, path, actor, ...(baseVersionId === undefined ? {} : { baseVersionId }) });
           return recorded({ kind: 'versioned', version, entry: null });
         } catch (error) {
+          if (isStrataError(error, 'STALE_BASE_VERSION')) {
+            // The file changed elsewhere (a sync from another workstation, the API) after this
+            // directory last had it: the deletion was of an older state and gives way.
+            logger.info({ path }, 'a deletion gave way to a newer version of the file made elsewhere; the file is brought back');
+            return { kind: 'absent' } as const;
+          }
           if (isStrataError(error, 'PATH_NOT_FOUND') || isStrataError(error, 'PATH_IS_DIRECTORY')) return { kind: 'absent' } as const;
           return failed(path, error);
         }
@@ -213,6 +233,14 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     );
   }
 
+  async function freeConflictCopy(path: string, workstation: string): Promise<string> {
+    const at = new Date(now()).toISOString();
+    for (let n = 1; ; n++) {
+      const copy = conflictCopyPath(path, workstation, at, n);
+      if (n >= 20 || (await engine.stat({ projectId, path: copy })) === null) return copy;
+    }
+  }
+
   const pipeline: PipelineHandle = {
     isIgnored: (path, dir) => ignore.ignores(path, dir),
 
@@ -225,7 +253,23 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
           try {
             // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
             const { size } = await stat(file);
-            const result = await engine.writeFile({ projectId, path, actor, content: { file, size }, executable, ifChanged: true });
+            const write = (at: string, baseVersionId?: string | null) =>
+              engine.writeFile({ projectId, path: at, actor, content: { file, size }, executable, ifChanged: true, ...(baseVersionId === undefined ? {} : { baseVersionId }) });
+            const copies = options.conflictCopies;
+            let result: Awaited<ReturnType<typeof write>>;
+            try {
+              result = await write(path, copies?.writeBase(path));
+            } catch (error) {
+              if (copies === undefined || !isStrataError(error, 'STALE_BASE_VERSION')) throw error;
+              if ((await engine.stat({ projectId, path })) === null) {
+                result = await write(path, null);
+              } else {
+                const copy = await freeConflictCopy(path, copies.workstation);
+                result = await write(copy, null);
+                logger.warn({ path, copy }, 'this edit was made on a version changed elsewhere meanwhile: it is kept as a conflict copy');
+                if (result.unchanged !== true) return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+              }
+            }
             if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
             if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
             return recorded({ kind: 'versioned', version: result.version, entry: result.entry });

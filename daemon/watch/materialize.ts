@@ -78,8 +78,13 @@ export async function materialize(host: HostContext, path: string, warn: (messag
     putRow(host, path, st, outcome.entry);
     // Deleted in the engine: the local edit brought the file back, and it stays.
     if (entry === null) return 'kept-local';
-    // The engine's state on top again, as a restore: both are in history, the engine's is current.
-    entry = (await host.engine.restoreVersion({ projectId: host.projectId, versionId: entry.versionId, actor: host.actor })).entry;
+    // The engine had not moved on from what the disk last had: the edit is simply the newest version.
+    if (outcome.conflictCopy === undefined && row !== undefined && entry.versionId === row.versionId) return 'kept-local';
+    // A synced project kept the edit as a conflict copy (it appears as a file of its own); otherwise
+    // the engine's state goes on top again, as a restore: both are in history, the engine's is current.
+    if (outcome.conflictCopy === undefined) {
+      entry = (await host.engine.restoreVersion({ projectId: host.projectId, versionId: entry.versionId, actor: host.actor })).entry;
+    }
   } else if (st === null && row !== undefined) {
     // Deleted here, and the deletion not recorded yet (it waits out the delete settle time): record
     // it, or it would land after the file is written back and delete what the engine wants.

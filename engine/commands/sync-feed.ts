@@ -4,11 +4,12 @@
 // workstation leaves out the versions it sent itself (their ids are its own).
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
-import type { VersionRecord } from '../types.js';
+import type { SyncChange } from '../ports/metadata-repository.js';
 import { clampLimit } from './history.js';
 
 export interface ChangesPage {
-  items: VersionRecord[];
+  /** each with `current`: whether it was its path's current version when read */
+  items: SyncChange[];
   /** where the next call starts: the last item's position, or the given cursor when nothing is new */
   cursor: string;
   /** a full page: more may follow at once */

@@ -31,6 +31,8 @@ export type SyncedOutcome =
   | { versionId: string; result: 'applied' | 'duplicate'; path: string }
   /** recorded as the first version of a conflict copy: `path` is the copy's */
   | { versionId: string; result: 'conflict'; path: string; conflictWith: string }
+  /** the path moved on, to these very bytes (both sides made the same file): nothing is recorded */
+  | { versionId: string; result: 'same'; path: string; currentVersionId: string }
   /** a deletion of a file that was edited meanwhile: the edit stays, nothing is recorded */
   | { versionId: string; result: 'superseded'; path: string; currentVersionId: string | null }
   | { versionId: string; result: 'refused'; path: string; code: string; message: string };
@@ -138,6 +140,11 @@ async function applyOne(
     // The path moved on since the workstation's base.
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
     if (version.contentHash === null) return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+    if (current !== null && current.contentHash === version.contentHash) {
+      // The same file made on both sides (two workstations linked to one project, a copy made twice):
+      // nothing to keep twice, no conflict to resolve.
+      return { versionId, result: 'same', path: version.path, currentVersionId: current.versionId };
+    }
     if (current === null) {
       // Deleted elsewhere, edited here: the edit brings the file back.
       if (await commit(version.path, null)) return { versionId, result: 'applied', path: version.path };

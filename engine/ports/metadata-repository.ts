@@ -53,6 +53,26 @@ export interface VersionCommit {
    * (gc, fsck) for as long as a version references the manifest.
    */
   shards?: ContentHash[];
+  /** The record came from the sync server (a pull): kept out of this workstation's outbox. */
+  pulled?: boolean;
+  /**
+   * Append to the path's history without making it the current version (a pulled version the
+   * server had already superseded when it was read). No precondition applies.
+   */
+  historyOnly?: boolean;
+}
+
+/** A change in sync's feed: the record, and whether it was its path's newest record when read. */
+export type SyncChange = VersionRecord & { current: boolean };
+
+/** A version in a workstation's outbox (migration 8). */
+export interface OutboxItem {
+  seq: number;
+  record: VersionRecord;
+  /** the path's version this one replaced when committed (null: the path did not exist) */
+  baseVersionId: string | null;
+  /** from the server: not to be pushed */
+  pulled: boolean;
 }
 
 export type VersionCommitResult =
@@ -125,7 +145,13 @@ export interface VersionRepository {
    * The project's version records committed after position `afterSeq` (0: from the first), oldest
    * first, with the position of the last one (sync's change feed; positions only grow).
    */
-  changesAfter(projectId: string, afterSeq: number, limit: number): Promise<{ items: VersionRecord[]; lastSeq: number | null }>;
+  changesAfter(projectId: string, afterSeq: number, limit: number): Promise<{ items: SyncChange[]; lastSeq: number | null }>;
+  /** The workstation's side: its versions after `afterSeq`, oldest first, with base and origin. */
+  outboxAfter(projectId: string, afterSeq: number, limit: number): Promise<{ items: OutboxItem[]; lastSeq: number | null }>;
+  /** The path's newest version record (history-only ones included), with its position and origin. */
+  pathHead(projectId: string, path: string): Promise<{ seq: number; versionId: string; pulled: boolean } | null>;
+  /** What is still to push after `afterSeq`: versions made here (not pulled), their bytes, the oldest time. */
+  outboxStats(projectId: string, afterSeq: number): Promise<{ count: number; bytes: number; oldest: string | null }>;
 }
 
 export type WriteConflict = { kind: 'directory' } | { kind: 'file-ancestor'; ancestor: string };

@@ -245,6 +245,18 @@ CREATE TABLE project_objects (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 8,
+    name: 'versions as a sync outbox',
+    // A workstation's versions are its sync outbox (issue 14): the record IS the queue item, committed
+    // in its own transaction, so nothing can be recorded and not queued. What the push needs that the
+    // record did not say: the version it replaced (its base on the server, known at commit and never
+    // again once retention prunes history), and whether it came from the server (pulled: not pushed back).
+    sql: `
+ALTER TABLE versions ADD COLUMN base_version_id TEXT;
+ALTER TABLE versions ADD COLUMN pulled INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -1,11 +1,12 @@
 // What sync asks of the metadata: which content a project can count on (migration 7,
-// VersionRepository.unavailableObjects), version ids in use, and the project's changes in order.
+// VersionRepository.unavailableObjects), version ids in use, the project's changes in order (the
+// server's feed), and the workstation's outbox (migration 8).
 import type { Database } from 'better-sqlite3';
 import type { VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import { run, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'versionIdInUse' | 'changesAfter'>;
+type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'versionIdInUse' | 'changesAfter' | 'outboxAfter' | 'outboxStats' | 'pathHead'>;
 
 export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const uploaded = db.prepare('SELECT 1 FROM project_objects WHERE project_id = ? AND content_hash = ?').pluck();
@@ -22,7 +23,16 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   );
   const versionExists = db.prepare('SELECT 1 FROM versions WHERE version_id = ?').pluck();
   // versions_by_project (project_id, seq): a range scan from the position on.
-  const after = db.prepare(`SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?`);
+  const after = db.prepare(
+    // current: the path's newest record (a deletion too: the path is gone as of it).
+    `SELECT ${VERSION_COLUMNS}, seq = (SELECT max(v.seq) FROM versions v WHERE v.project_id = versions.project_id AND v.path = versions.path) AS current
+     FROM versions WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+  );
+  const outbox = db.prepare(`SELECT ${VERSION_COLUMNS}, base_version_id, pulled FROM versions WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?`);
+  const head = db.prepare('SELECT seq, version_id, pulled FROM versions WHERE project_id = ? AND path = ? ORDER BY seq DESC LIMIT 1');
+  const pending = db.prepare(
+    'SELECT count(*) AS count, coalesce(sum(size), 0) AS bytes, min(timestamp) AS oldest FROM versions WHERE project_id = ? AND seq > ? AND pulled = 0',
+  );
   const unavailable = db.transaction((projectId: string, hashes: ContentHash[]) =>
     hashes.filter(
       (hash) =>
@@ -40,8 +50,24 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
     versionIdInUse: (versionId) => run(() => versionExists.get(versionId) !== undefined),
     changesAfter: (projectId, afterSeq, limit) =>
       run(() => {
-        const rows = after.all(projectId, afterSeq, limit) as VersionRow[];
-        return { items: rows.map(toVersion), lastSeq: rows.at(-1)?.seq ?? null };
+        const rows = after.all(projectId, afterSeq, limit) as Array<VersionRow & { current: 1 | null }>;
+        return { items: rows.map((row) => ({ ...toVersion(row), current: row.current === 1 })), lastSeq: rows.at(-1)?.seq ?? null };
+      }),
+    outboxAfter: (projectId, afterSeq, limit) =>
+      run(() => {
+        const rows = outbox.all(projectId, afterSeq, limit) as Array<VersionRow & { base_version_id: string | null; pulled: number }>;
+        const items = rows.map((row) => ({ seq: row.seq, record: toVersion(row), baseVersionId: row.base_version_id, pulled: row.pulled === 1 }));
+        return { items, lastSeq: rows.at(-1)?.seq ?? null };
+      }),
+    pathHead: (projectId, path) =>
+      run(() => {
+        const row = head.get(projectId, path) as { seq: number; version_id: string; pulled: number } | undefined;
+        return row === undefined ? null : { seq: row.seq, versionId: row.version_id, pulled: row.pulled === 1 };
+      }),
+    outboxStats: (projectId, afterSeq) =>
+      run(() => {
+        const row = pending.get(projectId, afterSeq) as { count: number; bytes: number; oldest: string | null };
+        return { count: row.count, bytes: row.bytes, oldest: row.oldest };
       }),
   };
 }

@@ -20,8 +20,8 @@ export type Committed = (seq: number, previousSize: number | null) => void;
 export function createCommitter(db: Database): (commit: VersionCommit, committed?: Committed) => VersionCommitResult {
   const currentOf = db.prepare('SELECT version_id, size FROM entries WHERE project_id = ? AND path = ?');
   const insertVersion = db.prepare(
-    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset, base_version_id, pulled)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const upsertEntry = db.prepare(
     `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, dataset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -33,12 +33,11 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
   return (commit: VersionCommit, committed?: Committed): VersionCommitResult => {
     const { record, expectedCurrent } = commit;
-    let previous: { version_id: string; size: number } | undefined;
-    if (expectedCurrent !== undefined || committed !== undefined) {
-      previous = currentOf.get(record.projectId, record.path) as { version_id: string; size: number } | undefined;
-      const current = previous?.version_id ?? null;
-      if (expectedCurrent !== undefined && current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
-    }
+    const historyOnly = commit.historyOnly === true;
+    // Always read: the replaced version is the record's base in the sync outbox (migration 8).
+    const previous = historyOnly ? undefined : (currentOf.get(record.projectId, record.path) as { version_id: string; size: number } | undefined);
+    const current = previous?.version_id ?? null;
+    if (!historyOnly && expectedCurrent !== undefined && current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
     const { lastInsertRowid } = insertVersion.run(
       record.versionId,
       record.projectId,
@@ -53,11 +52,14 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
       record.restoredFrom,
       record.executable ? 1 : 0,
       record.dataset ? 1 : 0,
+      current,
+      commit.pulled === true ? 1 : 0,
     );
     committed?.(Number(lastInsertRowid), previous === undefined ? null : previous.size);
     if (record.dataset && record.contentHash !== null) {
       for (const shard of commit.shards ?? []) insertShard.run(record.contentHash, shard);
     }
+    if (historyOnly) return { ok: true, entry: null };
     if (record.contentHash === null) {
       deleteEntry.run(record.projectId, record.path);
       return { ok: true, entry: null };

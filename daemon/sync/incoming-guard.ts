@@ -1,0 +1,58 @@
+// The incoming mass-delete guard (issue 14): a change set from the server that deletes much of the
+// project — another workstation's unmounted drive seen as "everything deleted", the Seafile #1398
+// story — is held, not applied, until the user confirms (`strata sync confirm`). Same rule as the
+// local guard (daemon/capture/guard.ts): more than 25% of the files, and at least 20 — counted over
+// the last minutes, not per page of the feed, so a deletion that arrives in small pages is seen whole.
+import type { DaemonState } from '../state.js';
+import { GUARD_MIN_FILES, GUARD_SHARE } from '../capture/guard.js';
+
+export interface IncomingDeleteGuard {
+  /** `deletes`: files here the page would delete. false: hold it (too much); the caller does not apply it */
+  admit(deletes: number, files: number): boolean;
+  /** the held change set, or null */
+  held(): { deletes: number; files: number } | null;
+  /** apply what is held, and what follows until the feed is read to its end */
+  confirm(): void;
+  /** the feed was read to its end: a confirmation covers no more */
+  caughtUp(): void;
+}
+
+const WINDOW_MS = 5 * 60_000;
+const HELD = 'sync.incomingHeld';
+const CONFIRMED = 'sync.incomingConfirmed';
+
+export function incomingDeleteGuard(state: DaemonState, projectId: string): IncomingDeleteGuard {
+  const { flags } = state;
+  /** deletions applied lately: time and count */
+  let recent: Array<{ at: number; count: number }> = [];
+  return {
+    admit(deletes, files) {
+      const now = Date.now();
+      recent = recent.filter((r) => now - r.at < WINDOW_MS);
+      const earlier = recent.reduce((n, r) => n + r.count, 0);
+      const admitted = () => {
+        if (deletes > 0) recent.push({ at: now, count: deletes });
+        return true;
+      };
+      if (flags.get<boolean>(projectId, CONFIRMED) === true) return admitted();
+      // Measured against the files there were before the recent deletions.
+      const total = deletes + earlier;
+      const before = files + earlier;
+      if (deletes === 0 || total < GUARD_MIN_FILES || total <= before * GUARD_SHARE) {
+        if (flags.get(projectId, HELD) !== undefined) flags.delete(projectId, HELD);
+        return admitted();
+      }
+      flags.set(projectId, HELD, { deletes: total, files: before });
+      return false;
+    },
+    held: () => flags.get<{ deletes: number; files: number }>(projectId, HELD) ?? null,
+    confirm() {
+      recent = [];
+      flags.set(projectId, CONFIRMED, true);
+      flags.delete(projectId, HELD);
+    },
+    caughtUp() {
+      if (flags.get(projectId, CONFIRMED) !== undefined) flags.delete(projectId, CONFIRMED);
+    },
+  };
+}

@@ -1,0 +1,499 @@
+// One linked project's replication (issue 14): two loops that never block a capture.
+//
+// Push: the engine's own version records are the outbox (migration 8: each committed with the version
+// it replaced, in its own transaction); the loop reads them after the pushed position, asks the
+// server which contents it lacks, uploads those (bounded concurrency), then posts the records with
+// their ids, bases and times. The position advances only after the server answered, so a crash or a
+// cut connection re-sends (the server recognises the ids: exactly once in effect).
+//
+// Pull: follows the server's change feed (long poll) from its cursor, fetches the bytes this store
+// lacks (verified against their hash), and records the versions here with their own ids. A path with
+// a change made here that the server has not had yet waits for the push: the server decides
+// (conflict copy, edit beats delete) and the feed then brings its decision.
+import type { Logger } from 'pino';
+import PQueue from 'p-queue';
+import type { AdoptOutcome, PulledVersion } from '../../engine/commands/sync-adopt.js';
+import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
+import type { ContentStore, Engine } from '../../engine/engine-api.js';
+import type { OutboxItem, SyncChange } from '../../engine/ports/metadata-repository.js';
+import type { ContentHash } from '../../engine/types.js';
+import type { DaemonState } from '../state.js';
+import type { SyncLink } from './link.js';
+import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
+import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
+
+const PUSH_BATCH = 500;
+const PULL_BATCH = 500;
+const LONG_POLL_MS = 25_000;
+const UPLOAD_CONCURRENCY = 4;
+const MAX_CONFLICTS_SHOWN = 50;
+/** A page deleting this many files here waits a moment and is judged with what follows it. */
+const DELETE_SETTLE_AT = 10;
+const DELETE_SETTLE_MS = 1_500;
+
+export type SyncState = 'starting' | 'syncing' | 'idle' | 'offline' | 'paused' | 'held' | 'stopped';
+
+export interface SyncConflict {
+  /** the conflict copy */
+  path: string;
+  /** the file it is a copy of */
+  of: string;
+  at: string;
+}
+
+export interface SyncStatus {
+  server: string;
+  remoteProjectId: string;
+  workstation: string;
+  state: SyncState;
+  /** everything made here is on the server and the feed is read to its end */
+  inSync: boolean;
+  /** the server does not accept this workstation's changes (a viewer's or read-only member's key) */
+  readOnly: boolean;
+  queue: { versions: number; bytes: number; oldestAt: string | null; oldestAgeSeconds: number | null };
+  pushed: number;
+  pulled: number;
+  uploadedBytes: number;
+  downloadedBytes: number;
+  lastPushAt: string | null;
+  lastPullAt: string | null;
+  lastError: { at: string; message: string; retryAt: string | null } | null;
+  conflicts: SyncConflict[];
+  /** versions not synced, by reason (datasets are not yet) */
+  skipped: Record<string, number>;
+  /** the incoming mass-delete guard holds a change set until `strata sync confirm` */
+  held: { deletes: number; files: number } | null;
+}
+
+export interface ProjectSyncDeps {
+  engine: Engine;
+  store: ContentStore;
+  state: DaemonState;
+  logger: Logger;
+  projectId: string;
+  link: SyncLink;
+  apiKey: string | null;
+  /** files the project has here (the incoming mass-delete guard's measure) */
+  trackedFiles(): number;
+  /**
+   * The host has looked at the whole directory since it started (watch mode's catch-up scan). Pulling
+   * waits for it: an edit made while the daemon was stopped must be recorded (and pushed, where the
+   * server decides) before the server's version of that file lands on top of it.
+   */
+  ready(): boolean;
+}
+
+export class ProjectSync {
+  readonly #deps: ProjectSyncDeps;
+  readonly #remote: Remote | null;
+  readonly #log: Logger;
+  readonly #stop = new AbortController();
+  readonly #aliases: AliasTable;
+  readonly #guard: IncomingDeleteGuard;
+  #loops: Promise<void>[] = [];
+  #pushedSeq: number;
+  #pullCursor: string;
+  /** the cursor whose deletions were given time to arrive whole */
+  #settledAt: string | null = null;
+  #pushIdle = false;
+  #pulling = false;
+  #paused: string | null = null;
+  #readOnly = false;
+  #offline = false;
+  #wakePush: (() => void) | null = null;
+  #pushProgress: Array<() => void> = [];
+  #unsubscribe: (() => void) | null = null;
+  #stats = { pushed: 0, pulled: 0, uploadedBytes: 0, downloadedBytes: 0, lastPushAt: null as string | null, lastPullAt: null as string | null };
+  #lastError: SyncStatus['lastError'] = null;
+  #queue: SyncStatus['queue'] = { versions: 0, bytes: 0, oldestAt: null, oldestAgeSeconds: null };
+  #conflicts: SyncConflict[];
+  #skipped: Record<string, number> = {};
+
+  constructor(deps: ProjectSyncDeps) {
+    this.#deps = deps;
+    this.#log = deps.logger.child({ sync: deps.link.server });
+    this.#remote = deps.apiKey === null ? null : new Remote({ serverUrl: deps.link.server, remoteProjectId: deps.link.remoteProjectId, apiKey: deps.apiKey });
+    if (deps.apiKey === null) this.#paused = `no API key for ${deps.link.server}: set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again`;
+    const { flags } = deps.state;
+    this.#pushedSeq = flags.get<number>(deps.projectId, 'sync.pushedSeq') ?? 0;
+    this.#pullCursor = flags.get<string>(deps.projectId, 'sync.pullCursor') ?? '';
+    this.#conflicts = flags.get<SyncConflict[]>(deps.projectId, 'sync.conflicts') ?? [];
+    this.#aliases = new AliasTable(deps.state);
+    this.#guard = incomingDeleteGuard(deps.state, deps.projectId);
+  }
+
+  start(): void {
+    this.#unsubscribe = this.#deps.engine.onFilesChanged((changed) => {
+      if (changed === this.#deps.projectId) this.#wakePush?.();
+    });
+    if (this.#remote === null) {
+      this.#log.warn(this.#paused);
+      return;
+    }
+    this.#loops = [this.#pushLoop(this.#remote), this.#pullLoop(this.#remote)];
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    this.#unsubscribe?.();
+    this.#wakePush?.();
+    for (const resolve of this.#pushProgress.splice(0)) resolve();
+    await Promise.allSettled(this.#loops);
+  }
+
+  /** The user confirmed the held incoming deletions: apply them. */
+  confirmHeld(): void {
+    this.#guard.confirm();
+    this.#wakePush?.();
+  }
+
+  async refreshQueue(): Promise<void> {
+    const stats = await this.#deps.engine.syncOutboxStats({ projectId: this.#deps.projectId, afterSeq: this.#pushedSeq });
+    const oldestAgeSeconds = stats.oldest === null ? null : Math.max(0, Math.round((Date.now() - Date.parse(stats.oldest)) / 1000));
+    this.#queue = { versions: stats.count, bytes: stats.bytes, oldestAt: stats.oldest, oldestAgeSeconds };
+  }
+
+  status(): SyncStatus {
+    const { link } = this.#deps;
+    const held = this.#guard.held();
+    const queueEmpty = this.#pushIdle || this.#readOnly;
+    let state: SyncState;
+    if (this.#stop.signal.aborted) state = 'stopped';
+    else if (this.#paused !== null) state = 'paused';
+    else if (held !== null) state = 'held';
+    else if (this.#offline) state = 'offline';
+    else if (this.#loops.length === 0) state = 'starting';
+    else state = queueEmpty && this.#pulling ? 'idle' : 'syncing';
+    return {
+      server: link.server,
+      remoteProjectId: link.remoteProjectId,
+      workstation: link.workstation,
+      state,
+      inSync: state === 'idle' && !this.#readOnly,
+      readOnly: this.#readOnly,
+      queue: this.#queue,
+      ...this.#stats,
+      lastError: this.#lastError,
+      conflicts: this.#conflicts,
+      skipped: this.#skipped,
+      held,
+    };
+  }
+
+  // ---- push ----
+
+  async #pushLoop(remote: Remote): Promise<void> {
+    const signal = this.#stop.signal;
+    let attempt = 0;
+    while (!signal.aborted) {
+      try {
+        const page = await this.#deps.engine.syncOutbox({ projectId: this.#deps.projectId, afterSeq: this.#pushedSeq, limit: PUSH_BATCH });
+        if (page.lastSeq === null) {
+          this.#pushIdle = true;
+          await this.refreshQueue();
+          await this.#sleep(30_000, 'push');
+          continue;
+        }
+        this.#pushIdle = false;
+        if (!this.#readOnly) await this.#pushPage(remote, page.items);
+        this.#advancePush(page.lastSeq);
+        attempt = 0;
+        this.#offline = false;
+        this.#paused = null;
+      } catch (error) {
+        if (signal.aborted) return;
+        attempt++;
+        const wait = this.#failed(error, attempt, 'push');
+        if (error instanceof RemoteError && error.kind === 'forbidden') {
+          // A viewer's or read-only member's workstation: it pulls, never pushes, and says so. What was
+          // made here stays queued (a later grant pushes it).
+          this.#readOnly = true;
+          this.#paused = null;
+          this.#log.warn('the server does not accept changes from this workstation (read-only access): pulling only; local changes stay queued');
+          await this.refreshQueue();
+          await this.#sleep(5 * 60_000, 'push');
+          this.#readOnly = false;
+          continue;
+        }
+        await this.#sleep(wait, 'push');
+      }
+    }
+  }
+
+  async #pushPage(remote: Remote, items: OutboxItem[]): Promise<void> {
+    const versions: SyncedVersion[] = [];
+    const sizes = new Map<ContentHash, number>();
+    for (const { record, baseVersionId, pulled } of items) {
+      if (pulled) continue;
+      if (record.dataset) {
+        this.#skip('datasets are not synced yet');
+        continue;
+      }
+      if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
+      versions.push({
+        versionId: record.versionId,
+        path: record.path,
+        baseVersionId: baseVersionId === null ? null : this.#aliases.remoteOf(baseVersionId),
+        contentHash: record.contentHash,
+        executable: record.executable,
+        timestamp: record.timestamp,
+      });
+    }
+    if (versions.length === 0) return;
+    await this.#uploadMissing(remote, [...sizes.keys()]);
+    const outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
+    this.#recordOutcomes(outcomes, versions);
+    this.#stats.pushed += versions.length;
+    this.#stats.lastPushAt = new Date().toISOString();
+  }
+
+  async #uploadMissing(remote: Remote, hashes: ContentHash[]): Promise<void> {
+    const { store } = this.#deps;
+    const signal = this.#stop.signal;
+    const queue = new PQueue({ concurrency: UPLOAD_CONCURRENCY });
+    // Every upload settles before the records that need them are posted; the first failure fails the batch.
+    const failures: unknown[] = [];
+    for (let i = 0; i < hashes.length && failures.length === 0; i += 1000) {
+      const missing = await remote.missing(hashes.slice(i, i + 1000), signal);
+      for (const hash of missing) {
+        const upload = queue.add(async () => {
+          if (failures.length > 0) return;
+          const info = await store.stat(hash as ContentHash);
+          if (info === null) throw new Error(`content ${hash} is missing from the local store (run strata fsck)`);
+          const stream = await store.open(hash as ContentHash);
+          try {
+            await remote.upload(hash, info.size, stream, signal);
+          } finally {
+            stream.destroy();
+          }
+          this.#stats.uploadedBytes += info.size;
+        });
+        upload.catch((error: unknown) => failures.push(error));
+      }
+    }
+    await queue.onIdle();
+    if (failures.length > 0) throw failures[0];
+  }
+
+  #recordOutcomes(outcomes: SyncedOutcome[], sent: SyncedVersion[]): void {
+    const byId = new Map(sent.map((v) => [v.versionId, v]));
+    for (const outcome of outcomes) {
+      const version = byId.get(outcome.versionId);
+      if (outcome.result === 'same') this.#aliases.set(outcome.versionId, outcome.currentVersionId);
+      else if (outcome.result === 'conflict') {
+        this.#addConflict({ path: outcome.path, of: version?.path ?? outcome.path, at: new Date().toISOString() });
+        this.#log.warn({ path: version?.path, copy: outcome.path }, 'sync conflict: the server had another change of this file; this one is kept as a conflict copy');
+      } else if (outcome.result === 'refused') {
+        this.#lastError = { at: new Date().toISOString(), message: `${outcome.path}: ${outcome.message} (${outcome.code})`, retryAt: null };
+        this.#log.error({ path: outcome.path, code: outcome.code }, `the server refused a version: ${outcome.message}`);
+      }
+    }
+  }
+
+  #advancePush(seq: number): void {
+    this.#pushedSeq = seq;
+    this.#deps.state.flags.set(this.#deps.projectId, 'sync.pushedSeq', seq);
+    for (const resolve of this.#pushProgress.splice(0)) resolve();
+  }
+
+  // ---- pull ----
+
+  async #pullLoop(remote: Remote): Promise<void> {
+    const signal = this.#stop.signal;
+    while (!signal.aborted && !this.#deps.ready()) await this.#sleep(100, 'pull');
+    let attempt = 0;
+    let caughtUp = false;
+    while (!signal.aborted) {
+      try {
+        this.#pulling = caughtUp;
+        const page = await remote.changes(this.#pullCursor, { limit: PULL_BATCH, waitMs: caughtUp ? LONG_POLL_MS : 0, signal });
+        this.#pulling = false;
+        attempt = 0;
+        this.#offline = false;
+        if (this.#paused?.startsWith('the server refused')) this.#paused = null;
+        const applied = await this.#applyPage(remote, page);
+        if (!applied) {
+          // A path here has a change the server has not had: let the push go first.
+          caughtUp = false;
+          await this.#waitForPush(2_000);
+          continue;
+        }
+        this.#pullCursor = page.cursor;
+        this.#deps.state.flags.set(this.#deps.projectId, 'sync.pullCursor', page.cursor);
+        this.#stats.lastPullAt = new Date().toISOString();
+        caughtUp = !page.more;
+        if (caughtUp) this.#guard.caughtUp();
+      } catch (error) {
+        this.#pulling = false;
+        caughtUp = false;
+        if (signal.aborted) return;
+        attempt++;
+        await this.#sleep(this.#failed(error, attempt, 'pull'), 'pull');
+      }
+    }
+  }
+
+  /** false: stopped at a deferred version (the cursor stays; the page is read again after the push). */
+  async #applyPage(remote: Remote, page: ChangesPage): Promise<boolean> {
+    const { items } = page;
+    if (items.length === 0) return true;
+    const { engine, projectId } = this.#deps;
+    let deletes = await this.#deletesHere(items);
+    if (deletes >= DELETE_SETTLE_AT) {
+      // Many deletions: judge the whole change set, not the part of it that arrived first. Let the
+      // other workstation finish sending it, then count what follows this page too.
+      if (this.#settledAt !== this.#pullCursor) {
+        this.#settledAt = this.#pullCursor;
+        await this.#sleep(DELETE_SETTLE_MS, 'pull');
+        return false;
+      }
+      deletes += await this.#deletesAhead(remote, page);
+    }
+    if (!this.#guard.admit(deletes, this.#deps.trackedFiles())) return false;
+    await this.#download(remote, items);
+    const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
+    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
+    this.#noteAdopted(outcomes);
+    return outcomes.at(-1)?.result !== 'deferred';
+  }
+
+  /** Deletions of files here in the pages after this one (read, not applied; at most 20 pages). */
+  async #deletesAhead(remote: Remote, page: ChangesPage): Promise<number> {
+    let count = 0;
+    let next = page;
+    for (let i = 0; i < 20 && next.more; i++) {
+      next = await remote.changes(next.cursor, { limit: 1000, waitMs: 0, signal: this.#stop.signal });
+      count += await this.#deletesHere(next.items);
+    }
+    return count;
+  }
+
+  /** Files here that the page deletes (this workstation's own deletions, back from the feed, are gone already). */
+  async #deletesHere(items: SyncChange[]): Promise<number> {
+    const { engine, projectId } = this.#deps;
+    let count = 0;
+    for (const item of items) {
+      if (item.contentHash === null && item.current && (await engine.stat({ projectId, path: item.path })) !== null) count++;
+    }
+    return count;
+  }
+
+  async #download(remote: Remote, items: SyncChange[]): Promise<void> {
+    const { store } = this.#deps;
+    const wanted = new Map<ContentHash, string>();
+    for (const item of items) {
+      if (item.contentHash === null || item.dataset || wanted.has(item.contentHash)) continue;
+      if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, item.versionId);
+    }
+    const queue = new PQueue({ concurrency: UPLOAD_CONCURRENCY });
+    const failures: unknown[] = [];
+    for (const [hash, versionId] of wanted) {
+      const download = queue.add(async () => {
+        if (failures.length > 0) return;
+        const body = await remote.read(versionId, this.#stop.signal);
+        // The store hashes as it writes and keeps nothing that is not `hash`.
+        const result = await store.put(body, { expectedHash: hash });
+        this.#stats.downloadedBytes += result.size;
+      });
+      download.catch((error: unknown) => failures.push(error));
+    }
+    await queue.onIdle();
+    if (failures.length > 0) throw failures[0];
+  }
+
+  #noteAdopted(outcomes: AdoptOutcome[]): void {
+    for (const outcome of outcomes) {
+      if (outcome.result === 'adopted' || outcome.result === 'history') this.#stats.pulled++;
+      else if (outcome.result === 'copied') {
+        // Made here, kept by the server as a conflict copy: the copy here is a version of its own.
+        this.#aliases.set(outcome.copyVersionId, outcome.versionId);
+        this.#stats.pulled++;
+      } else if (outcome.result === 'skipped') this.#skip(outcome.reason);
+    }
+  }
+
+  // ---- shared ----
+
+  #failed(error: unknown, attempt: number, loop: 'push' | 'pull'): number {
+    const at = new Date().toISOString();
+    if (error instanceof RemoteError) {
+      if (error.kind === 'auth') {
+        this.#paused = `the server refused the API key (401): set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again; everything stays queued`;
+        this.#lastError = { at, message: error.message, retryAt: null };
+        this.#log.error(`${loop}: ${this.#paused}`);
+        return 60_000;
+      }
+      if (error.kind === 'retry' && error.status === null) this.#offline = true;
+      const wait = backoffMs(attempt, error.retryAfterMs);
+      const retryAt = new Date(Date.now() + wait).toISOString();
+      this.#lastError = { at, message: error.message, retryAt };
+      this.#log.warn({ attempt, retryAt }, `${loop}: ${error.message}; retrying`);
+      return wait;
+    }
+    const wait = backoffMs(attempt);
+    const retryAt = new Date(Date.now() + wait).toISOString();
+    this.#lastError = { at, message: (error as Error).message, retryAt };
+    this.#log.error({ attempt, retryAt, err: (error as Error).message }, `${loop} failed; retrying`);
+    return wait;
+  }
+
+  #skip(reason: string): void {
+    this.#skipped[reason] = (this.#skipped[reason] ?? 0) + 1;
+  }
+
+  #addConflict(conflict: SyncConflict): void {
+    this.#conflicts = [...this.#conflicts.filter((c) => c.path !== conflict.path), conflict].slice(-MAX_CONFLICTS_SHOWN);
+    this.#deps.state.flags.set(this.#deps.projectId, 'sync.conflicts', this.#conflicts);
+  }
+
+  /** Sleeps up to `ms`; the push loop also wakes on a local change, the pull loop on stop. */
+  #sleep(ms: number, loop: 'push' | 'pull'): Promise<void> {
+    if (this.#stop.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#stop.signal.removeEventListener('abort', done);
+        if (loop === 'push' && this.#wakePush === done) this.#wakePush = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#stop.signal.addEventListener('abort', done);
+      if (loop === 'push') this.#wakePush = done;
+    });
+  }
+
+  #waitForPush(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.#pushProgress.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      this.#wakePush?.();
+    });
+  }
+}
+
+/**
+ * Local version id → the server's, where they differ: a conflict copy made here (the server kept the
+ * original id at the copy's path) and a file both sides made alike. A later change here is then based
+ * on the version the server knows, instead of looking like a conflict.
+ */
+class AliasTable {
+  readonly #get;
+  readonly #put;
+
+  constructor(state: DaemonState) {
+    state.db.exec('CREATE TABLE IF NOT EXISTS sync_alias (local_id TEXT PRIMARY KEY, remote_id TEXT NOT NULL) WITHOUT ROWID');
+    this.#get = state.db.prepare('SELECT remote_id FROM sync_alias WHERE local_id = ?').pluck();
+    this.#put = state.db.prepare('INSERT OR REPLACE INTO sync_alias (local_id, remote_id) VALUES (?, ?)');
+  }
+
+  remoteOf(localId: string): string {
+    return (this.#get.get(localId) as string | undefined) ?? localId;
+  }
+
+  set(localId: string, remoteId: string): void {
+    this.#put.run(localId, remoteId);
+  }
+}

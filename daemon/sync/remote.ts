@@ -1,0 +1,148 @@
+// The team server as a sync worker sees it: the sync routes of the control API over HTTP, with the
+// workstation's API key. Every failure is classified for the worker: retry later (network, 5xx,
+// 429 with its Retry-After), pause until the user acts (401/403), or a refusal of this request. The
+// key never appears in an error or a log line.
+import type { Readable } from 'node:stream';
+import type { SyncChange } from '../../engine/ports/metadata-repository.js';
+import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
+
+export type RemoteFailure = 'retry' | 'auth' | 'forbidden' | 'refused';
+
+export class RemoteError extends Error {
+  constructor(
+    readonly kind: RemoteFailure,
+    message: string,
+    readonly status: number | null,
+    readonly code: string | null,
+    /** from Retry-After (429, 503) */
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+    this.name = 'RemoteError';
+  }
+}
+
+export interface RemoteOptions {
+  serverUrl: string;
+  remoteProjectId: string;
+  apiKey: string;
+  /** per request, long polls excepted (they add their wait) */
+  timeoutMs?: number;
+}
+
+export interface ChangesPage {
+  items: SyncChange[];
+  cursor: string;
+  more: boolean;
+}
+
+export class Remote {
+  readonly #base: string;
+  readonly #auth: string;
+  readonly #timeoutMs: number;
+
+  constructor(options: RemoteOptions) {
+    this.#base = `${options.serverUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.remoteProjectId)}`;
+    this.#auth = `Bearer ${options.apiKey}`;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+  }
+
+  async missing(hashes: string[], signal?: AbortSignal): Promise<string[]> {
+    const body = await this.#json<{ missing: string[] }>('POST', '/sync/objects/missing', { hashes }, signal);
+    return body.missing;
+  }
+
+  async upload(hash: string, size: number, content: Readable, signal?: AbortSignal): Promise<void> {
+    await this.#request('PUT', `/sync/objects/${encodeURIComponent(hash)}`, {
+      body: content,
+      headers: { 'content-type': 'application/octet-stream', 'content-length': String(size) },
+      ...(signal ? { signal } : {}),
+      timeoutMs: this.#timeoutMs + Math.ceil(size / 1_000), // ≥ 1 MB/s
+    });
+  }
+
+  async pushVersions(workstation: string, versions: SyncedVersion[], signal?: AbortSignal): Promise<SyncedOutcome[]> {
+    const body = await this.#json<{ results: SyncedOutcome[] }>('POST', '/sync/versions', { workstation, versions }, signal);
+    return body.results;
+  }
+
+  async changes(cursor: string, options: { limit: number; waitMs: number; signal?: AbortSignal }): Promise<ChangesPage> {
+    const query = new URLSearchParams({ cursor, limit: String(options.limit), waitMs: String(options.waitMs) });
+    const response = await this.#request('GET', `/sync/changes?${query}`, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      timeoutMs: this.#timeoutMs + options.waitMs,
+    });
+    return (await response.json()) as ChangesPage;
+  }
+
+  /** A version's bytes, streamed (the caller verifies them against the record's hash as it stores them). */
+  async read(versionId: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const response = await this.#request('GET', `/fs/read?versionId=${encodeURIComponent(versionId)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
+    if (response.body === null) return (async function* () {})();
+    return response.body as unknown as AsyncIterable<Uint8Array>;
+  }
+
+  async #json<T>(method: string, path: string, json: unknown, signal?: AbortSignal): Promise<T> {
+    const response = await this.#request(method, path, {
+      body: JSON.stringify(json),
+      headers: { 'content-type': 'application/json' },
+      ...(signal ? { signal } : {}),
+      timeoutMs: this.#timeoutMs,
+    });
+    return (await response.json()) as T;
+  }
+
+  async #request(
+    method: string,
+    path: string,
+    options: { body?: string | Readable; headers?: Record<string, string>; signal?: AbortSignal; timeoutMs: number },
+  ): Promise<Response> {
+    const signals = [options.signal, options.timeoutMs > 0 ? AbortSignal.timeout(options.timeoutMs) : undefined].filter((s) => s !== undefined);
+    let response: Response;
+    try {
+      response = await fetch(`${this.#base}${path}`, {
+        method,
+        headers: { authorization: this.#auth, ...options.headers },
+        ...(options.body === undefined ? {} : { body: options.body as unknown as string, duplex: 'half' }),
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      } as RequestInit);
+    } catch (error) {
+      if (options.signal?.aborted) throw error;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const reason = cause?.code ?? cause?.message ?? (error as Error).message;
+      throw new RemoteError('retry', `the server is unreachable (${reason})`, null, null);
+    }
+    if (response.ok) return response;
+    let code: string | null = null;
+    let message = `HTTP ${response.status}`;
+    try {
+      const body = (await response.json()) as { error?: { code?: string; message?: string } };
+      code = body.error?.code ?? null;
+      if (body.error?.message) message = `${body.error.message} (HTTP ${response.status})`;
+    } catch {
+      // not the server's error body (a proxy's page): the status says enough
+    }
+    const retryAfter = parseRetryAfter(response.headers.get('retry-after'));
+    if (response.status === 401) throw new RemoteError('auth', `the server refused the API key: ${message}`, 401, code);
+    if (response.status === 403) throw new RemoteError('forbidden', `not permitted on the server: ${message}`, 403, code);
+    if (response.status === 429 || response.status === 408 || response.status >= 500) {
+      throw new RemoteError('retry', `the server answered ${message}`, response.status, code, retryAfter);
+    }
+    throw new RemoteError('refused', message, response.status, code);
+  }
+}
+
+function parseRetryAfter(value: string | null): number | null {
+  if (value === null) return null;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 10 * 60_000);
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, Math.min(at - Date.now(), 10 * 60_000)) : null;
+}
+
+/** Exponential backoff with full jitter: attempt 1 → up to 0.5 s, doubling to a 60 s cap. */
+export function backoffMs(attempt: number, retryAfterMs: number | null = null): number {
+  const cap = Math.min(60_000, 500 * 2 ** Math.max(0, attempt - 1));
+  const jittered = cap / 2 + Math.random() * (cap / 2);
+  return Math.max(jittered, retryAfterMs ?? 0);
+}

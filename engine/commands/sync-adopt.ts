@@ -1,0 +1,108 @@
+// The workstation's side of sync (issue 14): what it has to push (its outbox: the versions it made,
+// each with the version it replaced) and how the server's versions land here — with their own ids,
+// authors and times, marked as pulled so they are never pushed back.
+//
+// A pulled version becomes the path's current version only if it was the server's current one when
+// read; an older one joins the path's history only. A path with a change made here that the server
+// has not had yet is left alone ('deferred'): the push goes first and the server decides (conflict
+// copy, edit wins over delete), and the next pull brings its decision.
+import type { EngineContext } from '../context.js';
+import { isStrataError, StrataError } from '../errors.js';
+import type { OutboxItem } from '../ports/metadata-repository.js';
+import type { VersionRecord } from '../types.js';
+import { assertWritablePath, commitOne } from './write-file.js';
+
+export interface PulledVersion {
+  record: VersionRecord;
+  /** the path's current version on the server when the feed was read */
+  current: boolean;
+}
+
+export type AdoptOutcome =
+  /** recorded as the path's current version, or in its history only */
+  | { versionId: string; result: 'adopted' | 'history' }
+  /** this id is here already, at this path */
+  | { versionId: string; result: 'known' }
+  /** this id is here at another path (the server kept it as a conflict copy): a copy was recorded at `path` */
+  | { versionId: string; result: 'copied'; path: string; copyVersionId: string }
+  /** the path has a change not yet pushed, or changed while adopting: push first, then pull again */
+  | { versionId: string; result: 'deferred' }
+  /** not synced (datasets are not yet), or not writable here */
+  | { versionId: string; result: 'skipped'; reason: string };
+
+export async function syncOutbox(ctx: EngineContext, input: { projectId: string; afterSeq: number; limit: number }) {
+  await ctx.requireProject(input.projectId);
+  return ctx.repository.versions.outboxAfter(input.projectId, input.afterSeq, input.limit);
+}
+
+export async function syncOutboxStats(ctx: EngineContext, input: { projectId: string; afterSeq: number }) {
+  await ctx.requireProject(input.projectId);
+  return ctx.repository.versions.outboxStats(input.projectId, input.afterSeq);
+}
+
+export type { OutboxItem };
+
+/** Applies pulled versions in feed order; stops at the first deferred one (the rest wait for the next pull). */
+export async function adoptSyncedVersions(
+  ctx: EngineContext,
+  input: { projectId: string; pushedSeq: number; versions: PulledVersion[] },
+): Promise<AdoptOutcome[]> {
+  const { projectId } = input;
+  await ctx.requireProject(projectId);
+  const outcomes: AdoptOutcome[] = [];
+  for (const pulled of input.versions) {
+    const outcome = await adoptOne(ctx, projectId, input.pushedSeq, pulled);
+    outcomes.push(outcome);
+    if (outcome.result === 'deferred') break;
+  }
+  return outcomes;
+}
+
+async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion): Promise<AdoptOutcome> {
+  const record: VersionRecord = { ...pulled.record, projectId };
+  const { versionId } = record;
+  const known = await ctx.repository.versions.get(projectId, versionId);
+  if (known !== null) {
+    if (known.path === record.path || record.contentHash === null) return { versionId, result: 'known' };
+    return copyOf(ctx, projectId, record);
+  }
+  if (record.dataset) return { versionId, result: 'skipped', reason: 'datasets are not synced yet' };
+  if (record.contentHash !== null && !(await ctx.store.has(record.contentHash))) {
+    throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: [record.contentHash], count: 1 } });
+  }
+  const head = await ctx.repository.versions.pathHead(projectId, record.path);
+  if (head !== null && !head.pulled && head.seq > pushedSeq) return { versionId, result: 'deferred' };
+  if (!pulled.current) {
+    await commitOne(ctx, { record, pulled: true, historyOnly: true });
+    return { versionId, result: 'history' };
+  }
+  const entry = await ctx.repository.versions.getEntry(projectId, record.path);
+  try {
+    if (record.contentHash !== null && entry === null) await assertWritablePath(ctx, projectId, record.path);
+    await commitOne(ctx, { record, pulled: true, expectedCurrent: entry?.versionId ?? null });
+  } catch (error) {
+    if (isStrataError(error, 'STALE_BASE_VERSION')) return { versionId, result: 'deferred' };
+    if (isStrataError(error) && error.status < 500) return { versionId, result: 'skipped', reason: error.message };
+    throw error;
+  }
+  ctx.retention.schedule(projectId, record.path);
+  return { versionId, result: 'adopted' };
+}
+
+/**
+ * A version made here that the server kept at another path (a conflict copy): the copy appears here
+ * too, as a version of its own (the id is taken by the original); the caller maps it to the server's.
+ */
+async function copyOf(ctx: EngineContext, projectId: string, record: VersionRecord): Promise<AdoptOutcome> {
+  const copy: VersionRecord = { ...record, versionId: ctx.ids.uuid(), projectId };
+  const existing = await ctx.repository.versions.getEntry(projectId, record.path);
+  if (existing !== null) return { versionId: record.versionId, result: 'known' };
+  try {
+    await assertWritablePath(ctx, projectId, record.path);
+    await commitOne(ctx, { record: copy, pulled: true, expectedCurrent: null });
+  } catch (error) {
+    if (isStrataError(error) && error.status < 500) return { versionId: record.versionId, result: 'skipped', reason: error.message };
+    throw error;
+  }
+  return { versionId: record.versionId, result: 'copied', path: record.path, copyVersionId: copy.versionId };
+}
