@@ -93,6 +93,8 @@ export interface IncomingStatus {
   /** paths written, removed or kept (an unversioned local edit versioned first) since the daemon started */
   applied: number;
   last: { path: string; result: string; at: string } | null;
+  /** changes recorded in the engine are being (or about to be) brought to disk */
+  busy: boolean;
 }
 
 export interface ProjectHost {

@@ -159,9 +159,10 @@ export class ProjectRunner {
       const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, reloadIgnore: () => rules.reload() }) : await mountFactory();
       host = factory(ctx);
       this.#host = host;
+      this.#sync = this.#createSync(log);
       await host.start();
       log.info({ dir }, `${mode === 'watch' ? 'watching' : 'mounted'} ${dir}`);
-      this.#startSync(log);
+      this.#sync?.start();
     } catch (error) {
       const code = (error as { code?: string }).code ?? 'INTERNAL';
       this.#startError = { code, message: (error as Error).message };
@@ -169,13 +170,13 @@ export class ProjectRunner {
     }
   }
 
-  /** Replication to the linked server project, once the host shows the files (issue 14). */
-  #startSync(log: Logger): void {
+  /** Replication to the linked server project (issue 14); its loops start once the host shows the files. */
+  #createSync(log: Logger): ProjectSync | null {
     const link = this.config.sync;
     const store = this.#deps.store;
-    if (link === undefined || store === undefined) return;
+    if (link === undefined || store === undefined) return null;
     const { projectId } = this.config;
-    this.#sync = new ProjectSync({
+    return new ProjectSync({
       engine: this.#deps.engine,
       store,
       state: this.#deps.state,
@@ -189,7 +190,6 @@ export class ProjectRunner {
         return scan === null || scan === undefined || scan.finished;
       },
     });
-    this.#sync.start();
   }
 
   async stop(): Promise<void> {
@@ -215,8 +215,8 @@ export class ProjectRunner {
   async restartSync(): Promise<void> {
     if (this.#sync === null) return;
     await this.#sync.stop();
-    this.#sync = null;
-    this.#startSync(this.#deps.logger.child({ projectId: this.config.projectId, mode: this.config.mode }));
+    this.#sync = this.#createSync(this.#deps.logger.child({ projectId: this.config.projectId, mode: this.config.mode }));
+    this.#sync?.start();
   }
 
   async resetGuard(): Promise<void> {

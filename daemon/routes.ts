@@ -83,7 +83,11 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
       if (status.sync === null) continue;
       await daemon.project(status.projectId)?.sync?.refreshQueue();
       const fresh = daemon.project(status.projectId)?.sync?.status() ?? status.sync;
-      projects.push({ projectId: status.projectId, name: status.name, dir: status.dir, mode: status.mode, sync: fresh });
+      // Changes still on their way into history (the mount's write-behind, watch mode's queue) are
+      // not in the outbox yet, and pulled ones not yet on disk (watch mode) are not here: not in sync.
+      const capturing = status.pending + (status.mount?.dirty ?? 0) + (status.incoming?.busy ? 1 : 0);
+      const sync = { ...fresh, capturing, inSync: fresh.inSync && capturing === 0 };
+      projects.push({ projectId: status.projectId, name: status.name, dir: status.dir, mode: status.mode, sync });
     }
     return { projects };
   });

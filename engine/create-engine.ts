@@ -81,6 +81,7 @@ export function createEngine(deps: EngineDeps): Engine {
     syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
     syncOutbox: (input) => syncOutbox(ctx, input),
+    holdRetention: (projectId, afterSeq) => ctx.retention.hold(projectId, afterSeq),
     syncOutboxStats: (input) => syncOutboxStats(ctx, input),
     adoptSyncedVersions: (input) => changing(input.projectId, adoptSyncedVersions(ctx, input)),
     gc: (options) => gc(ctx, options),

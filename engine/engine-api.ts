@@ -214,6 +214,8 @@ export interface Engine {
   syncOutbox(input: { projectId: string; afterSeq: number; limit: number }): Promise<{ items: OutboxItem[]; lastSeq: number | null }>;
   /** What is left to push after `afterSeq`. */
   syncOutboxStats(input: { projectId: string; afterSeq: number }): Promise<{ count: number; bytes: number; oldest: string | null }>;
+  /** Sync's retention hold: versions made here after `afterSeq` (not on the server yet) are never pruned (null: none). */
+  holdRetention(projectId: string, afterSeq: number | null): void;
   /** Versions pulled from the server, recorded here with their own ids (sync-adopt.ts); stops at the first deferred one. */
   adoptSyncedVersions(input: { projectId: string; pushedSeq: number; versions: PulledVersion[] }): Promise<AdoptOutcome[]>;
   /**

@@ -14,12 +14,19 @@ export interface RetentionWorker {
   release(hashes: ContentHash[]): void;
   /** resolves when all scheduled work is done; rejects with the first background failure */
   settle(): Promise<void>;
+  /**
+   * Sync's hold (issue 14): versions made here after `afterSeq` are not on the server yet, so they
+   * are never pruned, whatever maxVersions says (null: no hold).
+   */
+  hold(projectId: string, afterSeq: number | null): void;
+  holdOf(projectId: string): number | undefined;
 }
 
 export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
   // projectId -> path -> keep override (0 = use the project's setting)
   let pending = new Map<string, Map<string, number>>();
   let released = new Set<ContentHash>();
+  const holds = new Map<string, number>();
   let running: Promise<void> | null = null;
   let failure: unknown = null;
 
@@ -58,7 +65,8 @@ export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
       byKeep.set(keep, list);
     }
     for (const [keep, list] of byKeep) {
-      const result = await ctx.repository.versions.prune(projectId, { keep, paths: list });
+      const hold = holds.get(projectId);
+      const result = await ctx.repository.versions.prune(projectId, { keep, paths: list, ...(hold === undefined ? {} : { holdAfterSeq: hold }) });
       for (const hash of result.releasedHashes) released.add(hash);
     }
   }
@@ -76,6 +84,11 @@ export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
   }
 
   return {
+    hold(projectId, afterSeq) {
+      if (afterSeq === null) holds.delete(projectId);
+      else holds.set(projectId, afterSeq);
+    },
+    holdOf: (projectId) => holds.get(projectId),
     schedule(projectId, path, keep = 0) {
       let paths = pending.get(projectId);
       if (!paths) {

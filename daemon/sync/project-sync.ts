@@ -116,6 +116,8 @@ export class ProjectSync {
     if (deps.apiKey === null) this.#paused = `no API key for ${deps.link.server}: set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again`;
     const { flags } = deps.state;
     this.#pushedSeq = flags.get<number>(deps.projectId, 'sync.pushedSeq') ?? 0;
+    // From before the host captures anything: what is not on the server yet is never pruned.
+    deps.engine.holdRetention(deps.projectId, this.#pushedSeq);
     this.#pullCursor = flags.get<string>(deps.projectId, 'sync.pullCursor') ?? '';
     this.#conflicts = flags.get<SyncConflict[]>(deps.projectId, 'sync.conflicts') ?? [];
     this.#aliases = new AliasTable(deps.state);
@@ -293,6 +295,7 @@ export class ProjectSync {
   #advancePush(seq: number): void {
     this.#pushedSeq = seq;
     this.#deps.state.flags.set(this.#deps.projectId, 'sync.pushedSeq', seq);
+    this.#deps.engine.holdRetention(this.#deps.projectId, seq);
     for (const resolve of this.#pushProgress.splice(0)) resolve();
   }
 

@@ -35,6 +35,8 @@ export class IncomingChanges {
   #dueAt = 0;
   /** a change was announced while a follow ran (it may have read the history before the change) */
   #nudged = false;
+  /** a change was announced and no follow has started since (sync's "everything is here" waits for it) */
+  #announced = false;
   #unsubscribe: (() => void) | undefined;
   #following: Promise<void> | null = null;
   #stopped = false;
@@ -70,7 +72,7 @@ export class IncomingChanges {
   }
 
   status(): IncomingStatus {
-    return { applied: this.#applied, last: this.#last };
+    return { applied: this.#applied, last: this.#last, busy: this.#announced || this.#following !== null };
   }
 
   /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
@@ -85,6 +87,7 @@ export class IncomingChanges {
    * changes is read in one go). The poll stays for what other processes record.
    */
   #nudge(): void {
+    this.#announced = true;
     if (this.#following !== null) this.#nudged = true;
     else if (this.#timer === undefined || this.#dueAt > Date.now() + NUDGE_MS) this.#scheduleFollow(NUDGE_MS);
   }
@@ -108,6 +111,7 @@ export class IncomingChanges {
    */
   follow(): Promise<void> {
     this.#following ??= (async () => {
+      this.#announced = false;
       try {
         await this.#deps.scanning()?.catch(() => undefined);
         if (this.#stopped || this.#host.capture.stats().massDeleteGuard.tripped) return;

@@ -22,7 +22,8 @@ export async function setRetention(ctx: EngineContext, input: { projectId: strin
   const project = await ctx.repository.projects.update(input.projectId, { retention: { maxVersions } });
   if (maxVersions > 0) {
     await ctx.batcher.drain();
-    const result = await ctx.repository.versions.prune(input.projectId, { keep: maxVersions });
+    const hold = ctx.retention.holdOf(input.projectId);
+    const result = await ctx.repository.versions.prune(input.projectId, { keep: maxVersions, ...(hold === undefined ? {} : { holdAfterSeq: hold }) });
     ctx.retention.release(result.releasedHashes);
   }
   return { projectId: project.projectId, maxVersions: project.retention.maxVersions };

@@ -120,7 +120,7 @@ export interface VersionRepository {
    * Retention: for each path (all paths of the project if `paths` is omitted) keep the newest
    * `keep` versions; older ones are deleted unless pinned by a snapshot or current.
    */
-  prune(projectId: string, options: { keep: number; paths?: string[] }): Promise<PruneResult>;
+  prune(projectId: string, options: { keep: number; paths?: string[]; holdAfterSeq?: number }): Promise<PruneResult>;
   /** Of the given hashes, those still referenced by any version record or snapshot pin. */
   referencedHashes(hashes: ContentHash[]): Promise<Set<ContentHash>>;
   /** Every hash referenced by any version record (for fsck and gc), streamed. */

@@ -17,7 +17,8 @@ const STREAM_PAGE = 1_000;
 const UNPROTECTED = `
   NOT EXISTS (SELECT 1 FROM snapshot_entries se WHERE se.version_seq = c.seq)
   AND NOT EXISTS (SELECT 1 FROM snapshot_changes sc WHERE sc.version_seq = c.seq)
-  AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.project_id = c.project_id AND e.path = c.path AND e.version_seq = c.seq)`;
+  AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.project_id = c.project_id AND e.path = c.path AND e.version_seq = c.seq)
+  AND (c.pulled = 1 OR c.seq <= @hold)`;
 
 interface Candidate {
   seq: number;
@@ -31,17 +32,17 @@ export function createSqlitePrune(db: Database): PruneMethods {
   // pinned and current versions still count toward `keep`. It walks only this path's index range.
   const pathCandidates = db.prepare(`
     SELECT c.seq, c.content_hash FROM (
-      SELECT seq, project_id, path, content_hash FROM versions
-      WHERE project_id = ? AND path = ? ORDER BY seq DESC LIMIT -1 OFFSET ?
+      SELECT seq, project_id, path, content_hash, pulled FROM versions
+      WHERE project_id = @projectId AND path = @path ORDER BY seq DESC LIMIT -1 OFFSET @keep
     ) c WHERE ${UNPROTECTED}`);
   // Whole project: the (project_id, path, seq) index already yields rows partitioned by path in seq
   // order, so the window needs no sort.
   const projectCandidates = db.prepare(`
     SELECT c.seq, c.content_hash FROM (
-      SELECT seq, project_id, path, content_hash,
+      SELECT seq, project_id, path, content_hash, pulled,
              row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
-      FROM versions WHERE project_id = ?
-    ) c WHERE c.rank > ? AND ${UNPROTECTED}`);
+      FROM versions WHERE project_id = @projectId
+    ) c WHERE c.rank > @keep AND ${UNPROTECTED}`);
   const deleteVersion = db.prepare('DELETE FROM versions WHERE seq = ?');
   const firstHashes = db.prepare(
     'SELECT DISTINCT content_hash FROM versions WHERE content_hash > ? ORDER BY content_hash LIMIT ?',
@@ -65,12 +66,12 @@ export function createSqlitePrune(db: Database): PruneMethods {
     'SELECT seq, content_hash, dataset FROM versions WHERE project_id = ? AND seq > ? AND content_hash IS NOT NULL ORDER BY seq LIMIT ?',
   );
 
-  const prune = db.transaction((projectId: string, keep: number, paths: string[] | undefined): PruneResult => {
+  const prune = db.transaction((projectId: string, keep: number, paths: string[] | undefined, hold: number): PruneResult => {
     const candidates: Candidate[] = [];
     if (paths === undefined) {
-      candidates.push(...(projectCandidates.all(projectId, keep) as Candidate[]));
+      candidates.push(...(projectCandidates.all({ projectId, keep, hold }) as Candidate[]));
     } else {
-      for (const path of new Set(paths)) candidates.push(...(pathCandidates.all(projectId, path, keep) as Candidate[]));
+      for (const path of new Set(paths)) candidates.push(...(pathCandidates.all({ projectId, path, keep, hold }) as Candidate[]));
     }
     const released = new Set<ContentHash>();
     for (const candidate of candidates) {
@@ -115,7 +116,7 @@ export function createSqlitePrune(db: Database): PruneMethods {
         }
         // 0 = unlimited retention: nothing is ever pruned.
         if (options.keep === 0) return { prunedVersions: 0, releasedHashes: [] };
-        return prune.immediate(projectId, options.keep, options.paths);
+        return prune.immediate(projectId, options.keep, options.paths, options.holdAfterSeq ?? Number.MAX_SAFE_INTEGER);
       }),
     referencedHashes: (hashes) => run(() => referencedHashes(hashes)),
     // Paged by key rather than one open .iterate(): better-sqlite3 refuses every other statement on

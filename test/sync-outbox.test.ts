@@ -1,0 +1,110 @@
+// The workstation's side of sync in the engine (issue 14): the outbox is the version records, each
+// with the version it replaced; pulled versions are recorded with their own ids and never queued;
+// a path with a change not pushed yet is left for the push; and retention never prunes what the
+// server has not had.
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { PulledVersion } from '../engine/commands/sync-adopt.js';
+import type { VersionRecord } from '../engine/types.js';
+import { alice, openTestEngine, type TestEngine } from './helpers/world.js';
+
+describe('engine: the sync outbox and pulled versions', () => {
+  let t: TestEngine;
+  beforeEach(async () => {
+    t = await openTestEngine();
+  });
+  afterEach(async () => {
+    await t.dispose();
+  });
+
+  const write = async (path: string, text: string) => (await t.engine.writeFile({ projectId: t.projectId, path, actor: alice, content: Buffer.from(text) })).version;
+  const outbox = async (afterSeq = 0) => (await t.engine.syncOutbox({ projectId: t.projectId, afterSeq, limit: 1000 })).items;
+  /** A version as another workstation made it, its content already here. */
+  const remote = async (path: string, text: string | null, current = true): Promise<PulledVersion> => {
+    const stored = text === null ? null : await t.store.putBuffer(Buffer.from(text));
+    const record: VersionRecord = {
+      versionId: randomUUID(),
+      projectId: t.projectId,
+      path,
+      contentHash: stored === null ? null : stored.hash,
+      size: stored === null ? 0 : stored.size,
+      actor: { id: 'u-bob', kind: 'user', name: 'bob' },
+      timestamp: '2026-11-25T10:00:00.000Z',
+      kind: text === null ? 'delete' : 'write',
+      restoredFrom: null,
+      executable: false,
+      dataset: false,
+    };
+    return { record, current };
+  };
+
+  it('queues every version made here with the version it replaced, in commit order', async () => {
+    const v1 = await write('fit.m', 'one');
+    const v2 = await write('fit.m', 'two');
+    const deleted = (await t.engine.deleteFile({ projectId: t.projectId, path: 'fit.m', actor: alice })).version;
+    const items = await outbox();
+    expect(items.map((i) => [i.record.versionId, i.baseVersionId, i.pulled])).toEqual([
+      [v1.versionId, null, false],
+      [v2.versionId, v1.versionId, false],
+      [deleted.versionId, v2.versionId, false],
+    ]);
+    expect((await outbox(items[1]!.seq)).map((i) => i.record.versionId)).toEqual([deleted.versionId]);
+    expect(await t.engine.syncOutboxStats({ projectId: t.projectId, afterSeq: 0 })).toMatchObject({ count: 3, bytes: 6 });
+  });
+
+  it('records pulled versions with their own ids, marked pulled; older ones join history only', async () => {
+    const mine = await write('fit.m', 'mine');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const older = await remote('fit.m', 'theirs, superseded', false);
+    const newer = await remote('fit.m', 'theirs, current');
+    const outcomes = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [older, newer] });
+    expect(outcomes.map((o) => o.result)).toEqual(['history', 'adopted']);
+    const entry = await t.engine.stat({ projectId: t.projectId, path: 'fit.m' });
+    expect(entry?.versionId).toBe(newer.record.versionId);
+    const history = (await t.engine.history({ projectId: t.projectId, path: 'fit.m', limit: 10 })).items;
+    expect(history.map((v) => v.versionId)).toEqual([newer.record.versionId, older.record.versionId, mine.versionId]);
+    expect(history[0]!.actor.name).toBe('bob');
+    // Pulled versions are not this workstation's to push.
+    expect((await outbox(pushedSeq)).every((i) => i.pulled)).toBe(true);
+    expect((await t.engine.syncOutboxStats({ projectId: t.projectId, afterSeq: pushedSeq })).count).toBe(0);
+    // Delivered twice: known, nothing recorded.
+    expect((await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [newer] }))[0]!.result).toBe('known');
+  });
+
+  it('leaves a path with a change not pushed yet for the push, and stops there', async () => {
+    await write('fit.m', 'pushed');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    await write('fit.m', 'not pushed yet');
+    const theirs = await remote('fit.m', 'theirs');
+    const other = await remote('other.m', 'other');
+    const outcomes = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [theirs, other] });
+    expect(outcomes.map((o) => o.result)).toEqual(['deferred']);
+    expect(await t.engine.stat({ projectId: t.projectId, path: 'other.m' })).toBeNull();
+  });
+
+  it('a version made here that the server kept at a conflict copy appears there as a copy', async () => {
+    const mine = await write('fit.m', 'mine');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const asCopy = { record: { ...mine, path: 'fit (conflict wsA 2026-11-25 1000).m' }, current: true };
+    const [outcome] = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [asCopy] });
+    expect(outcome).toMatchObject({ result: 'copied', path: asCopy.record.path });
+    const copy = await t.engine.stat({ projectId: t.projectId, path: asCopy.record.path });
+    expect(copy?.contentHash).toBe(mine.contentHash);
+  });
+
+  it('retention never prunes what is not on the server yet', async () => {
+    const versions = [];
+    for (let i = 0; i < 5; i++) versions.push(await write('fit.m', `v${i}`));
+    const seqs = (await outbox()).map((i) => i.seq);
+    t.engine.holdRetention(t.projectId, seqs[1]!);
+    await t.engine.setRetention({ projectId: t.projectId, maxVersions: 1, actor: alice });
+    await t.engine.settle();
+    const kept = async () => (await t.engine.history({ projectId: t.projectId, path: 'fit.m', limit: 10 })).items.map((v) => v.versionId);
+    // v0 and v1 are on the server: prunable. v2..v4 are not.
+    expect(await kept()).toEqual(versions.slice(2).map((v) => v.versionId).reverse());
+    t.engine.holdRetention(t.projectId, seqs[4]!);
+    await write('fit.m', 'v5');
+    await t.engine.settle();
+    expect((await kept()).length).toBeLessThanOrEqual(2);
+  });
+});
