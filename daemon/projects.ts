@@ -2,10 +2,10 @@
 // the home's organization, record it in daemon.json, and — in watch mode — write
 // `DIR/.strata/project.json` so CLI commands run inside DIR find it the way git finds its repository.
 
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine-api.js';
+import { writeFileAtomic } from './atomic-file.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
 import { type DaemonConfig, type DaemonProjectConfig, readDaemonConfig, writeDaemonConfig } from './config.js';
 import type { ProjectMode } from './host.js';
@@ -67,20 +67,8 @@ export async function readProjectFile(dir: string): Promise<ProjectFile | null> 
 }
 
 async function writeProjectFile(dir: string, content: ProjectFile): Promise<void> {
-  const file = join(dir, PROJECT_FILE);
   await mkdir(join(dir, '.strata'), { recursive: true });
-  const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  const handle = await open(temp, 'w', 0o644);
-  try {
-    await handle.writeFile(`${JSON.stringify(content, null, 2)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file).catch(async (error: unknown) => {
-    await rm(temp, { force: true });
-    throw error;
-  });
+  await writeFileAtomic(join(dir, PROJECT_FILE), `${JSON.stringify(content, null, 2)}\n`, 0o644);
 }
 
 export async function registerProject(registrar: Registrar, input: RegisterInput): Promise<RegisteredProject> {

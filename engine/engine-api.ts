@@ -202,6 +202,8 @@ export interface Engine {
   missingObjects(input: { projectId: string; hashes: string[] }): Promise<ContentHash[]>;
   /** Stores content sent as `hash` for the project, verified: CONTENT_HASH_MISMATCH keeps nothing. */
   putObject(input: { projectId: string; hash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ contentHash: ContentHash; size: number; created: boolean }>;
+  /** Many small contents at once, each verified against its hash (sync's batch upload). */
+  putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
   /**
    * Versions a workstation made, applied in order with their own ids and timestamps (sync/versions):
    * a known id is a duplicate; a path that moved on since the version's base gets a conflict copy

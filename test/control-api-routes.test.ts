@@ -48,6 +48,7 @@ describe('control API routes', () => {
       'post /v1/projects/{projectId}/sync/versions',
       'get /v1/projects/{projectId}/sync/changes',
       'put /v1/projects/{projectId}/sync/objects/{hash}',
+      'post /v1/projects/{projectId}/sync/objects',
       'post /v1/projects/{projectId}/fs/snapshots',
       'get /v1/projects/{projectId}/fs/snapshots',
       'get /v1/projects/{projectId}/fs/snapshots/{snapshotId}',

@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authorizeProject } from '../../engine/access/authorize.js';
 import { actorOf } from '../../engine/access/context.js';
-import { MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
+import { MAX_BATCH_BYTES, MAX_BATCH_OBJECTS, MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
 import { MAX_SYNCED_VERSIONS } from '../../engine/commands/sync-versions.js';
 import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
@@ -137,5 +137,57 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
         return reply.code(result.created ? 201 : 200).send(result);
       },
     );
+
+    // Small contents in one request (a project of thousands of small files would otherwise cost a
+    // request each): frames of `<hash> <size>\n<bytes>`, at most 1,000 and 64 MiB in all.
+    child.post(
+      '/v1/projects/:projectId/sync/objects',
+      {
+        schema: { params: Type.Object({ projectId: Id }, closed) },
+        config: {
+          doc: {
+            summary: 'Upload many small contents at once: frames of `<hash> <size>\\n<bytes>` (each verified; a mismatch is 422)',
+            tags,
+            response: Type.Object({ stored: Type.Integer(), bytes: Type.Integer() }),
+            consumes: 'application/octet-stream',
+          },
+        },
+      },
+      async (request) => {
+        const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'write');
+        const body: unknown = request.body;
+        const objects = await readFrames(isAsyncIterable(body) ? body : (async function* () {})());
+        return engine.putObjects({ projectId: project.projectId, objects });
+      },
+    );
   });
+}
+
+/** Parses `<hash> <size>\n<bytes>` frames, refusing more than MAX_BATCH_OBJECTS or MAX_BATCH_BYTES. */
+async function readFrames(body: AsyncIterable<Uint8Array>): Promise<Array<{ hash: string; data: Uint8Array }>> {
+  const objects: Array<{ hash: string; data: Uint8Array }> = [];
+  let pending = Buffer.alloc(0);
+  let total = 0;
+  const bad = (reason: string) => new StrataError('INVALID_ARGUMENT', { message: `malformed object batch: ${reason}`, details: { field: 'body', index: objects.length } });
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > MAX_BATCH_BYTES + MAX_BATCH_OBJECTS * 100) throw new StrataError('BODY_TOO_LARGE', { details: { maxBytes: MAX_BATCH_BYTES } });
+    pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
+    for (;;) {
+      const newline = pending.indexOf(10);
+      if (newline === -1) {
+        if (pending.length > 200) throw bad('a header longer than 200 bytes');
+        break;
+      }
+      const header = /^(\S{1,100}) (\d{1,10})$/.exec(pending.subarray(0, newline).toString('latin1'));
+      if (header === null) throw bad('a header is not `<hash> <size>`');
+      const size = Number(header[2]);
+      if (pending.length < newline + 1 + size) break;
+      if (objects.length >= MAX_BATCH_OBJECTS) throw new StrataError('TOO_MANY_HASHES', { details: { max: MAX_BATCH_OBJECTS } });
+      objects.push({ hash: header[1]!, data: Buffer.from(pending.subarray(newline + 1, newline + 1 + size)) });
+      pending = pending.subarray(newline + 1 + size);
+    }
+  }
+  if (pending.length > 0) throw bad('the body ends inside an object');
+  return objects;
 }

@@ -1,12 +1,12 @@
 // What links a local project to a server project (kept in daemon.json with the project), and the
 // server credentials (kept apart, in `<home>/secrets/sync-credentials.json`, mode 0600: daemon.json
 // is read by every CLI command; a key must not travel with it).
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
+import { writeFileAtomic } from '../atomic-file.js';
 
 export interface SyncLink {
   /** the server's base URL, e.g. https://strata.example.org */
@@ -76,16 +76,5 @@ export async function saveServerKey(home: string, server: string, apiKey: string
   }
   servers[server] = { apiKey };
   await mkdir(join(home, 'secrets'), { recursive: true, mode: 0o700 });
-  const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
-  const handle = await open(temp, 'w', 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify({ servers }, null, 2)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(temp, file).catch(async (error: unknown) => {
-    await rm(temp, { force: true });
-    throw error;
-  });
+  await writeFileAtomic(file, `${JSON.stringify({ servers }, null, 2)}\n`, 0o600);
 }

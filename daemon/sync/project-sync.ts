@@ -26,6 +26,9 @@ const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
 const LONG_POLL_MS = 25_000;
 const UPLOAD_CONCURRENCY = 4;
+/** Contents up to this size travel in batches of up to BATCH_BYTES (POST sync/objects). */
+const SMALL_OBJECT_BYTES = 1024 * 1024;
+const BATCH_BYTES = 16 * 1024 * 1024;
 const MAX_CONFLICTS_SHOWN = 50;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
@@ -242,27 +245,56 @@ export class ProjectSync {
       });
     }
     if (versions.length === 0) return;
-    await this.#uploadMissing(remote, [...sizes.keys()]);
+    await this.#uploadMissing(remote, sizes);
     const outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
     this.#recordOutcomes(outcomes, versions);
     this.#stats.pushed += versions.length;
     this.#stats.lastPushAt = new Date().toISOString();
   }
 
-  async #uploadMissing(remote: Remote, hashes: ContentHash[]): Promise<void> {
+  async #uploadMissing(remote: Remote, sizes: Map<ContentHash, number>): Promise<void> {
     const { store } = this.#deps;
     const signal = this.#stop.signal;
+    const hashes = [...sizes.keys()];
     const queue = new PQueue({ concurrency: UPLOAD_CONCURRENCY });
     // Every upload settles before the records that need them are posted; the first failure fails the batch.
     const failures: unknown[] = [];
+    const enqueue = (task: () => Promise<void>) => {
+      queue
+        .add(async () => {
+          if (failures.length === 0) await task();
+        })
+        .catch((error: unknown) => failures.push(error));
+    };
     for (let i = 0; i < hashes.length && failures.length === 0; i += 1000) {
-      const missing = await remote.missing(hashes.slice(i, i + 1000), signal);
+      const missing = (await remote.missing(hashes.slice(i, i + 1000), signal)) as ContentHash[];
+      // Small contents travel many to a request; a large one streams on its own.
+      let batch: ContentHash[] = [];
+      let batchBytes = 0;
+      const flush = () => {
+        const taken = batch;
+        batch = [];
+        batchBytes = 0;
+        if (taken.length > 0) {
+          enqueue(async () => {
+            const objects = await Promise.all(taken.map(async (hash) => ({ hash, data: await store.readBuffer(hash) })));
+            await remote.uploadBatch(objects, signal);
+            this.#stats.uploadedBytes += objects.reduce((sum, o) => sum + o.data.length, 0);
+          });
+        }
+      };
       for (const hash of missing) {
-        const upload = queue.add(async () => {
-          if (failures.length > 0) return;
-          const info = await store.stat(hash as ContentHash);
+        const size = sizes.get(hash) ?? Number.POSITIVE_INFINITY;
+        if (size <= SMALL_OBJECT_BYTES) {
+          if (batchBytes + size > BATCH_BYTES) flush();
+          batch.push(hash);
+          batchBytes += size;
+          continue;
+        }
+        enqueue(async () => {
+          const info = await store.stat(hash);
           if (info === null) throw new Error(`content ${hash} is missing from the local store (run strata fsck)`);
-          const stream = await store.open(hash as ContentHash);
+          const stream = await store.open(hash);
           try {
             await remote.upload(hash, info.size, stream, signal);
           } finally {
@@ -270,8 +302,8 @@ export class ProjectSync {
           }
           this.#stats.uploadedBytes += info.size;
         });
-        upload.catch((error: unknown) => failures.push(error));
       }
+      flush();
     }
     await queue.onIdle();
     if (failures.length > 0) throw failures[0];

@@ -61,6 +61,19 @@ export class Remote {
     });
   }
 
+  /** Small contents in one request: frames of `<hash> <size>\n<bytes>` (the server verifies each). */
+  async uploadBatch(objects: Array<{ hash: string; data: Uint8Array }>, signal?: AbortSignal): Promise<void> {
+    const parts: Uint8Array[] = [];
+    for (const { hash, data } of objects) parts.push(Buffer.from(`${hash} ${data.length}\n`, 'latin1'), data);
+    const body = Buffer.concat(parts);
+    await this.#request('POST', '/sync/objects', {
+      body: body as unknown as string,
+      headers: { 'content-type': 'application/octet-stream' },
+      ...(signal ? { signal } : {}),
+      timeoutMs: this.#timeoutMs + Math.ceil(body.length / 1_000),
+    });
+  }
+
   async pushVersions(workstation: string, versions: SyncedVersion[], signal?: AbortSignal): Promise<SyncedOutcome[]> {
     const body = await this.#json<{ results: SyncedOutcome[] }>('POST', '/sync/versions', { workstation, versions }, signal);
     return body.results;

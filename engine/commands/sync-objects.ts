@@ -38,3 +38,34 @@ export async function putObject(
   await ctx.repository.versions.recordUpload(input.projectId, { contentHash: result.hash, size: result.size, at: ctx.now() });
   return { contentHash: result.hash, size: result.size, created: result.created };
 }
+
+/** Small objects per batch upload, and their total bytes (one request, one durable write for all). */
+export const MAX_BATCH_OBJECTS = 1_000;
+export const MAX_BATCH_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Many small contents at once (sync's batch upload): each is checked against its hash and only then
+ * counted as the project's; one mismatch fails the request (CONTENT_HASH_MISMATCH), and the bytes
+ * stored for it are no one's (gc removes them).
+ */
+export async function putObjects(
+  ctx: EngineContext,
+  input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> },
+): Promise<{ stored: number; bytes: number }> {
+  await ctx.requireProject(input.projectId);
+  if (input.objects.length > MAX_BATCH_OBJECTS) {
+    throw new StrataError('TOO_MANY_HASHES', { details: { max: MAX_BATCH_OBJECTS, given: input.objects.length } });
+  }
+  const expected = input.objects.map((object, i) => parseContentHash(object.hash, `objects[${i}]`));
+  const results = await ctx.store.putBuffers(input.objects.map((object) => object.data));
+  const wrong = results.findIndex((result, i) => result.hash !== expected[i]);
+  if (wrong !== -1) {
+    throw new StrataError('CONTENT_HASH_MISMATCH', { details: { expected: expected[wrong], actual: results[wrong]!.hash, index: wrong } });
+  }
+  const at = ctx.now();
+  await ctx.repository.versions.recordUploads(
+    input.projectId,
+    results.map((result) => ({ contentHash: result.hash, size: result.size, at })),
+  );
+  return { stored: results.length, bytes: results.reduce((sum, result) => sum + result.size, 0) };
+}

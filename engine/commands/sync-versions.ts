@@ -64,9 +64,78 @@ export async function applySyncedVersions(
   if (unavailable.length > 0) {
     throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length } });
   }
-  const outcomes: SyncedOutcome[] = [];
-  for (const version of checked) outcomes.push(await applyOne(ctx, input, version));
-  return outcomes;
+  // Checks first, in order; then every version that can simply follow its base is committed in one
+  // go (the batcher makes it one durable transaction: a request of 500 is one fsync, not 500); the few
+  // whose path moved on are resolved one by one afterwards, in order.
+  const outcomes: Array<SyncedOutcome | Prepared> = [];
+  const ids = new Set<string>();
+  for (const version of checked) outcomes.push(await prepare(ctx, input, version, ids));
+  const attempts = outcomes.map((item) =>
+    'record' in item ? ctx.batcher.submit({ record: item.record, expectedCurrent: item.version.baseVersionId }) : null,
+  );
+  const results = await Promise.all(attempts);
+  const final: SyncedOutcome[] = [];
+  for (const [i, item] of outcomes.entries()) {
+    if (!('record' in item)) final.push(item);
+    else if (results[i]?.ok) {
+      ctx.retention.schedule(input.projectId, item.version.path);
+      final.push({ versionId: item.version.versionId, result: 'applied', path: item.version.path });
+    } else final.push(await resolveMovedOn(ctx, input, item));
+  }
+  return final;
+}
+
+/** A version ready for its first attempt: its record at its own path, based on its base. */
+interface Prepared {
+  version: Checked;
+  record: VersionRecord;
+  size: number;
+}
+
+async function prepare(
+  ctx: EngineContext,
+  input: { projectId: string; actor: Actor },
+  version: Checked,
+  ids: Set<string>,
+): Promise<SyncedOutcome | Prepared> {
+  const { projectId } = input;
+  const { versionId } = version;
+  const known = ids.has(versionId) ? { path: version.path } : await ctx.repository.versions.get(projectId, versionId);
+  ids.add(versionId);
+  if (known) return { versionId, result: 'duplicate', path: known.path };
+  if (await ctx.repository.versions.versionIdInUse(versionId)) {
+    const taken = new StrataError('VERSION_ID_TAKEN', { details: { versionId } });
+    return { versionId, result: 'refused', path: version.path, code: taken.code, message: taken.message };
+  }
+  // A deletion of a file the workstation never saw here: nothing to delete, no tombstone of nothing.
+  if (version.contentHash === null && version.baseVersionId === null) {
+    const current = await ctx.repository.versions.getEntry(projectId, version.path);
+    return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+  }
+  try {
+    if (version.contentHash !== null && version.baseVersionId === null) await assertWritablePath(ctx, projectId, version.path);
+  } catch (error) {
+    if (!isStrataError(error) || error.status >= 500) throw error;
+    return { versionId, result: 'refused', path: version.path, code: error.code, message: error.message };
+  }
+  const size = version.contentHash === null ? 0 : ((await ctx.store.stat(version.contentHash))?.size ?? 0);
+  return { version, size, record: recordOf(input, version, size, version.path) };
+}
+
+function recordOf(input: { projectId: string; actor: Actor }, version: Checked, size: number, path: string): VersionRecord {
+  return {
+    versionId: version.versionId,
+    projectId: input.projectId,
+    path,
+    contentHash: version.contentHash,
+    size,
+    actor: input.actor,
+    timestamp: version.timestamp,
+    kind: version.contentHash === null ? 'delete' : 'write',
+    restoredFrom: null,
+    executable: version.executable,
+    dataset: false,
+  };
 }
 
 function check(version: SyncedVersion, field: string): Checked {
@@ -90,38 +159,19 @@ function check(version: SyncedVersion, field: string): Checked {
   };
 }
 
-async function applyOne(
+/** The path moved on since the workstation's base: nothing made on either side is lost. */
+async function resolveMovedOn(
   ctx: EngineContext,
   input: { projectId: string; actor: Actor; workstation: string },
-  version: Checked,
+  prepared: Prepared,
 ): Promise<SyncedOutcome> {
   const { projectId } = input;
+  const { version, size } = prepared;
   const { versionId } = version;
-  const known = await ctx.repository.versions.get(projectId, versionId);
-  if (known) return { versionId, result: 'duplicate', path: known.path };
-  if (await ctx.repository.versions.versionIdInUse(versionId)) {
-    const taken = new StrataError('VERSION_ID_TAKEN', { details: { versionId } });
-    return { versionId, result: 'refused', path: version.path, code: taken.code, message: taken.message };
-  }
-
-  const size = version.contentHash === null ? 0 : ((await ctx.store.stat(version.contentHash))?.size ?? 0);
-  const recordAt = (path: string): VersionRecord => ({
-    versionId,
-    projectId,
-    path,
-    contentHash: version.contentHash,
-    size,
-    actor: input.actor,
-    timestamp: version.timestamp,
-    kind: version.contentHash === null ? 'delete' : 'write',
-    restoredFrom: null,
-    executable: version.executable,
-    dataset: false,
-  });
   const commit = async (path: string, expectedCurrent: string | null): Promise<boolean> => {
     try {
       if (version.contentHash !== null && expectedCurrent === null) await assertWritablePath(ctx, projectId, path);
-      await commitOne(ctx, { record: recordAt(path), expectedCurrent });
+      await commitOne(ctx, { record: recordOf(input, version, size, path), expectedCurrent });
       ctx.retention.schedule(projectId, path);
       return true;
     } catch (error) {
@@ -131,13 +181,6 @@ async function applyOne(
   };
 
   try {
-    // A deletion of a file the workstation never saw here: nothing to delete, no tombstone of nothing.
-    if (version.contentHash === null && version.baseVersionId === null) {
-      const current = await ctx.repository.versions.getEntry(projectId, version.path);
-      return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
-    }
-    if (await commit(version.path, version.baseVersionId)) return { versionId, result: 'applied', path: version.path };
-    // The path moved on since the workstation's base.
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
     if (version.contentHash === null) return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
     if (current !== null && current.contentHash === version.contentHash) {

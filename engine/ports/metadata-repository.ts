@@ -139,6 +139,8 @@ export interface VersionRepository {
   unavailableObjects(projectId: string, hashes: ContentHash[]): Promise<ContentHash[]>;
   /** The object, now in the store, was uploaded to the project (sync). */
   recordUpload(projectId: string, upload: { contentHash: ContentHash; size: number; at: string }): Promise<void>;
+  /** The same for many objects, in one transaction. */
+  recordUploads(projectId: string, uploads: Array<{ contentHash: ContentHash; size: number; at: string }>): Promise<void>;
   /** Whether any project has a version with this id (ids a workstation made are checked before use). */
   versionIdInUse(versionId: string): Promise<boolean>;
   /**

@@ -6,7 +6,7 @@ import type { VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import { run, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'versionIdInUse' | 'changesAfter' | 'outboxAfter' | 'outboxStats' | 'pathHead'>;
+type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'recordUploads' | 'versionIdInUse' | 'changesAfter' | 'outboxAfter' | 'outboxStats' | 'pathHead'>;
 
 export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const uploaded = db.prepare('SELECT 1 FROM project_objects WHERE project_id = ? AND content_hash = ?').pluck();
@@ -21,6 +21,9 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const insert = db.prepare(
     'INSERT INTO project_objects (project_id, content_hash, size, uploaded_at) VALUES (?, ?, ?, ?) ON CONFLICT (project_id, content_hash) DO NOTHING',
   );
+  const insertMany = db.transaction((projectId: string, uploads: Array<{ contentHash: ContentHash; size: number; at: string }>) => {
+    for (const upload of uploads) insert.run(projectId, upload.contentHash, upload.size, upload.at);
+  });
   const versionExists = db.prepare('SELECT 1 FROM versions WHERE version_id = ?').pluck();
   // versions_by_project (project_id, seq): a range scan from the position on.
   const after = db.prepare(
@@ -46,6 +49,10 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
     recordUpload: (projectId, upload) =>
       run(() => {
         insert.run(projectId, upload.contentHash, upload.size, upload.at);
+      }),
+    recordUploads: (projectId, uploads) =>
+      run(() => {
+        insertMany(projectId, uploads);
       }),
     versionIdInUse: (versionId) => run(() => versionExists.get(versionId) !== undefined),
     changesAfter: (projectId, afterSeq, limit) =>

@@ -1,0 +1,19 @@
+// A small file replaced whole or not at all: written to a temp name beside it, fsynced, renamed over
+// it. A crash leaves the old file or the new one, never half of either.
+import { randomBytes } from 'node:crypto';
+import { open, rename, rm } from 'node:fs/promises';
+
+export async function writeFileAtomic(file: string, text: string, mode: number): Promise<void> {
+  const temp = `${file}.${randomBytes(4).toString('hex')}.tmp`;
+  const handle = await open(temp, 'w', mode);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(temp, file).catch(async (error: unknown) => {
+    await rm(temp, { force: true });
+    throw error;
+  });
+}
