@@ -28,7 +28,7 @@ const LONG_POLL_MS = 25_000;
 const UPLOAD_CONCURRENCY = 4;
 /** Contents up to this size travel in batches of up to BATCH_BYTES (POST sync/objects). */
 const SMALL_OBJECT_BYTES = 1024 * 1024;
-const BATCH_BYTES = 16 * 1024 * 1024;
+const BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_CONFLICTS_SHOWN = 50;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
