@@ -15,7 +15,7 @@ import { watch } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CLI_MAIN, freshDir, machineInfo, nodeEnv, writeResult } from './lib/env.js';
-import { currentRss, timed } from './lib/proc.js';
+import { anonRss, currentRss, timed } from './lib/proc.js';
 import { percentile } from './lib/stats.js';
 import { printTable } from './lib/table.js';
 import { type DaemonProc, startDaemonProc } from './watch-daemon-proc.js';
@@ -238,17 +238,26 @@ async function drain(root: string, count: number): Promise<object> {
   daemon = await startDaemonProc(home);
   console.error(`draining: daemon pid ${daemon.child.pid}`);
   let peak = 0;
+  let peakAnon = 0;
   const drainSeconds = await timed(() =>
     untilInSync(daemon, 30 * 60_000, () => {
       peak = Math.max(peak, currentRss(daemon.child.pid!) ?? 0);
+      peakAnon = Math.max(peakAnon, anonRss(daemon.child.pid!) ?? 0);
     }),
   );
   const pushed = (await syncStatus(daemon)).projects[0]?.sync.pushed ?? 0;
   await daemon.stop();
   await server.stop();
-  const result = { versions: count, pushed, drainSeconds, versionsPerSecond: Math.round(count / drainSeconds), daemonPeakRssMiB: Math.round(peak / 1024 ** 2) };
-  printTable(`drain ${count} queued versions`, ['seconds', 'versions/s', 'daemon peak RSS MiB'], [
-    [drainSeconds.toFixed(1), result.versionsPerSecond, result.daemonPeakRssMiB],
+  const result = {
+    versions: count,
+    pushed,
+    drainSeconds,
+    versionsPerSecond: Math.round(count / drainSeconds),
+    daemonPeakRssMiB: Math.round(peak / 1024 ** 2),
+    daemonPeakAnonRssMiB: Math.round(peakAnon / 1024 ** 2),
+  };
+  printTable(`drain ${count} queued versions`, ['seconds', 'versions/s', 'daemon peak RSS MiB', 'of which anonymous (peak)'], [
+    [drainSeconds.toFixed(1), result.versionsPerSecond, result.daemonPeakRssMiB, result.daemonPeakAnonRssMiB],
   ]);
   return result;
 }

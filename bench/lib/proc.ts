@@ -64,7 +64,12 @@ export function currentRss(pid: number | 'self' = 'self'): number | null {
   return statusField(pid, 'VmRSS');
 }
 
-function statusField(pid: number | 'self', field: 'VmHWM' | 'VmRSS'): number | null {
+/** Anonymous memory (RssAnon: heap, buffers, caches), without file pages mapped for reading. */
+export function anonRss(pid: number | 'self' = 'self'): number | null {
+  return statusField(pid, 'RssAnon');
+}
+
+function statusField(pid: number | 'self', field: 'VmHWM' | 'VmRSS' | 'RssAnon'): number | null {
   try {
     const match = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
     return match ? Number(match[1]) * 1024 : null;
