@@ -135,7 +135,13 @@ export class ProjectSync {
       this.#log.warn(this.#paused);
       return;
     }
-    this.#loops = [this.#pushLoop(this.#remote), this.#pullLoop(this.#remote)];
+    // A loop that fails outside its own error handling stops, loudly; it never takes the daemon (and
+    // the project's capture) down with it.
+    const stopped = (loop: string) => (error: unknown) => {
+      this.#lastError = { at: new Date().toISOString(), message: `${loop} stopped: ${(error as Error).message}`, retryAt: null };
+      this.#log.error({ err: (error as Error).message }, `sync ${loop} stopped; restart the daemon to resume it`);
+    };
+    this.#loops = [this.#pushLoop(this.#remote).catch(stopped('push')), this.#pullLoop(this.#remote).catch(stopped('pull'))];
   }
 
   async stop(): Promise<void> {
