@@ -184,5 +184,5 @@ describe('strata git push', () => {
     expect(await (await api(synced, '/fs/read?path=results.txt')).text()).toBe('results v2\n');
     const refs = (await (await api(synced, '/fs/git/refs')).json()) as { head: { commitId: string } };
     expect(refs.head.commitId).toBe(theirs);
-  });
+  }, 180_000);
 });

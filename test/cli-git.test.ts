@@ -104,7 +104,7 @@ describe('strata git', () => {
     const pulled = await ok<{ updated: boolean; commits: number }>(['git', 'pull'], clone());
     expect(pulled).toMatchObject({ updated: true, commits: 1 });
     expect(await readFile(join(clone(), 'fit.m'), 'utf8')).toBe('x = upstream;\n');
-  });
+  }, 180_000);
 
   it('a pull brings tags added or moved on commits the clone already has (issue 13 item 16)', async () => {
     const snapshots = (await ok<{ items: Array<{ snapshotId: string; message: string }> }>(['snapshot', 'list'])).items;

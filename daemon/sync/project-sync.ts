@@ -11,7 +11,6 @@
 // a change made here that the server has not had yet waits for the push: the server decides
 // (conflict copy, edit beats delete) and the feed then brings its decision.
 import type { Logger } from 'pino';
-import PQueue from 'p-queue';
 import type { AdoptOutcome, PulledVersion } from '../../engine/commands/sync-adopt.js';
 import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
 import type { ContentStore, Engine } from '../../engine/engine-api.js';
@@ -19,16 +18,14 @@ import type { OutboxItem, SyncChange } from '../../engine/ports/metadata-reposit
 import type { ContentHash } from '../../engine/types.js';
 import type { DaemonState } from '../state.js';
 import type { SyncLink } from './link.js';
+import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
+import { downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
 const LONG_POLL_MS = 25_000;
-const UPLOAD_CONCURRENCY = 4;
-/** Contents up to this size travel in batches of up to BATCH_BYTES (POST sync/objects). */
-const SMALL_OBJECT_BYTES = 1024 * 1024;
-const BATCH_BYTES = 4 * 1024 * 1024;
 const MAX_CONFLICTS_SHOWN = 50;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
@@ -251,68 +248,11 @@ export class ProjectSync {
       });
     }
     if (versions.length === 0) return;
-    await this.#uploadMissing(remote, sizes);
+    this.#stats.uploadedBytes += await uploadMissing(remote, this.#deps.store, sizes, this.#stop.signal);
     const outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
     this.#recordOutcomes(outcomes, versions);
     this.#stats.pushed += versions.length;
     this.#stats.lastPushAt = new Date().toISOString();
-  }
-
-  async #uploadMissing(remote: Remote, sizes: Map<ContentHash, number>): Promise<void> {
-    const { store } = this.#deps;
-    const signal = this.#stop.signal;
-    const hashes = [...sizes.keys()];
-    const queue = new PQueue({ concurrency: UPLOAD_CONCURRENCY });
-    // Every upload settles before the records that need them are posted; the first failure fails the batch.
-    const failures: unknown[] = [];
-    const enqueue = (task: () => Promise<void>) => {
-      queue
-        .add(async () => {
-          if (failures.length === 0) await task();
-        })
-        .catch((error: unknown) => failures.push(error));
-    };
-    for (let i = 0; i < hashes.length && failures.length === 0; i += 1000) {
-      const missing = (await remote.missing(hashes.slice(i, i + 1000), signal)) as ContentHash[];
-      // Small contents travel many to a request; a large one streams on its own.
-      let batch: ContentHash[] = [];
-      let batchBytes = 0;
-      const flush = () => {
-        const taken = batch;
-        batch = [];
-        batchBytes = 0;
-        if (taken.length > 0) {
-          enqueue(async () => {
-            const objects = await Promise.all(taken.map(async (hash) => ({ hash, data: await store.readBuffer(hash) })));
-            await remote.uploadBatch(objects, signal);
-            this.#stats.uploadedBytes += objects.reduce((sum, o) => sum + o.data.length, 0);
-          });
-        }
-      };
-      for (const hash of missing) {
-        const size = sizes.get(hash) ?? Number.POSITIVE_INFINITY;
-        if (size <= SMALL_OBJECT_BYTES) {
-          if (batchBytes + size > BATCH_BYTES) flush();
-          batch.push(hash);
-          batchBytes += size;
-          continue;
-        }
-        enqueue(async () => {
-          const info = await store.stat(hash);
-          if (info === null) throw new Error(`content ${hash} is missing from the local store (run strata fsck)`);
-          const stream = await store.open(hash);
-          try {
-            await remote.upload(hash, info.size, stream, signal);
-          } finally {
-            stream.destroy();
-          }
-          this.#stats.uploadedBytes += info.size;
-        });
-      }
-      flush();
-    }
-    await queue.onIdle();
-    if (failures.length > 0) throw failures[0];
   }
 
   #recordOutcomes(outcomes: SyncedOutcome[], sent: SyncedVersion[]): void {
@@ -391,7 +331,7 @@ export class ProjectSync {
       deletes += await this.#deletesAhead(remote, page);
     }
     if (!this.#guard.admit(deletes, this.#deps.trackedFiles())) return false;
-    await this.#download(remote, items);
+    this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, items, this.#stop.signal);
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
     this.#noteAdopted(outcomes);
@@ -417,29 +357,6 @@ export class ProjectSync {
       if (item.contentHash === null && item.current && (await engine.stat({ projectId, path: item.path })) !== null) count++;
     }
     return count;
-  }
-
-  async #download(remote: Remote, items: SyncChange[]): Promise<void> {
-    const { store } = this.#deps;
-    const wanted = new Map<ContentHash, string>();
-    for (const item of items) {
-      if (item.contentHash === null || item.dataset || wanted.has(item.contentHash)) continue;
-      if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, item.versionId);
-    }
-    const queue = new PQueue({ concurrency: UPLOAD_CONCURRENCY });
-    const failures: unknown[] = [];
-    for (const [hash, versionId] of wanted) {
-      const download = queue.add(async () => {
-        if (failures.length > 0) return;
-        const body = await remote.read(versionId, this.#stop.signal);
-        // The store hashes as it writes and keeps nothing that is not `hash`.
-        const result = await store.put(body, { expectedHash: hash });
-        this.#stats.downloadedBytes += result.size;
-      });
-      download.catch((error: unknown) => failures.push(error));
-    }
-    await queue.onIdle();
-    if (failures.length > 0) throw failures[0];
   }
 
   #noteAdopted(outcomes: AdoptOutcome[]): void {
@@ -512,29 +429,5 @@ export class ProjectSync {
       });
       this.#wakePush?.();
     });
-  }
-}
-
-/**
- * Local version id → the server's, where they differ: a conflict copy made here (the server kept the
- * original id at the copy's path) and a file both sides made alike. A later change here is then based
- * on the version the server knows, instead of looking like a conflict.
- */
-class AliasTable {
-  readonly #get;
-  readonly #put;
-
-  constructor(state: DaemonState) {
-    state.db.exec('CREATE TABLE IF NOT EXISTS sync_alias (local_id TEXT PRIMARY KEY, remote_id TEXT NOT NULL) WITHOUT ROWID');
-    this.#get = state.db.prepare('SELECT remote_id FROM sync_alias WHERE local_id = ?').pluck();
-    this.#put = state.db.prepare('INSERT OR REPLACE INTO sync_alias (local_id, remote_id) VALUES (?, ?)');
-  }
-
-  remoteOf(localId: string): string {
-    return (this.#get.get(localId) as string | undefined) ?? localId;
-  }
-
-  set(localId: string, remoteId: string): void {
-    this.#put.run(localId, remoteId);
   }
 }
