@@ -57,6 +57,16 @@ function age(seconds: number | null): string {
   return `${Math.round(seconds / 3600)} h`;
 }
 
+/** `[########------------]  40% 8,000/20,000 versions pushed (12.0 MB to go), 35 pulled` */
+export function progressLine(pushedSinceStart: number, queued: number, queuedBytes: number, pulled: number): string {
+  const total = pushedSinceStart + queued;
+  const fraction = total === 0 ? 1 : pushedSinceStart / total;
+  const width = 20;
+  const filled = Math.round(fraction * width);
+  const percent = `${Math.floor(fraction * 100)}%`.padStart(4);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${percent} ${pushedSinceStart.toLocaleString('en-US')}/${total.toLocaleString('en-US')} versions pushed (${formatBytes(queuedBytes)} to go), ${pulled.toLocaleString('en-US')} pulled`;
+}
+
 function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProject[]): void {
   if (projects.length === 0) {
     ctx.output.line('no project is linked to a server (strata init DIR --server URL --project ID)');
@@ -147,6 +157,7 @@ export function registerSyncCommands(program: Command): void {
       // In sync twice in a row, a poll apart: a change that arrived between two looks is not missed.
       let inSyncStreak = 0;
       let projects: LinkedProject[] = [];
+      let pushedAtStart: number | undefined;
       for (;;) {
         projects = await linkedProjects(home);
         const waiting = projects.filter((p) => !p.sync.inSync);
@@ -168,8 +179,10 @@ export function registerSyncCommands(program: Command): void {
         if (tty) {
           const queued = waiting.reduce((n, p) => n + p.sync.queue.versions, 0);
           const bytes = waiting.reduce((n, p) => n + p.sync.queue.bytes, 0);
+          const pushed = projects.reduce((n, p) => n + p.sync.pushed, 0);
           const pulled = projects.reduce((n, p) => n + p.sync.pulled, 0);
-          process.stderr.write(`\rsyncing: ${queued} versions (${formatBytes(bytes)}) to push, ${pulled} pulled\u001b[K`);
+          pushedAtStart ??= pushed;
+          process.stderr.write(`\r${progressLine(pushed - pushedAtStart, queued, bytes, pulled)}\u001b[K`);
         }
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
