@@ -204,6 +204,8 @@ export interface Engine {
   putObject(input: { projectId: string; hash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ contentHash: ContentHash; size: number; created: boolean }>;
   /** Many small contents at once, each verified against its hash (sync's batch upload). */
   putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
+  /** One content the project has (references or was sent), streamed and verified; CONTENT_NOT_FOUND otherwise. */
+  openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
   /**
    * Versions a workstation made, applied in order with their own ids and timestamps (sync/versions):
    * a known id is a duplicate; a path that moved on since the version's base gets a conflict copy

@@ -46,6 +46,7 @@ describe('control API routes', () => {
       'post /v1/projects/{projectId}/history/restore',
       'post /v1/projects/{projectId}/sync/objects/missing',
       'post /v1/projects/{projectId}/sync/versions',
+      'get /v1/projects/{projectId}/sync/objects/{hash}',
       'get /v1/projects/{projectId}/sync/changes',
       'put /v1/projects/{projectId}/sync/objects/{hash}',
       'post /v1/projects/{projectId}/sync/objects',

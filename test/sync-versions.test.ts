@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conflictCopyPath } from '../engine/commands/sync-versions.js';
+import { DEFAULT_CHUNKER_PARAMS } from '../engine/datasets/chunker-params.js';
+import { encodeManifest, MANIFEST_FORMAT } from '../engine/datasets/manifest.js';
 import { hashBuffer } from '../engine/hash.js';
 import type { VersionRecord } from '../engine/types.js';
 import { type Harness, openHarness } from './control-api-harness.js';
@@ -133,5 +135,43 @@ describe('sync versions', () => {
     expect(conflictCopyPath('a/b/fit.m', 'ws2', '2026-11-24T16:32:05.000Z')).toBe('a/b/fit (conflict ws2 2026-11-24 1632).m');
     expect(conflictCopyPath('.bashrc', 'lab', '2026-01-02T03:04:00.000Z', 2)).toBe('.bashrc (conflict lab 2026-01-02 0304 2)');
     expect(conflictCopyPath('Makefile', 'lab', '2026-01-02T03:04:00.000Z')).toBe('Makefile (conflict lab 2026-01-02 0304)');
+  });
+
+  it('a dataset: applied only with its manifest and every shard; then read back assembled, and its parts fetched by hash', async () => {
+    const parts = [Buffer.from('first shard of run 7\n'), Buffer.from('second shard of run 7\n')];
+    const shards = parts.map((part) => ({ hash: hashBuffer(part), size: part.length }));
+    const whole = Buffer.concat(parts);
+    const manifest = encodeManifest({ format: MANIFEST_FORMAT, chunker: DEFAULT_CHUNKER_PARAMS, size: whole.length, hash: hashBuffer(whole), shards });
+    const manifestHash = hashBuffer(manifest);
+    const put = async (bytes: Buffer) =>
+      expect((await h.request('PUT', `/v1/projects/${project}/sync/objects/${hashBuffer(bytes)}`, { payload: bytes, headers: { 'content-type': 'application/octet-stream' } })).statusCode).toBeLessThan(300);
+    await put(manifest);
+    await put(parts[0]!);
+    const version = { versionId: randomUUID(), path: 'data/run7.bin', baseVersionId: null, contentHash: manifestHash, dataset: true, timestamp: '2026-11-25T10:00:00.000Z' };
+    const url = `/v1/projects/${project}/sync/versions`;
+    // A shard the project was never sent: nothing is applied, and the answer names it.
+    const absent = await h.request('POST', url, { body: { workstation: 'ws1', versions: [version] } });
+    expect(absent.statusCode).toBe(422);
+    expect(absent.json().error).toMatchObject({ code: 'CONTENT_NOT_AVAILABLE', details: { hashes: [shards[1]!.hash] } });
+    // Bytes that are not a manifest, sent as one.
+    const notManifest = { ...version, versionId: randomUUID(), contentHash: shards[0]!.hash };
+    const invalid = await h.request('POST', url, { body: { workstation: 'ws1', versions: [notManifest] } });
+    expect(invalid.statusCode).toBe(422);
+    expect(invalid.json().error).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'versions[0].contentHash' } });
+    expect(await history('data/run7.bin')).toHaveLength(0);
+
+    await put(parts[1]!);
+    expect((await send('ws1', [version as Sent])).results).toEqual([{ versionId: version.versionId, result: 'applied', path: 'data/run7.bin' }]);
+    expect(await read('data/run7.bin')).toBe(whole.toString());
+    expect(await history('data/run7.bin')).toMatchObject([{ versionId: version.versionId, dataset: true, size: whole.length }]);
+    const fetched = await h.request('GET', `/v1/projects/${project}/sync/objects/${shards[1]!.hash}`);
+    expect(fetched.statusCode).toBe(200);
+    expect(fetched.rawPayload.equals(parts[1]!)).toBe(true);
+    expect((await h.request('GET', `/v1/projects/${project}/sync/objects/${manifestHash}`)).rawPayload.equals(manifest)).toBe(true);
+    // Content another project has is not this one's to read, whatever the shared store holds.
+    const other = await h.createProject('other');
+    const foreign = await h.request('GET', `/v1/projects/${other}/sync/objects/${shards[1]!.hash}`);
+    expect(foreign.statusCode).toBe(404);
+    expect(foreign.json().error.code).toBe('CONTENT_NOT_FOUND');
   });
 });

@@ -28,6 +28,7 @@ const SyncedVersion = Type.Object(
     baseVersionId: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
     contentHash: Type.Union([Hash, Type.Null()]),
     executable: Type.Optional(Type.Boolean()),
+    dataset: Type.Optional(Type.Boolean()),
     timestamp: Type.String({ maxLength: 40 }),
   },
   closed,
@@ -70,6 +71,21 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       const { project } = await authorizeProject(access, principal, request.params.projectId, 'write');
       const { workstation, versions } = request.body;
       return { results: await engine.applySyncedVersions({ projectId: project.projectId, actor: actorOf(principal), workstation, versions }) };
+    },
+  );
+
+  // A pulling workstation fetches a dataset's manifest and the shards it lacks one by one (the rest
+  // it has): only changed shards cross the network. Read access, like fs/read.
+  app.get(
+    '/v1/projects/:projectId/sync/objects/:hash',
+    {
+      schema: { params: ObjectParams },
+      config: { doc: { summary: 'Download content the project has, by hash (verified as it streams)', tags, produces: 'application/octet-stream' } },
+    },
+    async (request, reply) => {
+      const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'read');
+      const { stream, size } = await engine.openObject({ projectId: project.projectId, hash: request.params.hash });
+      return reply.header('content-type', 'application/octet-stream').header('content-length', size).send(stream);
     },
   );
 

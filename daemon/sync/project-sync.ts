@@ -20,7 +20,7 @@ import type { DaemonState } from '../state.js';
 import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
-import { downloadMissing, uploadMissing } from './transfer.js';
+import { datasetContents, downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 
 const PUSH_BATCH = 500;
@@ -59,7 +59,7 @@ export interface SyncStatus {
   lastPullAt: string | null;
   lastError: { at: string; message: string; retryAt: string | null } | null;
   conflicts: SyncConflict[];
-  /** versions not synced, by reason (datasets are not yet) */
+  /** versions not synced, by reason (a path not writable here) */
   skipped: Record<string, number>;
   /** the incoming mass-delete guard holds a change set until `strata sync confirm` */
   held: { deletes: number; files: number } | null;
@@ -233,17 +233,18 @@ export class ProjectSync {
     const sizes = new Map<ContentHash, number>();
     for (const { record, baseVersionId, pulled } of items) {
       if (pulled) continue;
-      if (record.dataset) {
-        this.#skip('datasets are not synced yet');
-        continue;
-      }
-      if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
+      if (record.dataset && record.contentHash !== null) {
+        // Its manifest and shards: only those the server project lacks are sent (an edit of a big file
+        // sends the few shards it changed).
+        for (const [hash, size] of await datasetContents(this.#deps.store, record.contentHash)) sizes.set(hash, size);
+      } else if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
       versions.push({
         versionId: record.versionId,
         path: record.path,
         baseVersionId: baseVersionId === null ? null : this.#aliases.remoteOf(baseVersionId),
         contentHash: record.contentHash,
         executable: record.executable,
+        ...(record.dataset ? { dataset: true } : {}),
         timestamp: record.timestamp,
       });
     }

@@ -95,6 +95,13 @@ export class Remote {
     return response.body as unknown as AsyncIterable<Uint8Array>;
   }
 
+  /** Content the project has, by hash (a dataset's manifest or shard); the caller verifies it as it stores it. */
+  async object(hash: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const response = await this.#request('GET', `/sync/objects/${encodeURIComponent(hash)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
+    if (response.body === null) return (async function* () {})();
+    return response.body as unknown as AsyncIterable<Uint8Array>;
+  }
+
   async #json<T>(method: string, path: string, json: unknown, signal?: AbortSignal): Promise<T> {
     const response = await this.#request(method, path, {
       body: JSON.stringify(json),

@@ -3,6 +3,7 @@
 // against its hash as the store takes it. At most four transfers at once; the first failure fails
 // the call (the caller retries the whole page: what already arrived is not sent again).
 import PQueue from 'p-queue';
+import { type DatasetManifest, parseManifest } from '../../engine/datasets/manifest.js';
 import type { ContentStore } from '../../engine/engine-api.js';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ContentHash } from '../../engine/types.js';
@@ -70,28 +71,84 @@ export async function uploadMissing(remote: Remote, store: ContentStore, sizes: 
   return uploaded;
 }
 
-
 export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<number> {
   let downloaded = 0;
   const wanted = new Map<ContentHash, string>();
+  const datasets = new Map<ContentHash, string>();
   for (const item of items) {
-    if (item.contentHash === null || item.dataset || wanted.has(item.contentHash)) continue;
-    if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, item.versionId);
+    if (item.contentHash === null || wanted.has(item.contentHash) || datasets.has(item.contentHash)) continue;
+    if (item.dataset) datasets.set(item.contentHash, item.versionId);
+    else if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, item.versionId);
   }
   const queue = new PQueue({ concurrency: CONCURRENCY });
   const failures: unknown[] = [];
-  for (const [hash, versionId] of wanted) {
+  const fetch = (hash: ContentHash, open: () => Promise<AsyncIterable<Uint8Array>>) => {
     const download = queue.add(async () => {
       if (failures.length > 0) return;
-      const body = await remote.read(versionId, signal);
       // The store hashes as it writes and keeps nothing that is not `hash`.
-      const result = await store.put(body, { expectedHash: hash });
+      const result = await store.put(await open(), { expectedHash: hash });
       downloaded += result.size;
     });
     download.catch((error: unknown) => failures.push(error));
+  };
+  for (const [hash, versionId] of wanted) fetch(hash, () => remote.read(versionId, signal));
+  await queue.onIdle();
+  for (const [manifestHash, versionId] of datasets) {
+    if (failures.length > 0) break;
+    downloaded += await downloadDataset(remote, store, manifestHash, versionId, signal);
+  }
+  if (failures.length > 0) throw failures[0];
+  return downloaded;
+}
+
+/**
+ * A pulled dataset: its manifest, then the shards this store lacks. Most of it missing (a first pull):
+ * the assembled bytes stream once into the store, cut by the manifest's own chunker parameters, which
+ * makes the same shards in one pack file; the result must hash to the manifest's `hash`. A few missing
+ * (an edit of a big file): only those shards travel, each fetched by hash and verified.
+ */
+async function downloadDataset(remote: Remote, store: ContentStore, manifestHash: ContentHash, versionId: string, signal: AbortSignal): Promise<number> {
+  let downloaded = 0;
+  if (!(await store.has(manifestHash))) downloaded += (await store.put(await remote.object(manifestHash, signal), { expectedHash: manifestHash })).size;
+  const manifest = parseManifest(await store.readBuffer(manifestHash), manifestHash);
+  let missing = await absentShards(store, manifest);
+  const missingBytes = missing.reduce((sum, shard) => sum + shard.size, 0);
+  if (store.putDatasetStream !== undefined && missingBytes > manifest.size / 2) {
+    const ingest = await store.putDatasetStream(await remote.read(versionId, signal), manifest.chunker);
+    if (ingest.hash !== manifest.hash) throw new Error(`the bytes of dataset version ${versionId} hash to ${ingest.hash}, not ${manifest.hash}`);
+    downloaded += ingest.size;
+    missing = await absentShards(store, manifest);
+  }
+  const queue = new PQueue({ concurrency: CONCURRENCY });
+  const failures: unknown[] = [];
+  for (const shard of missing) {
+    queue
+      .add(async () => {
+        if (failures.length > 0) return;
+        downloaded += (await store.put(await remote.object(shard.hash, signal), { expectedHash: shard.hash })).size;
+      })
+      .catch((error: unknown) => failures.push(error));
   }
   await queue.onIdle();
   if (failures.length > 0) throw failures[0];
   return downloaded;
 }
 
+async function absentShards(store: ContentStore, manifest: DatasetManifest): Promise<Array<{ hash: ContentHash; size: number }>> {
+  const seen = new Set<ContentHash>();
+  const absent: Array<{ hash: ContentHash; size: number }> = [];
+  for (const shard of manifest.shards) {
+    if (seen.has(shard.hash)) continue;
+    seen.add(shard.hash);
+    if (!(await store.has(shard.hash))) absent.push(shard);
+  }
+  return absent;
+}
+
+/** What a push of a dataset version may have to send: its manifest and every shard, with their sizes. */
+export async function datasetContents(store: ContentStore, manifestHash: ContentHash): Promise<Map<ContentHash, number>> {
+  const bytes = await store.readBuffer(manifestHash);
+  const contents = new Map<ContentHash, number>([[manifestHash, bytes.length]]);
+  for (const shard of parseManifest(bytes, manifestHash).shards) contents.set(shard.hash, shard.size);
+  return contents;
+}

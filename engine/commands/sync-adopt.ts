@@ -9,7 +9,8 @@
 import type { EngineContext } from '../context.js';
 import { isStrataError, StrataError } from '../errors.js';
 import type { OutboxItem } from '../ports/metadata-repository.js';
-import type { VersionRecord } from '../types.js';
+import { loadManifest } from '../datasets/read-dataset.js';
+import type { ContentHash, VersionRecord } from '../types.js';
 import { assertWritablePath, commitOne } from './write-file.js';
 
 export interface PulledVersion {
@@ -27,7 +28,7 @@ export type AdoptOutcome =
   | { versionId: string; result: 'copied'; path: string; copyVersionId: string }
   /** the path has a change not yet pushed, or changed while adopting: push first, then pull again */
   | { versionId: string; result: 'deferred' }
-  /** not synced (datasets are not yet), or not writable here */
+  /** not writable here (a file where its directory would be, …) */
   | { versionId: string; result: 'skipped'; reason: string };
 
 export async function syncOutbox(ctx: EngineContext, input: { projectId: string; afterSeq: number; limit: number }) {
@@ -66,20 +67,20 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
     if (known.path === record.path || record.contentHash === null) return { versionId, result: 'known' };
     return copyOf(ctx, projectId, record);
   }
-  if (record.dataset) return { versionId, result: 'skipped', reason: 'datasets are not synced yet' };
   if (record.contentHash !== null && !(await ctx.store.has(record.contentHash))) {
     throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: [record.contentHash], count: 1 } });
   }
+  const shards = await shardsOf(ctx, record);
   const head = await ctx.repository.versions.pathHead(projectId, record.path);
   if (head !== null && !head.pulled && head.seq > pushedSeq) return { versionId, result: 'deferred' };
   if (!pulled.current) {
-    await commitOne(ctx, { record, pulled: true, historyOnly: true });
+    await commitOne(ctx, { record, pulled: true, historyOnly: true, ...shards });
     return { versionId, result: 'history' };
   }
   const entry = await ctx.repository.versions.getEntry(projectId, record.path);
   try {
     if (record.contentHash !== null && entry === null) await assertWritablePath(ctx, projectId, record.path);
-    await commitOne(ctx, { record, pulled: true, expectedCurrent: entry?.versionId ?? null });
+    await commitOne(ctx, { record, pulled: true, expectedCurrent: entry?.versionId ?? null, ...shards });
   } catch (error) {
     if (isStrataError(error, 'STALE_BASE_VERSION')) return { versionId, result: 'deferred' };
     if (isStrataError(error) && error.status < 500) return { versionId, result: 'skipped', reason: error.message };
@@ -99,10 +100,24 @@ async function copyOf(ctx: EngineContext, projectId: string, record: VersionReco
   if (existing !== null) return { versionId: record.versionId, result: 'known' };
   try {
     await assertWritablePath(ctx, projectId, record.path);
-    await commitOne(ctx, { record: copy, pulled: true, expectedCurrent: null });
+    await commitOne(ctx, { record: copy, pulled: true, expectedCurrent: null, ...(await shardsOf(ctx, copy)) });
   } catch (error) {
     if (isStrataError(error) && error.status < 500) return { versionId: record.versionId, result: 'skipped', reason: error.message };
     throw error;
   }
   return { versionId: record.versionId, result: 'copied', path: record.path, copyVersionId: copy.versionId };
+}
+
+/**
+ * A pulled dataset is recorded only once its manifest and every shard it lists are here (the daemon
+ * fetched the ones it lacked); the shards then count as referenced, as for a dataset written here.
+ */
+async function shardsOf(ctx: EngineContext, record: VersionRecord): Promise<{ shards?: ContentHash[] }> {
+  if (!record.dataset || record.contentHash === null) return {};
+  const manifest = await loadManifest(ctx, record.contentHash);
+  const shards = [...new Set(manifest.shards.map((shard) => shard.hash))];
+  const absent: ContentHash[] = [];
+  for (const hash of shards) if (!(await ctx.store.has(hash))) absent.push(hash);
+  if (absent.length > 0) throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: absent.slice(0, 10), count: absent.length, manifest: record.contentHash } });
+  return { shards };
 }

@@ -2,6 +2,7 @@
 // and uploads only those, each verified against its BLAKE3 before the store keeps it. What a project
 // "has" is what it references or was uploaded to it, never what the shared store happens to hold
 // (sqlite-sync-objects.ts says why).
+import type { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
 import { isStrataError, StrataError } from '../errors.js';
 import { parseContentHash } from '../hash.js';
@@ -68,4 +69,17 @@ export async function putObjects(
     results.map((result) => ({ contentHash: result.hash, size: result.size, at })),
   );
   return { stored: results.length, bytes: results.reduce((sum, result) => sum + result.size, 0) };
+}
+
+/**
+ * One content the project has, by hash (a workstation pulling a dataset fetches its manifest and
+ * only the shards it lacks). A hash the project neither references nor was sent is CONTENT_NOT_FOUND,
+ * whatever the shared store holds. The store verifies the bytes against the hash as they stream.
+ */
+export async function openObject(ctx: EngineContext, input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }> {
+  await ctx.requireProject(input.projectId);
+  const hash = parseContentHash(input.hash, 'hash');
+  const info = (await ctx.repository.versions.unavailableObjects(input.projectId, [hash])).length === 0 ? await ctx.store.stat(hash) : null;
+  if (info === null) throw new StrataError('CONTENT_NOT_FOUND', { details: { hash } });
+  return { stream: await ctx.store.open(hash), size: info.size };
 }

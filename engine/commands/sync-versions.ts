@@ -6,6 +6,7 @@
 // against an edit gives way to the edit.
 import type { EngineContext } from '../context.js';
 import { isStrataError, StrataError } from '../errors.js';
+import { parseManifest } from '../datasets/manifest.js';
 import { parseContentHash } from '../hash.js';
 import { isUuid } from '../ids.js';
 import { normalizeProjectPath } from '../paths.js';
@@ -23,6 +24,8 @@ export interface SyncedVersion {
   /** null: a deletion */
   contentHash: string | null;
   executable?: boolean;
+  /** `contentHash` names a dataset manifest (sent like any content, with every shard it lists) */
+  dataset?: boolean;
   /** when the workstation made it (RFC 3339) */
   timestamp: string;
 }
@@ -43,6 +46,7 @@ interface Checked {
   baseVersionId: string | null;
   contentHash: ContentHash | null;
   executable: boolean;
+  dataset: boolean;
   timestamp: string;
 }
 
@@ -64,14 +68,15 @@ export async function applySyncedVersions(
   if (unavailable.length > 0) {
     throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length } });
   }
+  const datasets = await datasetsOf(ctx, input.projectId, checked);
   // Checks first, in order; then every version that can simply follow its base is committed in one
   // go (the batcher makes it one durable transaction: a request of 500 is one fsync, not 500); the few
   // whose path moved on are resolved one by one afterwards, in order.
   const outcomes: Array<SyncedOutcome | Prepared> = [];
   const ids = new Set<string>();
-  for (const version of checked) outcomes.push(await prepare(ctx, input, version, ids));
+  for (const version of checked) outcomes.push(await prepare(ctx, input, version, ids, datasets));
   const attempts = outcomes.map((item) =>
-    'record' in item ? ctx.batcher.submit({ record: item.record, expectedCurrent: item.version.baseVersionId }) : null,
+    'record' in item ? ctx.batcher.submit({ record: item.record, expectedCurrent: item.version.baseVersionId, ...shardsOf(item) }) : null,
   );
   const results = await Promise.all(attempts);
   const final: SyncedOutcome[] = [];
@@ -90,6 +95,48 @@ interface Prepared {
   version: Checked;
   record: VersionRecord;
   size: number;
+  /** a dataset's distinct shards (they count as referenced while the record does) */
+  shards: ContentHash[] | null;
+}
+
+function shardsOf(prepared: Prepared): { shards?: ContentHash[] } {
+  return prepared.shards === null ? {} : { shards: prepared.shards };
+}
+
+interface DatasetFacts {
+  size: number;
+  shards: ContentHash[];
+}
+
+/**
+ * The manifests the request's dataset versions name: each must be a canonical manifest whose every
+ * shard the project has (sent or referenced), or nothing is applied — a record is never committed
+ * over bytes the server could not assemble.
+ */
+async function datasetsOf(ctx: EngineContext, projectId: string, checked: Checked[]): Promise<Map<ContentHash, DatasetFacts>> {
+  const facts = new Map<ContentHash, DatasetFacts>();
+  for (const [i, version] of checked.entries()) {
+    if (!version.dataset || version.contentHash === null || facts.has(version.contentHash)) continue;
+    let manifest: ReturnType<typeof parseManifest>;
+    try {
+      manifest = parseManifest(await ctx.store.readBuffer(version.contentHash), version.contentHash);
+    } catch (error) {
+      if (!isStrataError(error, 'DATASET_MANIFEST_INVALID')) throw error;
+      throw new StrataError('INVALID_ARGUMENT', {
+        message: `versions[${i}].contentHash does not name a dataset manifest: ${error.message}`,
+        details: { field: `versions[${i}].contentHash` },
+      });
+    }
+    const shards = [...new Set(manifest.shards.map((shard) => shard.hash))];
+    for (let at = 0; at < shards.length; at += 1000) {
+      const unavailable = await ctx.repository.versions.unavailableObjects(projectId, shards.slice(at, at + 1000));
+      if (unavailable.length > 0) {
+        throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length, manifest: version.contentHash } });
+      }
+    }
+    facts.set(version.contentHash, { size: manifest.size, shards });
+  }
+  return facts;
 }
 
 async function prepare(
@@ -97,6 +144,7 @@ async function prepare(
   input: { projectId: string; actor: Actor },
   version: Checked,
   ids: Set<string>,
+  datasets: Map<ContentHash, DatasetFacts>,
 ): Promise<SyncedOutcome | Prepared> {
   const { projectId } = input;
   const { versionId } = version;
@@ -118,8 +166,10 @@ async function prepare(
     if (!isStrataError(error) || error.status >= 500) throw error;
     return { versionId, result: 'refused', path: version.path, code: error.code, message: error.message };
   }
+  const dataset = version.contentHash === null ? undefined : datasets.get(version.contentHash);
+  if (dataset !== undefined) return { version, size: dataset.size, shards: dataset.shards, record: recordOf(input, version, dataset.size, version.path) };
   const size = version.contentHash === null ? 0 : ((await ctx.store.stat(version.contentHash))?.size ?? 0);
-  return { version, size, record: recordOf(input, version, size, version.path) };
+  return { version, size, shards: null, record: recordOf(input, version, size, version.path) };
 }
 
 function recordOf(input: { projectId: string; actor: Actor }, version: Checked, size: number, path: string): VersionRecord {
@@ -134,7 +184,7 @@ function recordOf(input: { projectId: string; actor: Actor }, version: Checked, 
     kind: version.contentHash === null ? 'delete' : 'write',
     restoredFrom: null,
     executable: version.executable,
-    dataset: false,
+    dataset: version.dataset,
   };
 }
 
@@ -155,6 +205,7 @@ function check(version: SyncedVersion, field: string): Checked {
     baseVersionId: base,
     contentHash,
     executable: contentHash !== null && version.executable === true,
+    dataset: contentHash !== null && version.dataset === true,
     timestamp: new Date(at).toISOString(),
   };
 }
@@ -171,7 +222,7 @@ async function resolveMovedOn(
   const commit = async (path: string, expectedCurrent: string | null): Promise<boolean> => {
     try {
       if (version.contentHash !== null && expectedCurrent === null) await assertWritablePath(ctx, projectId, path);
-      await commitOne(ctx, { record: recordOf(input, version, size, path), expectedCurrent });
+      await commitOne(ctx, { record: recordOf(input, version, size, path), expectedCurrent, ...shardsOf(prepared) });
       ctx.retention.schedule(projectId, path);
       return true;
     } catch (error) {
