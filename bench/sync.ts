@@ -1,26 +1,39 @@
 // Benchmarks of issue 14 (sync), real processes on loopback, side by side in one run:
-//   first   first sync of N small files (default 20,000) to a server: `strata init --server` until
-//           `strata sync wait` returns (local import included), against `rsync -a` to an rsync daemon
+//   first   first sync of N small files (default 20,000) and a 2 GiB dataset to a server: `strata init
+//           --server` until in sync (local import included), against `rsync -a` to an rsync daemon;
+//           then a 1 MiB overwrite in the middle of the dataset, re-synced by each: bytes through
+//           loopback (both directions, headers included) and the shards Strata sent
 //   latency a change on A visible on B: 100 writes/s for 30 s on A, each file seen complete in B's
 //           directory (targets p50 ≤ 1 s, p99 ≤ 3 s; Syncthing's watcher alone waits 10 s by default)
 //   drain   100,000 versions queued on A (imported before the link), pushed: versions/s (target
 //           ≥ 2,000) and the daemon's RSS throughout (target ≤ 300 MB)
-// The 2 GB dataset rows of the issue's table are not measured: datasets do not sync yet (README).
 //
-//   node dist/bench/sync.js [--only first,latency,drain] [--files 20000] [--drain 100000] [--rate 100] [--seconds 30]
+//   node dist/bench/sync.js [--only first,latency,drain] [--files 20000] [--dataset-mib 2048] [--drain 100000] [--rate 100] [--seconds 30]
 // Result: bench/results/sync.json.
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { watch } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CLI_MAIN, freshDir, machineInfo, nodeEnv, writeResult } from './lib/env.js';
-import { anonRss, currentRss, timed } from './lib/proc.js';
+import { freshDir, machineInfo, writeResult } from './lib/env.js';
+import { anonRss, cpuSecondsOf, currentRss, timed } from './lib/proc.js';
 import { percentile } from './lib/stats.js';
+import {
+  cli,
+  loopbackBytes,
+  overwriteAt,
+  type RsyncDaemon,
+  randomFile,
+  sleep,
+  smallFiles,
+  startRsyncDaemon,
+  startServer,
+  syncStatus,
+  untilInSync,
+} from './lib/sync-world.js';
 import { printTable } from './lib/table.js';
 import { type DaemonProc, startDaemonProc } from './watch-daemon-proc.js';
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const arg = (name: string, fallback: number) => {
   const i = process.argv.indexOf(`--${name}`);
   return i === -1 ? fallback : Number(process.argv[i + 1]);
@@ -30,106 +43,18 @@ const only = (() => {
   return i === -1 ? ['first', 'latency', 'drain'] : process.argv[i + 1]!.split(',');
 })();
 
-function cli(args: string[], env: NodeJS.ProcessEnv = {}): string {
-  return execFileSync(process.execPath, [CLI_MAIN, ...args], { env: { ...nodeEnv(), ...env }, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-}
-
-interface Server {
-  url: string;
-  apiKey: string;
-  child: ChildProcess;
-  newProject(name: string): string;
-  stop(): Promise<void>;
-}
-
-async function startServer(root: string): Promise<Server> {
-  const home = join(root, 'server');
-  const apiKey = (JSON.parse(cli(['admin', 'bootstrap', '--home', home, '--json'])) as { apiKey: string }).apiKey;
-  const child = spawn(process.execPath, ['--max-semi-space-size=1', CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
-    env: nodeEnv(),
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  const url = await new Promise<string>((resolve, reject) => {
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`server exited ${code}: ${stderr}`)));
-  });
-  return {
-    url,
-    apiKey,
-    child,
-    newProject: (name) => (JSON.parse(cli(['projects', 'create', name, '--json'], { STRATA_SERVER_URL: url, STRATA_API_KEY: apiKey })) as { projectId: string }).projectId,
-    stop: async () => {
-      child.kill('SIGTERM');
-      await new Promise((resolve) => child.once('exit', resolve));
-    },
-  };
-}
-
-interface SyncDoc {
-  projects: Array<{ sync: { inSync: boolean; queue: { versions: number }; pushed: number; state: string } }>;
-}
-
-async function syncStatus(daemon: DaemonProc): Promise<SyncDoc> {
-  const response = await fetch(`${daemon.url}/v1/daemon/sync`, { headers: { authorization: `Bearer ${daemon.apiKey}` } });
-  return (await response.json()) as SyncDoc;
-}
-
-async function untilInSync(daemon: DaemonProc, timeoutMs: number, onTick?: () => void): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let streak = 0;
-  while (Date.now() < deadline) {
-    onTick?.();
-    const doc = await syncStatus(daemon);
-    streak = doc.projects.length > 0 && doc.projects.every((p) => p.sync.inSync) ? streak + 1 : 0;
-    if (streak >= 2) return;
-    await sleep(100);
-  }
-  throw new Error('not in sync in time');
-}
-
-async function smallFiles(dir: string, count: number): Promise<number> {
-  let bytes = 0;
-  for (let i = 0; i < count; i++) {
-    const sub = join(dir, `d${Math.floor(i / 500)}`);
-    if (i % 500 === 0) await mkdir(sub, { recursive: true });
-    const content = `file ${i}\n${'x'.repeat(200 + ((i * 7919) % 3800))}\n`;
-    bytes += content.length;
-    await writeFile(join(sub, `f${i}.txt`), content);
-  }
-  return bytes;
-}
-
-async function rsyncDaemonRun(root: string, source: string): Promise<number> {
-  const target = freshDir('sync-bench-rsync-target');
-  const conf = join(root, 'rsyncd.conf');
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  await writeFile(conf, `pid file = ${join(root, 'rsyncd.pid')}\nuse chroot = no\n[bench]\npath = ${target}\nread only = no\nuid = root\ngid = root\n`);
-  const daemon = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'], { stdio: 'ignore' });
-  await sleep(500);
-  try {
-    return await timed(
-      () =>
-        new Promise<void>((resolve, reject) => {
-          const child = spawn('rsync', ['-a', `${source}/`, `rsync://127.0.0.1:${port}/bench/`], { stdio: 'ignore' });
-          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`rsync exited ${code}`))));
-        }),
-    );
-  } finally {
-    daemon.kill('SIGTERM');
-  }
-}
-
-async function firstSync(root: string, files: number): Promise<object> {
+async function firstSync(root: string, files: number, datasetMib: number): Promise<object> {
   const server = await startServer(join(root, 'first'));
   const source = freshDir('sync-bench-first-src');
   const bytes = await smallFiles(source, files);
+  const dataset = join(source, 'data', 'big.bin');
+  if (datasetMib > 0) {
+    await mkdir(join(source, 'data'));
+    await randomFile(dataset, datasetMib); // over the 64 MiB threshold: a dataset
+  }
   execFileSync('sync');
-  const rsyncSeconds = await rsyncDaemonRun(root, source);
+  const rsync = await startRsyncDaemon(root);
+  const rsyncFirst = await rsync.push(source);
   const home = join(root, 'first', 'home-a');
   const daemon = await startDaemonProc(home);
   const projectId = server.newProject('first');
@@ -140,7 +65,9 @@ async function firstSync(root: string, files: number): Promise<object> {
       peak = Math.max(peak, currentRss(daemon.child.pid!) ?? 0);
     });
   });
+  const resync = datasetMib > 0 ? await resyncAfterOverwrite(daemon, rsync, source, dataset, datasetMib) : null;
   await daemon.stop();
+  rsync.stop();
   // The same again in two steps: the local import (Strata's own history of the directory, which rsync
   // does not keep), then the link and the push alone.
   const home2 = join(root, 'first', 'home-b');
@@ -153,27 +80,78 @@ async function firstSync(root: string, files: number): Promise<object> {
   const projectId2 = server.newProject('first-push');
   cli(['init', source, '--server', server.url, '--project', projectId2, '--home', home2], { STRATA_API_KEY: server.apiKey });
   const pusher = await startDaemonProc(home2);
+  const cpuBefore = { daemon: pusher.cpuSeconds(), server: cpuSecondsOf(server.child.pid!) ?? 0 };
   const pushSeconds = await timed(() => untilInSync(pusher, 30 * 60_000));
+  const pushCpu = { daemonSeconds: pusher.cpuSeconds() - cpuBefore.daemon, serverSeconds: (cpuSecondsOf(server.child.pid!) ?? 0) - cpuBefore.server };
   await pusher.stop();
   await server.stop();
+  const rsyncSeconds = rsyncFirst.seconds;
   const result = {
     files,
     bytes,
+    datasetMiB: datasetMib,
     rsyncSeconds,
     strataSeconds,
     ratioVsRsync: rsyncSeconds / strataSeconds,
     importSeconds,
     pushSeconds,
     pushRatioVsRsync: rsyncSeconds / pushSeconds,
+    pushCpu,
     daemonPeakRssMiB: Math.round(peak / 1024 ** 2),
+    resync,
   };
-  printTable(`first sync of ${files} small files (${Math.round(bytes / 1024 ** 2)} MiB)`, ['tool', 'seconds', 'speed vs rsync'], [
+  const what = `${files} small files (${Math.round(bytes / 1024 ** 2)} MiB)${datasetMib > 0 ? ` + a ${datasetMib} MiB dataset` : ''}`;
+  printTable(`first sync of ${what}`, ['tool', 'seconds', 'speed vs rsync'], [
     ['rsync -a → rsync daemon', rsyncSeconds.toFixed(2), '1.00×'],
     ['strata init --server … until in sync (import included)', strataSeconds.toFixed(2), `${result.ratioVsRsync.toFixed(2)}×`],
     ['  of which: local import (strata init, daemon idle)', importSeconds.toFixed(2), ''],
     ['  of which: push of the imported versions (link → in sync)', pushSeconds.toFixed(2), `${result.pushRatioVsRsync.toFixed(2)}×`],
   ]);
+  console.log(`push CPU: daemon ${pushCpu.daemonSeconds.toFixed(2)} s, server ${pushCpu.serverSeconds.toFixed(2)} s`);
+  if (resync !== null) {
+    printTable(`re-sync after a 1 MiB overwrite in the middle of the ${datasetMib} MiB dataset (bytes through loopback, both directions)`, ['tool', 'seconds', 'loopback bytes', 'content sent', 'new shards'], [
+      ['rsync -a → rsync daemon', resync.rsyncSeconds.toFixed(2), resync.rsyncLoopbackBytes, `${resync.rsyncSentBytes} (rsync's "bytes sent")`, '-'],
+      ['strata (watch → pushed, in sync)', resync.strataSeconds.toFixed(2), resync.strataLoopbackBytes, resync.strataUploadedBytes, `${resync.newShards} + manifest`],
+    ]);
+  }
   return result;
+}
+
+/**
+ * A 1 MiB overwrite in the middle of the dataset, in place: Strata's daemon (watching) captures and
+ * pushes it; then rsync sends the same change. Each is measured alone (the other idle) by the bytes
+ * that crossed loopback, and by what the tool itself says it sent.
+ */
+async function resyncAfterOverwrite(daemon: DaemonProc, rsync: RsyncDaemon, source: string, dataset: string, datasetMib: number) {
+  const status = async () => (await syncStatus(daemon)).projects[0]!;
+  const before = await status();
+  const loopback = await loopbackBytes();
+  const strataSeconds = await timed(async () => {
+    await overwriteAt(dataset, Math.floor(datasetMib / 2) * 1024 ** 2, 1024 ** 2);
+    const deadline = Date.now() + 120_000;
+    while ((await status()).sync.pushed === before.sync.pushed && Date.now() < deadline) await sleep(250);
+    await untilInSync(daemon, 120_000);
+  });
+  const strataLoopbackBytes = (await loopbackBytes()) - loopback;
+  const after = await status();
+  const history = (await (
+    await fetch(`${daemon.url}/v1/projects/${after.projectId}/fs/dataset/history?path=data/big.bin&limit=2`, { headers: { authorization: `Bearer ${daemon.apiKey}` } })
+  ).json()) as { items: Array<{ newShards: number }> };
+  execFileSync('sync');
+  const rsyncLoopback = await loopbackBytes();
+  const again = await rsync.push(source);
+  const rsyncLoopbackBytes = (await loopbackBytes()) - rsyncLoopback;
+  return {
+    rsyncSeconds: again.seconds,
+    rsyncLoopbackBytes,
+    rsyncSentBytes: again.sentBytes,
+    rsyncReceivedBytes: again.receivedBytes,
+    strataSeconds,
+    strataLoopbackBytes,
+    strataUploadedBytes: after.sync.uploadedBytes - before.sync.uploadedBytes,
+    newShards: history.items[0]?.newShards ?? null,
+    bytesRatioVsRsync: strataLoopbackBytes / rsyncLoopbackBytes,
+  };
 }
 
 async function latency(root: string, rate: number, seconds: number): Promise<object> {
@@ -266,7 +244,7 @@ async function main(): Promise<void> {
   const root = freshDir('sync-bench');
   const machine = machineInfo();
   const results: Record<string, object> = {};
-  if (only.includes('first')) results['first'] = await firstSync(root, arg('files', 20_000));
+  if (only.includes('first')) results['first'] = await firstSync(root, arg('files', 20_000), arg('dataset-mib', 2048));
   if (only.includes('latency')) results['latency'] = await latency(root, arg('rate', 100), arg('seconds', 30));
   if (only.includes('drain')) results['drain'] = await drain(root, arg('drain', 100_000));
   console.log(`wrote ${writeResult('sync', { machine, ...results })}`);

@@ -17,7 +17,7 @@ import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
 import { adoptSyncedVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
-import { missingObjects, openObject, putObject, putObjects } from './commands/sync-objects.js';
+import { missingObjects, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
 import { applySyncedVersions } from './commands/sync-versions.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
 import { writeFile } from './commands/write-file.js';
@@ -80,6 +80,7 @@ export function createEngine(deps: EngineDeps): Engine {
     putObject: (input) => putObject(ctx, input),
     putObjects: (input) => putObjects(ctx, input),
     openObject: (input) => openObject(ctx, input),
+    putDatasetContent: (input) => putDatasetContent(ctx, input),
     syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
     syncOutbox: (input) => syncOutbox(ctx, input),

@@ -206,6 +206,8 @@ export interface Engine {
   putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
   /** One content the project has (references or was sent), streamed and verified; CONTENT_NOT_FOUND otherwise. */
   openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
+  /** A dataset's assembled bytes, cut into the shards its (already sent) manifest lists; what arrived whole counts even on failure. */
+  putDatasetContent(input: { projectId: string; manifestHash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ size: number; shards: number; newShards: number }>;
   /**
    * Versions a workstation made, applied in order with their own ids and timestamps (sync/versions):
    * a known id is a duplicate; a path that moved on since the version's base gets a conflict copy

@@ -3,8 +3,15 @@
 // nothing); what a project "has" is what it references or was sent, never what the shared store holds
 // for other projects or organizations; a viewer cannot upload; gc keeps what was uploaded.
 
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CHUNKER_PARAMS } from '../engine/datasets/chunker-params.js';
+import { encodeManifest, MANIFEST_FORMAT } from '../engine/datasets/manifest.js';
 import { hashBuffer } from '../engine/hash.js';
+import { chunkFile } from '../engine/storage/chunk-file.js';
 import { type Harness, openHarness } from './control-api-harness.js';
 
 let h: Harness;
@@ -128,5 +135,47 @@ describe('sync objects', () => {
     expect(await h.local.store.has(orphan)).toBe(false);
     expect(await h.local.store.has(kept)).toBe(true);
     expect(await h.ok('POST', '/v1/admin/fsck', { body: {} })).toMatchObject({ ok: true });
+  });
+
+  it('a dataset sent whole is cut into its manifest\'s shards; one cut off midway keeps the shards that arrived', async () => {
+    const bytes = randomBytes(8 * 1024 * 1024);
+    const scratch = await mkdtemp(join(tmpdir(), 'strata-sync-dataset-'));
+    let manifest: Buffer;
+    try {
+      await writeFile(join(scratch, 'run.bin'), bytes);
+      const cut = await chunkFile(join(scratch, 'run.bin'), DEFAULT_CHUNKER_PARAMS);
+      const shards = cut.chunks.map((c) => ({ hash: c.hash, size: c.size }));
+      manifest = encodeManifest({ format: MANIFEST_FORMAT, chunker: DEFAULT_CHUNKER_PARAMS, size: cut.size, hash: cut.hash, shards });
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+    const manifestHash = hashBuffer(manifest);
+    const shardHashes = [...new Set((JSON.parse(manifest.toString()) as { shards: Array<{ hash: string }> }).shards.map((s) => s.hash))];
+    expect(shardHashes.length).toBeGreaterThan(3);
+    const sendWhole = (payload: Buffer) =>
+      h.request('PUT', `/v1/projects/${project}/sync/datasets/${manifestHash}`, { payload, headers: { 'content-type': 'application/octet-stream' } });
+
+    // The manifest goes first.
+    const early = await sendWhole(bytes);
+    expect(early.statusCode).toBe(422);
+    expect(early.json().error.code).toBe('CONTENT_NOT_AVAILABLE');
+    expect((await upload(project, manifestHash, manifest.toString('latin1'))).statusCode).toBeLessThan(300);
+
+    // Cut off after 5 of 8 MiB: not the dataset (422), but the shards that arrived whole count.
+    const cutOff = await sendWhole(bytes.subarray(0, 5 * 1024 * 1024));
+    expect(cutOff.statusCode).toBe(422);
+    expect(cutOff.json().error.code).toBe('CONTENT_HASH_MISMATCH');
+    const left = await missing(project, shardHashes);
+    expect(left.length).toBeGreaterThan(0);
+    expect(left.length).toBeLessThan(shardHashes.length);
+    expect(left).toEqual(shardHashes.slice(shardHashes.length - left.length));
+
+    const whole = await sendWhole(bytes);
+    expect(whole.statusCode, whole.body).toBe(200);
+    expect(whole.json()).toMatchObject({ size: bytes.length, shards: shardHashes.length });
+    expect(await missing(project, shardHashes)).toEqual([]);
+    // More bytes than the manifest says: refused, nothing of it counts.
+    const tooLong = await sendWhole(Buffer.concat([bytes, Buffer.from('x')]));
+    expect(tooLong.statusCode).toBe(413);
   });
 });

@@ -116,3 +116,13 @@ export class RssSampler {
 
 export const MB = 1e6;
 export const MiB = 1024 * 1024;
+
+/** User + system CPU seconds a process has used so far (threads included); null if it is gone. */
+export function cpuSecondsOf(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}

@@ -154,6 +154,31 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       },
     );
 
+    // A dataset sent whole, its manifest sent before: cut on the server into the manifest's shards
+    // (one pack, one fsync), instead of a request and a file per shard.
+    child.put(
+      '/v1/projects/:projectId/sync/datasets/:manifestHash',
+      {
+        schema: { params: Type.Object({ projectId: Id, manifestHash: Hash }, closed) },
+        config: {
+          doc: {
+            summary: "Upload a dataset's assembled bytes; the server cuts them into its manifest's shards (what arrived whole counts even if cut off)",
+            tags,
+            response: Type.Object({ size: Type.Integer(), shards: Type.Integer(), newShards: Type.Integer() }),
+            consumes: 'application/octet-stream',
+          },
+        },
+      },
+      async (request) => {
+        const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'write');
+        const declared = Number(request.headers['content-length'] ?? 0);
+        if (declared > maxUploadBytes) throw new StrataError('BODY_TOO_LARGE', { details: { maxBytes: maxUploadBytes } });
+        const body: unknown = request.body;
+        const content = isAsyncIterable(body) ? body : (async function* () {})();
+        return engine.putDatasetContent({ projectId: project.projectId, manifestHash: request.params.manifestHash, content, maxBytes: maxUploadBytes });
+      },
+    );
+
     // Small contents in one request (a project of thousands of small files would otherwise cost a
     // request each): frames of `<hash> <size>\n<bytes>`, at most 1,000 and 64 MiB in all.
     child.post(

@@ -20,7 +20,7 @@ import type { DaemonState } from '../state.js';
 import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
-import { datasetContents, downloadMissing, uploadMissing } from './transfer.js';
+import { downloadMissing, uploadDataset, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 
 const PUSH_BATCH = 500;
@@ -231,13 +231,11 @@ export class ProjectSync {
   async #pushPage(remote: Remote, items: OutboxItem[]): Promise<void> {
     const versions: SyncedVersion[] = [];
     const sizes = new Map<ContentHash, number>();
+    const datasets = new Map<ContentHash, string>();
     for (const { record, baseVersionId, pulled } of items) {
       if (pulled) continue;
-      if (record.dataset && record.contentHash !== null) {
-        // Its manifest and shards: only those the server project lacks are sent (an edit of a big file
-        // sends the few shards it changed).
-        for (const [hash, size] of await datasetContents(this.#deps.store, record.contentHash)) sizes.set(hash, size);
-      } else if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
+      if (record.dataset && record.contentHash !== null) datasets.set(record.contentHash, record.versionId);
+      else if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
       versions.push({
         versionId: record.versionId,
         path: record.path,
@@ -249,7 +247,12 @@ export class ProjectSync {
       });
     }
     if (versions.length === 0) return;
-    this.#stats.uploadedBytes += await uploadMissing(remote, this.#deps.store, sizes, this.#stop.signal);
+    const { engine, store, projectId } = this.#deps;
+    this.#stats.uploadedBytes += await uploadMissing(remote, store, sizes, this.#stop.signal);
+    for (const [manifestHash, versionId] of datasets) {
+      const assembled = async () => (await engine.readFile({ projectId, versionId })).stream;
+      this.#stats.uploadedBytes += await uploadDataset(remote, store, manifestHash, assembled, this.#stop.signal);
+    }
     const outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
     this.#recordOutcomes(outcomes, versions);
     this.#stats.pushed += versions.length;

@@ -4,6 +4,8 @@
 // (sqlite-sync-objects.ts says why).
 import type { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
+import { type DatasetManifest, parseManifest } from '../datasets/manifest.js';
+import { streamUntilError } from '../datasets/stream-until-error.js';
 import { isStrataError, StrataError } from '../errors.js';
 import { parseContentHash } from '../hash.js';
 import type { ContentHash } from '../types.js';
@@ -82,4 +84,44 @@ export async function openObject(ctx: EngineContext, input: { projectId: string;
   const info = (await ctx.repository.versions.unavailableObjects(input.projectId, [hash])).length === 0 ? await ctx.store.stat(hash) : null;
   if (info === null) throw new StrataError('CONTENT_NOT_FOUND', { details: { hash } });
   return { stream: await ctx.store.open(hash), size: info.size };
+}
+
+/**
+ * A dataset sent whole (a first push): the assembled bytes are cut with the manifest's own chunker
+ * parameters as they arrive, which makes the manifest's shards in one pack file (one fsync, not one
+ * per shard). The manifest must have been sent first. Every shard of the manifest that arrived whole
+ * counts as sent, even when the stream was cut or its bytes turn out not to be the manifest's: the
+ * next push asks again and sends only what is still missing (the resume of a large upload).
+ */
+export async function putDatasetContent(
+  ctx: EngineContext,
+  input: { projectId: string; manifestHash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number },
+): Promise<{ size: number; shards: number; newShards: number }> {
+  await ctx.requireProject(input.projectId);
+  const manifestHash = parseContentHash(input.manifestHash, 'manifestHash');
+  if ((await ctx.repository.versions.unavailableObjects(input.projectId, [manifestHash])).length > 0) {
+    throw new StrataError('CONTENT_NOT_AVAILABLE', { message: 'Send the dataset manifest before its bytes', details: { hashes: [manifestHash], count: 1 } });
+  }
+  let manifest: DatasetManifest;
+  try {
+    manifest = parseManifest(await ctx.store.readBuffer(manifestHash), manifestHash);
+  } catch (error) {
+    if (!isStrataError(error, 'DATASET_MANIFEST_INVALID')) throw error;
+    throw new StrataError('INVALID_ARGUMENT', { message: `manifestHash does not name a dataset manifest: ${error.message}`, details: { field: 'manifestHash' } });
+  }
+  if (ctx.store.putDatasetStream === undefined) throw new StrataError('INTERNAL', { message: 'This content store cannot store datasets' });
+  const stream = streamUntilError(input.content);
+  const ingest = await ctx.store.putDatasetStream(stream.source, manifest.chunker, { maxBytes: Math.min(manifest.size, input.maxBytes ?? Number.POSITIVE_INFINITY) });
+  const listed = new Map(manifest.shards.map((shard) => [shard.hash, shard.size]));
+  const at = ctx.now();
+  const arrived = [...new Set(ingest.shards.map((shard) => shard.hash))].filter((hash) => listed.has(hash));
+  await ctx.repository.versions.recordUploads(
+    input.projectId,
+    arrived.map((hash) => ({ contentHash: hash, size: listed.get(hash)!, at })),
+  );
+  if (stream.failure() !== undefined) throw stream.failure();
+  if (ingest.hash !== manifest.hash) {
+    throw new StrataError('CONTENT_HASH_MISMATCH', { message: 'The bytes sent are not the dataset the manifest describes', details: { expected: manifest.hash, actual: ingest.hash } });
+  }
+  return { size: ingest.size, shards: arrived.length, newShards: ingest.newShards };
 }
