@@ -17,6 +17,7 @@ import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
 import { adoptSyncedVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
+import { recordSyncedSnapshot, snapshotFeed } from './commands/sync-snapshots.js';
 import { missingObjects, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
 import { applySyncedVersions } from './commands/sync-versions.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
@@ -53,7 +54,8 @@ export function createEngine(deps: EngineDeps): Engine {
     history: (input) => history(ctx, input),
     getVersion: (projectId, versionId) => getVersion(ctx, projectId, versionId),
     restoreVersion: (input) => changing(input.projectId, restoreVersion(ctx, input)),
-    createSnapshot: (input) => createSnapshot(ctx, input),
+    // Told too: a linked workstation sends a new snapshot at once, and a server wakes the long polls.
+    createSnapshot: (input) => changing(input.projectId, createSnapshot(ctx, input)),
     listSnapshots: (input) => listSnapshots(ctx, input),
     getSnapshot: (projectId, idOrTag) => getSnapshot(ctx, projectId, idOrTag),
     snapshotEntries: (input) => snapshotEntries(ctx, input),
@@ -80,6 +82,8 @@ export function createEngine(deps: EngineDeps): Engine {
     putObject: (input) => putObject(ctx, input),
     putObjects: (input) => putObjects(ctx, input),
     openObject: (input) => openObject(ctx, input),
+    recordSyncedSnapshot: (input) => changing(input.projectId, recordSyncedSnapshot(ctx, input)),
+    snapshotFeed: (input) => snapshotFeed(ctx, input),
     putDatasetContent: (input) => putDatasetContent(ctx, input),
     syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),

@@ -2,6 +2,7 @@ import type { AdoptOutcome, OutboxItem, PulledVersion } from './commands/sync-ad
 import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
+import type { SyncedSnapshot, SyncedSnapshotOutcome } from './commands/sync-snapshots.js';
 import type { DatasetManifest } from './datasets/manifest.js';
 import type { ContentStore, ReadRange } from './ports/content-store.js';
 import type { MetadataRepository } from './ports/metadata-repository.js';
@@ -206,6 +207,10 @@ export interface Engine {
   putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
   /** One content the project has (references or was sent), streamed and verified; CONTENT_NOT_FOUND otherwise. */
   openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
+  /** A snapshot taken elsewhere (sync): appended to the chain with exactly its pins; idempotent by id. */
+  recordSyncedSnapshot(input: { projectId: string; actor: Actor; snapshot: SyncedSnapshot }): Promise<SyncedSnapshotOutcome>;
+  /** The snapshot chain after `afterSeq`, oldest first (at most 1,000). */
+  snapshotFeed(input: { projectId: string; afterSeq: number; limit: number }): Promise<{ items: Snapshot[]; more: boolean }>;
   /** A dataset's assembled bytes, cut into the shards its (already sent) manifest lists; what arrived whole counts even on failure. */
   putDatasetContent(input: { projectId: string; manifestHash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ size: number; shards: number; newShards: number }>;
   /**

@@ -31,8 +31,10 @@ export const ERROR_CATALOGUE = {
   CONTENT_NOT_FOUND: { status: 404, message: 'Content not found in the store' },
   CONTENT_HASH_MISMATCH: { status: 422, message: 'The uploaded bytes do not hash to the hash they were sent as' },
   TOO_MANY_HASHES: { status: 422, message: 'Too many hashes in one request' },
+  SNAPSHOT_PINS_MISSING: { status: 422, message: 'The snapshot pins versions the project does not have (send them first, or send it as partial)' },
   CONTENT_NOT_AVAILABLE: { status: 422, message: 'The project neither references this content nor was sent it' },
   VERSION_ID_TAKEN: { status: 409, message: 'The version id is used by another version' },
+  SNAPSHOT_ID_TAKEN: { status: 409, message: 'The snapshot id is used by another project' },
   // 409: conflicts
   STALE_BASE_VERSION: { status: 409, message: 'The file changed since the base version' },
   TAG_TAKEN: { status: 409, message: 'The tag is already used in this project' },

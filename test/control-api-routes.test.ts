@@ -47,6 +47,8 @@ describe('control API routes', () => {
       'post /v1/projects/{projectId}/sync/objects/missing',
       'post /v1/projects/{projectId}/sync/versions',
       'get /v1/projects/{projectId}/sync/objects/{hash}',
+      'post /v1/projects/{projectId}/sync/snapshots',
+      'get /v1/projects/{projectId}/sync/snapshots',
       'get /v1/projects/{projectId}/sync/changes',
       'put /v1/projects/{projectId}/sync/objects/{hash}',
       'put /v1/projects/{projectId}/sync/datasets/{manifestHash}',

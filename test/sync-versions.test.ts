@@ -174,4 +174,51 @@ describe('sync versions', () => {
     expect(foreign.statusCode).toBe(404);
     expect(foreign.json().error.code).toBe('CONTENT_NOT_FOUND');
   });
+
+  it('a snapshot from a workstation: its pins must be here (or it is sent as partial); a repeat is a duplicate; bad input changes nothing', async () => {
+    const v1 = await made('snap/a.txt', null, 'a\n', '2026-11-25T11:00:00.000Z');
+    const unsent = randomUUID();
+    expect((await send('ws1', [v1])).results[0]).toMatchObject({ result: 'applied' });
+    const url = `/v1/projects/${project}/sync/snapshots`;
+    const body = {
+      snapshotId: randomUUID(),
+      message: 'taken offline',
+      timestamp: '2026-11-25T11:05:00.000Z',
+      entries: [
+        { path: 'snap/a.txt', versionId: v1.versionId },
+        { path: 'snap/b.txt', versionId: unsent },
+      ],
+    };
+    const before = await h.ok<{ items: unknown[] }>('GET', `/v1/projects/${project}/fs/snapshots?limit=1000`);
+    const early = await h.request('POST', url, { body });
+    expect(early.statusCode).toBe(422);
+    expect(early.json().error).toMatchObject({ code: 'SNAPSHOT_PINS_MISSING', details: { paths: ['snap/b.txt'], count: 1 } });
+    for (const [bad, field] of [
+      [{ ...body, snapshotId: 'nope' }, 'snapshotId'],
+      [{ ...body, timestamp: 'yesterday' }, 'timestamp'],
+      [{ ...body, entries: [body.entries[0], body.entries[0]] }, 'entries[1].path'],
+      [{ ...body, entries: [{ path: '../x', versionId: v1.versionId }] }, 'entries[0].path'],
+    ] as const) {
+      const refused = await h.request('POST', url, { body: bad });
+      expect(refused.statusCode, JSON.stringify(bad)).toBeGreaterThanOrEqual(400);
+      expect(refused.statusCode).toBeLessThan(500);
+      expect(refused.json().error.details?.field).toBe(field);
+    }
+    expect((await h.ok<{ items: unknown[] }>('GET', `/v1/projects/${project}/fs/snapshots?limit=1000`)).items).toHaveLength(before.items.length);
+
+    const partial = await h.ok<{ result: string; snapshot: { snapshotId: string; fileCount: number; message: string; timestamp: string }; missing: string[] }>('POST', url, {
+      body: { ...body, partial: true },
+    });
+    expect(partial).toMatchObject({ result: 'applied', missing: ['snap/b.txt'], snapshot: { snapshotId: body.snapshotId, fileCount: 1, message: 'taken offline', timestamp: body.timestamp } });
+    expect((await h.ok<{ result: string }>('POST', url, { body })).result).toBe('duplicate');
+    const feed = await h.ok<{ items: Array<{ snapshotId: string; seq: number }>; more: boolean }>('GET', `/v1/projects/${project}/sync/snapshots?afterSeq=0`);
+    expect(feed.items.at(-1)?.snapshotId).toBe(body.snapshotId);
+    const entries = await h.ok<{ items: Array<{ path: string; versionId: string }> }>('GET', `/v1/projects/${project}/fs/snapshots/${body.snapshotId}/entries`);
+    expect(entries.items.map((e) => [e.path, e.versionId])).toEqual([['snap/a.txt', v1.versionId]]);
+    // The id is this project's: another project cannot take it.
+    const other = await h.createProject('another');
+    const taken = await h.request('POST', `/v1/projects/${other}/sync/snapshots`, { body: { ...body, entries: [], partial: true } });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json().error.code).toBe('SNAPSHOT_ID_TAKEN');
+  });
 });

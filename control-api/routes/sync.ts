@@ -5,10 +5,12 @@ import { Type } from 'typebox';
 import { authorizeProject } from '../../engine/access/authorize.js';
 import { actorOf } from '../../engine/access/context.js';
 import { MAX_BATCH_BYTES, MAX_BATCH_OBJECTS, MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
+import { MAX_SNAPSHOT_PINS } from '../../engine/commands/sync-snapshots.js';
 import { MAX_SYNCED_VERSIONS } from '../../engine/commands/sync-versions.js';
 import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import type { App, RouteDeps } from '../route-deps.js';
+import { SnapshotSchema } from '../resource-schemas.js';
 import { Id } from '../schemas.js';
 import { isAsyncIterable } from './files.js';
 
@@ -42,6 +44,22 @@ const ChangesQuery = Type.Object(
   closed,
 );
 const ChangesResponse = Type.Object({ items: Type.Array(Type.Object({}, { additionalProperties: true })), cursor: Type.String(), more: Type.Boolean() });
+const SnapshotBody = Type.Object(
+  {
+    snapshotId: Type.String({ maxLength: 64 }),
+    message: Type.String({ maxLength: 10_000 }),
+    timestamp: Type.String({ maxLength: 40 }),
+    entries: Type.Array(Type.Object({ path: Type.String({ maxLength: 4096 }), versionId: Type.String({ maxLength: 64 }) }, closed), { maxItems: MAX_SNAPSHOT_PINS }),
+    partial: Type.Optional(Type.Boolean()),
+  },
+  closed,
+);
+const SnapshotOutcome = Type.Object({ result: Type.String(), snapshot: SnapshotSchema, missing: Type.Optional(Type.Array(Type.String())) });
+const SnapshotFeedQuery = Type.Object(
+  { afterSeq: Type.Optional(Type.Integer({ minimum: 0 })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) },
+  closed,
+);
+const SNAPSHOT_BODY_LIMIT = 128 * 1024 * 1024;
 const VersionsBody = Type.Object({ workstation: Type.String({ maxLength: 64 }), versions: Type.Array(SyncedVersion, { maxItems: MAX_SYNCED_VERSIONS }) }, closed);
 const VersionsResponse = Type.Object({ results: Type.Array(Type.Object({ versionId: Type.String(), result: Type.String(), path: Type.String() }, { additionalProperties: true })) });
 
@@ -86,6 +104,36 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'read');
       const { stream, size } = await engine.openObject({ projectId: project.projectId, hash: request.params.hash });
       return reply.header('content-type', 'application/octet-stream').header('content-length', size).send(stream);
+    },
+  );
+
+  // A workstation's snapshot lands as the next of the server's chain, pinning that workstation's tree.
+  // A big project's pins are a big body (about 80 bytes a file): the limit is raised for this route.
+  app.post(
+    '/v1/projects/:projectId/sync/snapshots',
+    {
+      bodyLimit: SNAPSHOT_BODY_LIMIT,
+      schema: { params: Type.Object({ projectId: Id }, closed), body: SnapshotBody },
+      config: {
+        doc: { summary: "Record a workstation's snapshot (its own id, time, message and pins) as the next of the chain; idempotent by id", tags, response: SnapshotOutcome },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const { project } = await authorizeProject(access, principal, request.params.projectId, 'write');
+      return engine.recordSyncedSnapshot({ projectId: project.projectId, actor: actorOf(principal), snapshot: request.body });
+    },
+  );
+
+  app.get(
+    '/v1/projects/:projectId/sync/snapshots',
+    {
+      schema: { params: Type.Object({ projectId: Id }, closed), querystring: SnapshotFeedQuery },
+      config: { doc: { summary: 'The snapshot chain after a position (seq), oldest first', tags, response: Type.Object({ items: Type.Array(SnapshotSchema), more: Type.Boolean() }) } },
+    },
+    async (request) => {
+      const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'read');
+      return engine.snapshotFeed({ projectId: project.projectId, afterSeq: request.query.afterSeq ?? 0, limit: request.query.limit ?? 100 });
     },
   );
 

@@ -22,6 +22,7 @@ import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { downloadMissing, uploadDataset, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
+import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
@@ -53,6 +54,9 @@ export interface SyncStatus {
   queue: { versions: number; bytes: number; oldestAt: string | null; oldestAgeSeconds: number | null };
   pushed: number;
   pulled: number;
+  /** snapshots sent to the server's chain, and taken from it, since the daemon started */
+  snapshotsPushed: number;
+  snapshotsPulled: number;
   uploadedBytes: number;
   downloadedBytes: number;
   lastPushAt: string | null;
@@ -103,7 +107,16 @@ export class ProjectSync {
   #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
   #unsubscribe: (() => void) | null = null;
-  #stats = { pushed: 0, pulled: 0, uploadedBytes: 0, downloadedBytes: 0, lastPushAt: null as string | null, lastPullAt: null as string | null };
+  #stats = {
+    pushed: 0,
+    pulled: 0,
+    snapshotsPushed: 0,
+    snapshotsPulled: 0,
+    uploadedBytes: 0,
+    downloadedBytes: 0,
+    lastPushAt: null as string | null,
+    lastPullAt: null as string | null,
+  };
   #lastError: SyncStatus['lastError'] = null;
   #queue: SyncStatus['queue'] = { versions: 0, bytes: 0, oldestAt: null, oldestAgeSeconds: null };
   #conflicts: SyncConflict[];
@@ -196,6 +209,11 @@ export class ProjectSync {
     while (!signal.aborted) {
       try {
         const page = await this.#deps.engine.syncOutbox({ projectId: this.#deps.projectId, afterSeq: this.#pushedSeq, limit: PUSH_BATCH });
+        // Snapshots go up once the versions made before them have: up to the oldest one still queued.
+        const pending = page.items.find((item) => !item.pulled);
+        if (!this.#readOnly && (page.lastSeq === null || pending !== undefined)) {
+          this.#stats.snapshotsPushed += await pushSnapshots(this.#snapshotDeps(), remote, { pendingSince: pending?.record.timestamp ?? null, signal });
+        }
         if (page.lastSeq === null) {
           this.#pushIdle = true;
           await this.refreshQueue();
@@ -307,7 +325,10 @@ export class ProjectSync {
         this.#deps.state.flags.set(this.#deps.projectId, 'sync.pullCursor', page.cursor);
         this.#stats.lastPullAt = new Date().toISOString();
         caughtUp = !page.more;
-        if (caughtUp) this.#guard.caughtUp();
+        if (caughtUp) {
+          this.#guard.caughtUp();
+          this.#stats.snapshotsPulled += await pullSnapshots(this.#snapshotDeps(), remote, signal);
+        }
       } catch (error) {
         this.#pulling = false;
         caughtUp = false;
@@ -375,6 +396,11 @@ export class ProjectSync {
   }
 
   // ---- shared ----
+
+  #snapshotDeps(): SnapshotSyncDeps {
+    const { engine, state, projectId } = this.#deps;
+    return { engine, state, projectId, aliases: this.#aliases, log: this.#log };
+  }
 
   #failed(error: unknown, attempt: number, loop: 'push' | 'pull'): number {
     const at = new Date().toISOString();

@@ -6,7 +6,9 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
+import type { SyncedSnapshot, SyncedSnapshotOutcome } from '../../engine/commands/sync-snapshots.js';
 import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
+import type { Page, Snapshot, SnapshotEntry } from '../../engine/types.js';
 
 export type RemoteFailure = 'retry' | 'auth' | 'forbidden' | 'refused';
 
@@ -95,6 +97,35 @@ export class Remote {
     const response = await this.#request('GET', `/fs/read?versionId=${encodeURIComponent(versionId)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
     if (response.body === null) return (async function* () {})();
     return response.body as unknown as AsyncIterable<Uint8Array>;
+  }
+
+  /** Whether the server's project has this snapshot (a snapshot pulled from it, or pushed before a cut). */
+  async hasSnapshot(snapshotId: string, signal?: AbortSignal): Promise<boolean> {
+    try {
+      await this.#request('GET', `/fs/snapshots/${encodeURIComponent(snapshotId)}`, { ...(signal ? { signal } : {}), timeoutMs: this.#timeoutMs });
+      return true;
+    } catch (error) {
+      if (error instanceof RemoteError && error.status === 404) return false;
+      throw error;
+    }
+  }
+
+  async pushSnapshot(snapshot: SyncedSnapshot, signal?: AbortSignal): Promise<SyncedSnapshotOutcome> {
+    return this.#json<SyncedSnapshotOutcome>('POST', '/sync/snapshots', snapshot, signal);
+  }
+
+  async snapshotsAfter(afterSeq: number, limit: number, signal?: AbortSignal): Promise<{ items: Snapshot[]; more: boolean }> {
+    const response = await this.#request('GET', `/sync/snapshots?afterSeq=${afterSeq}&limit=${limit}`, { ...(signal ? { signal } : {}), timeoutMs: this.#timeoutMs });
+    return (await response.json()) as { items: Snapshot[]; more: boolean };
+  }
+
+  async snapshotEntries(snapshotId: string, cursor: string | null, signal?: AbortSignal): Promise<Page<SnapshotEntry>> {
+    const query = new URLSearchParams({ limit: '1000', ...(cursor === null ? {} : { cursor }) });
+    const response = await this.#request('GET', `/fs/snapshots/${encodeURIComponent(snapshotId)}/entries?${query}`, {
+      ...(signal ? { signal } : {}),
+      timeoutMs: this.#timeoutMs,
+    });
+    return (await response.json()) as Page<SnapshotEntry>;
   }
 
   /** Content the project has, by hash (a dataset's manifest or shard); the caller verifies it as it stores it. */

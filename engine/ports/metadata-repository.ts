@@ -218,6 +218,19 @@ export interface SnapshotRepository {
    * is applied. Returns the snapshots, in order.
    */
   importChain(projectId: string, steps: ImportStep[]): Promise<Snapshot[]>;
+  /**
+   * A snapshot of exactly these pins (sync: the tree a workstation had when it took it), appended to
+   * the chain: parent = tip, seq = tip + 1. Pins whose version is not a live version of the project
+   * are left out and their paths returned — or, with `requireAll`, nothing is created and
+   * SNAPSHOT_PINS_MISSING names them. It records no change set: diff() serves it and its child.
+   */
+  createPinned(
+    snapshot: SnapshotCreate,
+    pins: Array<{ path: string; versionId: string }>,
+    options?: { requireAll?: boolean },
+  ): Promise<{ snapshot: Snapshot; missing: string[] }>;
+  /** The chain after `afterSeq`, oldest first (sync's snapshot feed). */
+  listAfter(projectId: string, afterSeq: number, limit: number): Promise<Snapshot[]>;
   /** Throws TAG_TAKEN if the tag exists in the project. */
   addTag(projectId: string, snapshotId: string, tag: string): Promise<void>;
   /** false if there was no such tag */

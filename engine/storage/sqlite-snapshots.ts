@@ -4,6 +4,7 @@ import type { ImportStep, SnapshotCreate, SnapshotRepository } from '../ports/me
 import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { createSqliteDiff } from './sqlite-diff.js';
+import { createSqliteSnapshotSync } from './sqlite-snapshot-sync.js';
 import { createSnapshotView } from './sqlite-snapshot-view.js';
 import { createCommitter } from './sqlite-versions.js';
 import { pathRange, statementCache } from './sqlite-range.js';
@@ -238,6 +239,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     tip: (projectId) => run(() => withTags(tipRow.get(projectId) as SnapshotRow | undefined)),
     entries: (snapshotId, options) => run(() => entries(snapshotId, options)),
     ...createSqliteDiff(db, view),
+    ...createSqliteSnapshotSync(db),
     importChain: (projectId, steps) => run(() => importChain.immediate(projectId, steps)),
     addTag: (projectId, snapshotId, tag) => run(() => addTag.immediate(projectId, snapshotId, tag)),
     removeTag: (projectId, tag) => run(() => deleteTag.run(projectId, tag).changes > 0),

@@ -105,6 +105,50 @@ export function snapshotConformance(repo: RepositoryGetter): void {
       expect(unknown).toBeNull();
     });
 
+    it('createPinned: exactly the given pins (not the current tree), appended to the chain; missing pins left out or refused; listAfter oldest first', async () => {
+      const make = recordMaker();
+      const [a1, b1, gone] = await commitAll(repo(), [make.write('a', 'a1'), make.write('b', 'b1'), make.write('gone', 'g')]);
+      const first = await repo().snapshots.create(snapshotInput(1));
+      const [a2] = await commitAll(repo(), [make.write('a', 'a2'), make.remove('gone')]);
+      const notHere = uuidFor(1234);
+      const pins = [
+        { path: 'b', versionId: b1!.versionId },
+        { path: 'a', versionId: a1!.versionId },
+        { path: 'gone', versionId: gone!.versionId },
+      ];
+      // A pin of a version not here: with requireAll nothing is created.
+      await expectStrataError(
+        repo().snapshots.createPinned(snapshotInput(2), [...pins, { path: 'x', versionId: notHere }], { requireAll: true }),
+        'SNAPSHOT_PINS_MISSING',
+        { paths: ['x'], count: 1 },
+      );
+      expect((await repo().snapshots.tip(PROJECT))!.snapshotId).toBe(first.snapshotId);
+      const { snapshot, missing } = await repo().snapshots.createPinned(snapshotInput(2), [...pins, { path: 'x', versionId: notHere }]);
+      expect(missing).toEqual(['x']);
+      expect(snapshot).toMatchObject({ snapshotId: snapshotInput(2).snapshotId, parentId: first.snapshotId, seq: 2, fileCount: 3, totalSize: 5, message: 'snapshot 2' });
+      expect(await repo().snapshots.get(PROJECT, snapshot.snapshotId)).toEqual(snapshot);
+      const pinned = await repo().snapshots.entries(snapshot.snapshotId, { limit: 10 });
+      expect(pinned.items.map((e) => [e.path, e.versionId])).toEqual([
+        ['a', a1!.versionId],
+        ['b', b1!.versionId],
+        ['gone', gone!.versionId],
+      ]);
+      // Pinned versions are never pruned; a snapshot after it is taken from the tree as usual.
+      await repo().versions.prune(PROJECT, { keep: 1 });
+      expect((await repo().snapshots.entries(snapshot.snapshotId, { limit: 10 })).items).toHaveLength(3);
+      const third = await repo().snapshots.create(snapshotInput(3));
+      expect((await repo().snapshots.entries(third.snapshotId, { limit: 10 })).items.map((e) => [e.path, e.versionId])).toEqual([
+        ['a', a2!.versionId],
+        ['b', b1!.versionId],
+      ]);
+      // No change set is claimed across it: a chain walk diffs both in full.
+      expect(await repo().snapshots.changesFromParents(PROJECT, [snapshot.snapshotId, third.snapshotId])).toEqual([null, null]);
+      expect((await repo().snapshots.listAfter(PROJECT, 1, 10)).map((s) => s.seq)).toEqual([2, 3]);
+      expect((await repo().snapshots.listAfter(PROJECT, 0, 1)).map((s) => s.seq)).toEqual([1]);
+      // An id is unique across projects.
+      await expectStrataError(repo().snapshots.createPinned({ ...snapshotInput(2), projectId: OTHER_PROJECT }, []), 'SNAPSHOT_ID_TAKEN');
+    });
+
     it('pages entries by prefix and lists snapshots newest first', async () => {
       const make = recordMaker();
       const records = await commitAll(

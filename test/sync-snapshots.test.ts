@@ -1,0 +1,122 @@
+// Snapshots through sync (issue 14), real processes on loopback: a snapshot taken on one workstation
+// reaches the server's chain and the other workstation with its id, message and pins; snapshots taken
+// on both while the server is down land, both of them, as a linear chain on the server, each pinning
+// its own workstation's tree; a restore of the other workstation's snapshot brings back its files.
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJson } from './cli-harness.js';
+import { allInSync, openSyncWorld, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
+
+let world: SyncWorld;
+let a: Workstation;
+let b: Workstation;
+
+interface Snapshot {
+  snapshotId: string;
+  parentId: string | null;
+  seq: number;
+  message: string;
+  timestamp: string;
+}
+interface Entry {
+  path: string;
+  versionId: string;
+}
+
+beforeAll(async () => {
+  world = await openSyncWorld('strata-sync-snapshots-');
+  a = world.workstation('wsA');
+  b = world.workstation('wsB');
+  await mkdir(a.dir, { recursive: true });
+  await writeFile(join(a.dir, 'fit.m'), 'fit v1\n');
+  await a.start();
+  await b.start();
+  const init = await a.cli(['init', a.dir, '--server', world.url, '--project', world.projectId]);
+  expect(init.code, init.stderr).toBe(0);
+  const clone = await b.cli(['clone', world.url, world.projectId, b.dir]);
+  expect(clone.code, clone.stderr).toBe(0);
+  await allInSync([a, b]);
+}, 180_000);
+
+afterAll(async () => {
+  await world?.dispose();
+}, 60_000);
+
+async function snapshots(ws: Workstation | null): Promise<Snapshot[]> {
+  const result = ws === null ? await world.serverCli(['snapshot', 'list', '--all', '--json', '--project', world.projectId]) : await ws.cli(['snapshot', 'list', '--all', '--json'], { cwd: ws.dir });
+  expect(result.code, result.stderr).toBe(0);
+  return parseJson<{ items: Snapshot[] }>(result).items;
+}
+
+async function pins(ws: Workstation | null, snapshotId: string): Promise<Entry[]> {
+  const args = ['snapshot', 'show', snapshotId, '--json'];
+  const result = ws === null ? await world.serverCli([...args, '--project', world.projectId]) : await ws.cli(args, { cwd: ws.dir });
+  expect(result.code, result.stderr).toBe(0);
+  return parseJson<{ entries: Entry[] }>(result).entries.map(({ path, versionId }) => ({ path, versionId }));
+}
+
+async function snapshot(ws: Workstation, message: string): Promise<string> {
+  const result = await ws.cli(['snapshot', 'create', '-m', message, '--json'], { cwd: ws.dir });
+  expect(result.code, result.stderr).toBe(0);
+  return parseJson<{ snapshotId: string }>(result).snapshotId;
+}
+
+describe('snapshots through sync', () => {
+  it('a snapshot taken on A is on the server and on B with its id, message and pins', async () => {
+    const id = await snapshot(a, 'first fit');
+    await allInSync([a, b]);
+    const onServer = await waitFor('the snapshot on the server', async () => (await snapshots(null)).find((s) => s.snapshotId === id), 30_000);
+    expect(onServer.message).toBe('first fit');
+    const onB = await waitFor('the snapshot on B', async () => (await snapshots(b)).find((s) => s.snapshotId === id), 30_000);
+    expect(onB.timestamp).toBe(onServer.timestamp);
+    const pinsOnA = await pins(a, id);
+    expect(pinsOnA.map((p) => p.path)).toEqual(['fit.m']);
+    expect(await pins(null, id)).toEqual(pinsOnA);
+    expect(await pins(b, id)).toEqual(pinsOnA);
+  }, 120_000);
+
+  it('snapshots taken on both sides while the server is down both land, in one linear chain, each with its own tree', async () => {
+    await world.stopServer();
+    await writeFile(join(a.dir, 'a-only.txt'), 'made on A offline\n');
+    await writeFile(join(b.dir, 'b-only.txt'), 'made on B offline\n');
+    await waitFor('A captured its file', async () => (await a.cli(['history', 'a-only.txt', '--json'], { cwd: a.dir })).code === 0 || undefined, 30_000);
+    await waitFor('B captured its file', async () => (await b.cli(['history', 'b-only.txt', '--json'], { cwd: b.dir })).code === 0 || undefined, 30_000);
+    const fromA = await snapshot(a, 'offline on A');
+    const fromB = await snapshot(b, 'offline on B');
+    await world.startServer();
+    await allInSync([a, b]);
+    await waitFor('both snapshots on the server', async () => {
+      const ids = (await snapshots(null)).map((s) => s.snapshotId);
+      return ids.includes(fromA) && ids.includes(fromB) ? true : undefined;
+    }, 60_000);
+    // One chain: each snapshot's parent is the one before it.
+    const chain = (await snapshots(null)).sort((x, y) => x.seq - y.seq);
+    for (let i = 1; i < chain.length; i++) expect(chain[i]!.parentId).toBe(chain[i - 1]!.snapshotId);
+    // Each pins its own workstation's tree as it was, not the merged one.
+    expect((await pins(null, fromA)).map((p) => p.path)).toEqual(['a-only.txt', 'fit.m']);
+    expect((await pins(null, fromB)).map((p) => p.path)).toEqual(['b-only.txt', 'fit.m']);
+    expect(await pins(null, fromA)).toEqual(await pins(a, fromA));
+    // And each workstation has the other's.
+    await waitFor('B has A\'s offline snapshot', async () => (await snapshots(b)).some((s) => s.snapshotId === fromA) || undefined, 30_000);
+    await waitFor('A has B\'s offline snapshot', async () => (await snapshots(a)).some((s) => s.snapshotId === fromB) || undefined, 30_000);
+    expect(await pins(b, fromA)).toEqual(await pins(a, fromA));
+    expect(Object.keys(await treeOf(a.dir))).toEqual(['a-only.txt', 'b-only.txt', 'fit.m']);
+
+    // Restoring A's offline snapshot on B brings B's tree to it (b-only.txt goes; history keeps it).
+    const restore = await b.cli(['snapshot', 'restore', fromA, '--json'], { cwd: b.dir });
+    expect(restore.code, restore.stderr).toBe(0);
+    await allInSync([a, b]);
+    await waitFor('A follows the restore', async () => (JSON.stringify(Object.keys(await treeOf(a.dir))) === '["a-only.txt","fit.m"]' ? true : undefined), 60_000);
+    expect(await readFile(join(b.dir, 'a-only.txt'), 'utf8')).toBe('made on A offline\n');
+  }, 240_000);
+
+  it('fsck is clean on all three homes', async () => {
+    for (const ws of [a, b]) {
+      const result = await ws.cli(['fsck', '--home', ws.home]);
+      expect(result.code, result.stdout + result.stderr).toBe(0);
+    }
+    const server = await world.serverCli(['fsck']);
+    expect(server.code, server.stdout + server.stderr).toBe(0);
+  }, 120_000);
+});
