@@ -2,6 +2,7 @@ import type { AdoptOutcome, OutboxItem, PulledVersion } from './commands/sync-ad
 import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
+import type { ComposedObject } from './commands/sync-objects.js';
 import type { SyncedSnapshot, SyncedSnapshotOutcome } from './commands/sync-snapshots.js';
 import type { DatasetManifest } from './datasets/manifest.js';
 import type { ContentStore, ReadRange } from './ports/content-store.js';
@@ -207,6 +208,8 @@ export interface Engine {
   putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
   /** One content the project has (references or was sent), streamed and verified; CONTENT_NOT_FOUND otherwise. */
   openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
+  /** Objects rebuilt from content the project has plus new bytes (sync's delta upload), each verified. */
+  composeObjects(input: { projectId: string; objects: ComposedObject[]; literal: Uint8Array }): Promise<{ stored: number; bytes: number; literalBytes: number }>;
   /** A snapshot taken elsewhere (sync): appended to the chain with exactly its pins; idempotent by id. */
   recordSyncedSnapshot(input: { projectId: string; actor: Actor; snapshot: SyncedSnapshot }): Promise<SyncedSnapshotOutcome>;
   /** The snapshot chain after `afterSeq`, oldest first (at most 1,000). */

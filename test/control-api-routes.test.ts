@@ -52,6 +52,7 @@ describe('control API routes', () => {
       'get /v1/projects/{projectId}/sync/changes',
       'put /v1/projects/{projectId}/sync/objects/{hash}',
       'put /v1/projects/{projectId}/sync/datasets/{manifestHash}',
+      'post /v1/projects/{projectId}/sync/objects/compose',
       'post /v1/projects/{projectId}/sync/objects',
       'post /v1/projects/{projectId}/fs/snapshots',
       'get /v1/projects/{projectId}/fs/snapshots',

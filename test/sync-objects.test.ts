@@ -178,4 +178,39 @@ describe('sync objects', () => {
     const tooLong = await sendWhole(Buffer.concat([bytes, Buffer.from('x')]));
     expect(tooLong.statusCode).toBe(413);
   });
+
+  it('composes objects from content the project has plus new bytes, each verified; a copy of content it lacks is refused', async () => {
+    const base = Buffer.from('0123456789'.repeat(1000));
+    const baseHash = hashBuffer(base);
+    expect((await upload(project, baseHash, base.toString())).statusCode).toBeLessThan(300);
+    const edited = Buffer.concat([base.subarray(0, 4000), Buffer.from('NEW BYTES'), base.subarray(4000)]);
+    const editedHash = hashBuffer(edited);
+    const compose = (objects: unknown, literal: Buffer, projectId = project) =>
+      h.request('POST', `/v1/projects/${projectId}/sync/objects/compose`, {
+        payload: Buffer.concat([Buffer.from(`${JSON.stringify({ objects })}\n`), literal]),
+        headers: { 'content-type': 'application/octet-stream' },
+      });
+    const parts = [{ from: baseHash, offset: 0, length: 4000 }, { literal: 9 }, { from: baseHash, offset: 4000, length: 6000 }];
+    // Wrong bytes for the hash: refused, nothing counts.
+    const wrong = await compose([{ hash: editedHash, parts }], Buffer.from('NEW BYTEZ'));
+    expect(wrong.statusCode).toBe(422);
+    expect(wrong.json().error.code).toBe('CONTENT_HASH_MISMATCH');
+    expect(await missing(project, [editedHash])).toEqual([editedHash]);
+    // A copy of content this project does not have (another project has it).
+    const foreign = await compose([{ hash: editedHash, parts }], Buffer.from('NEW BYTES'), other);
+    expect(foreign.statusCode).toBe(422);
+    expect(foreign.json().error.code).toBe('CONTENT_NOT_AVAILABLE');
+    // Malformed: literal bytes that do not add up, a copy past the end, no JSON line.
+    expect((await compose([{ hash: editedHash, parts }], Buffer.from('NEW'))).json().error.details.field).toBe('body');
+    const pastEnd = await compose([{ hash: editedHash, parts: [{ from: baseHash, offset: 9000, length: 5000 }] }], Buffer.alloc(0));
+    expect(pastEnd.statusCode).toBe(422);
+    expect(pastEnd.json().error.code).toBe('INVALID_ARGUMENT');
+    const noJson = await h.request('POST', `/v1/projects/${project}/sync/objects/compose`, { payload: Buffer.from('not json'), headers: { 'content-type': 'application/octet-stream' } });
+    expect(noJson.statusCode).toBe(422);
+
+    const ok = await compose([{ hash: editedHash, parts }], Buffer.from('NEW BYTES'));
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.json()).toEqual({ stored: 1, bytes: edited.length, literalBytes: 9 });
+    expect(await missing(project, [editedHash])).toEqual([]);
+  });
 });

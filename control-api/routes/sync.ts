@@ -4,7 +4,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { authorizeProject } from '../../engine/access/authorize.js';
 import { actorOf } from '../../engine/access/context.js';
-import { MAX_BATCH_BYTES, MAX_BATCH_OBJECTS, MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
+import { type ComposedObject, MAX_BATCH_BYTES, MAX_BATCH_OBJECTS, MAX_HASHES_PER_QUERY } from '../../engine/commands/sync-objects.js';
 import { MAX_SNAPSHOT_PINS } from '../../engine/commands/sync-snapshots.js';
 import { MAX_SYNCED_VERSIONS } from '../../engine/commands/sync-versions.js';
 import { StrataError } from '../../engine/errors.js';
@@ -227,6 +227,29 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       },
     );
 
+    // Objects rebuilt from what the project has plus new bytes (the delta of an edited dataset): the
+    // body is one line of JSON, `{"objects": [{hash, parts}]}`, then the literal bytes the parts name.
+    child.post(
+      '/v1/projects/:projectId/sync/objects/compose',
+      {
+        schema: { params: Type.Object({ projectId: Id }, closed) },
+        config: {
+          doc: {
+            summary: 'Upload objects as copies of content the project has plus new bytes: a JSON line `{objects: [{hash, parts}]}`, then the literal bytes (each object verified)',
+            tags,
+            response: Type.Object({ stored: Type.Integer(), bytes: Type.Integer(), literalBytes: Type.Integer() }),
+            consumes: 'application/octet-stream',
+          },
+        },
+      },
+      async (request) => {
+        const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'write');
+        const body: unknown = request.body;
+        const { header, rest } = await readHeaderAndBytes(isAsyncIterable(body) ? body : (async function* () {})());
+        return engine.composeObjects({ projectId: project.projectId, objects: header.objects as ComposedObject[], literal: rest });
+      },
+    );
+
     // Small contents in one request (a project of thousands of small files would otherwise cost a
     // request each): frames of `<hash> <size>\n<bytes>`, at most 1,000 and 64 MiB in all.
     child.post(
@@ -250,6 +273,29 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       },
     );
   });
+}
+
+/** A JSON line and the bytes after it (compose), at most MAX_BATCH_BYTES of bytes. */
+async function readHeaderAndBytes(body: AsyncIterable<Uint8Array>): Promise<{ header: { objects?: unknown }; rest: Uint8Array }> {
+  const pieces: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > MAX_BATCH_BYTES + 1024 * 1024) throw new StrataError('BODY_TOO_LARGE', { details: { maxBytes: MAX_BATCH_BYTES } });
+    pieces.push(Buffer.from(chunk));
+  }
+  const all = Buffer.concat(pieces);
+  const newline = all.indexOf(10);
+  const malformed = (why: string) => new StrataError('INVALID_ARGUMENT', { message: `malformed compose body: ${why}`, details: { field: 'body' } });
+  if (newline === -1) throw malformed('no JSON line');
+  let header: unknown;
+  try {
+    header = JSON.parse(all.subarray(0, newline).toString('utf8'));
+  } catch {
+    throw malformed('the first line is not JSON');
+  }
+  if (header === null || typeof header !== 'object' || !Array.isArray((header as { objects?: unknown }).objects)) throw malformed('the JSON line has no `objects` array');
+  return { header: header as { objects: unknown }, rest: all.subarray(newline + 1) };
 }
 
 /** Parses `<hash> <size>\n<bytes>` frames, refusing more than MAX_BATCH_OBJECTS or MAX_BATCH_BYTES. */

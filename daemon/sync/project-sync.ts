@@ -20,7 +20,8 @@ import type { DaemonState } from '../state.js';
 import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
-import { downloadMissing, uploadDataset, uploadMissing } from './transfer.js';
+import { uploadDataset } from './dataset-upload.js';
+import { downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 
@@ -103,6 +104,7 @@ export class ProjectSync {
   #pulling = false;
   #paused: string | null = null;
   #readOnly = false;
+  #checkAllShards = false;
   #offline = false;
   #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
@@ -249,10 +251,10 @@ export class ProjectSync {
   async #pushPage(remote: Remote, items: OutboxItem[]): Promise<void> {
     const versions: SyncedVersion[] = [];
     const sizes = new Map<ContentHash, number>();
-    const datasets = new Map<ContentHash, string>();
+    const datasets = new Map<ContentHash, { versionId: string; baseVersionId: string | null }>();
     for (const { record, baseVersionId, pulled } of items) {
       if (pulled) continue;
-      if (record.dataset && record.contentHash !== null) datasets.set(record.contentHash, record.versionId);
+      if (record.dataset && record.contentHash !== null) datasets.set(record.contentHash, { versionId: record.versionId, baseVersionId });
       else if (record.contentHash !== null) sizes.set(record.contentHash, record.size);
       versions.push({
         versionId: record.versionId,
@@ -267,11 +269,23 @@ export class ProjectSync {
     if (versions.length === 0) return;
     const { engine, store, projectId } = this.#deps;
     this.#stats.uploadedBytes += await uploadMissing(remote, store, sizes, this.#stop.signal);
-    for (const [manifestHash, versionId] of datasets) {
-      const assembled = async () => (await engine.readFile({ projectId, versionId })).stream;
-      this.#stats.uploadedBytes += await uploadDataset(remote, store, manifestHash, assembled, this.#stop.signal);
+    for (const [manifestHash, { versionId, baseVersionId }] of datasets) {
+      const openAssembled = async () => (await engine.readFile({ projectId, versionId })).stream;
+      const base = baseVersionId === null ? null : await engine.getVersion(projectId, baseVersionId).catch(() => null);
+      const baseManifestHash = base?.dataset === true ? base.contentHash : null;
+      const upload = { manifestHash, baseManifestHash, openAssembled, checkAll: this.#checkAllShards };
+      this.#stats.uploadedBytes += await uploadDataset(remote, store, upload, this.#stop.signal);
     }
-    const outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
+    let outcomes: SyncedOutcome[];
+    try {
+      outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
+    } catch (error) {
+      // A dataset's shards were asked about against the version it replaced, which the server turned
+      // out not to have whole: the retry asks about every shard.
+      if (error instanceof RemoteError && error.code === 'CONTENT_NOT_AVAILABLE') this.#checkAllShards = true;
+      throw error;
+    }
+    this.#checkAllShards = false;
     this.#recordOutcomes(outcomes, versions);
     this.#stats.pushed += versions.length;
     this.#stats.lastPushAt = new Date().toISOString();

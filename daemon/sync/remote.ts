@@ -6,6 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
+import type { ComposedObject } from '../../engine/commands/sync-objects.js';
 import type { SyncedSnapshot, SyncedSnapshotOutcome } from '../../engine/commands/sync-snapshots.js';
 import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
 import type { Page, Snapshot, SnapshotEntry } from '../../engine/types.js';
@@ -76,6 +77,18 @@ export class Remote {
       ...(signal ? { signal } : {}),
       timeoutMs: this.#timeoutMs + Math.ceil(body.length / 1_000),
     });
+  }
+
+  /** Objects as copies of content the project has plus new bytes (a dataset's delta): a JSON line, then the bytes. */
+  async compose(objects: ComposedObject[], literal: Uint8Array[], signal?: AbortSignal): Promise<number> {
+    const body = Buffer.concat([Buffer.from(`${JSON.stringify({ objects })}\n`, 'utf8'), ...literal]);
+    await this.#request('POST', '/sync/objects/compose', {
+      body: body as unknown as string,
+      headers: { 'content-type': 'application/octet-stream' },
+      ...(signal ? { signal } : {}),
+      timeoutMs: this.#timeoutMs + Math.ceil(body.length / 1_000),
+    });
+    return body.length;
   }
 
   async pushVersions(workstation: string, versions: SyncedVersion[], signal?: AbortSignal): Promise<SyncedOutcome[]> {

@@ -3,7 +3,6 @@
 // against its hash as the store takes it. At most four transfers at once; the first failure fails
 // the call (the caller retries the whole page: what already arrived is not sent again).
 import PQueue from 'p-queue';
-import type { Readable } from 'node:stream';
 import { type DatasetManifest, parseManifest } from '../../engine/datasets/manifest.js';
 import { streamUntilError } from '../../engine/datasets/stream-until-error.js';
 import type { ContentStore } from '../../engine/engine-api.js';
@@ -16,7 +15,7 @@ const CONCURRENCY = 4;
 const SMALL_OBJECT_BYTES = 1024 * 1024;
 const BATCH_BYTES = 4 * 1024 * 1024;
 /** A dataset the other side lacks this share of (by bytes) travels whole, in one stream. */
-const WHOLE_DATASET_SHARE = 0.9;
+export const WHOLE_DATASET_SHARE = 0.9;
 
 export async function uploadMissing(remote: Remote, store: ContentStore, sizes: Map<ContentHash, number>, signal: AbortSignal): Promise<number> {
   let uploaded = 0;
@@ -152,42 +151,3 @@ async function absentShards(store: ContentStore, manifest: DatasetManifest): Pro
   return absent;
 }
 
-/**
- * A dataset version going up: its manifest, then its shards the server project lacks. When it lacks
- * (nearly) all of them — a first push — the assembled bytes stream up in one request and the server
- * cuts them into the same shards (one pack file there, not a file per shard). Otherwise only the
- * missing shards travel: an edit of a big file, or the rest of an upload that was cut off (the server
- * kept every shard that had arrived whole).
- */
-export async function uploadDataset(
-  remote: Remote,
-  store: ContentStore,
-  manifestHash: ContentHash,
-  openAssembled: () => Promise<Readable>,
-  signal: AbortSignal,
-): Promise<number> {
-  const bytes = await store.readBuffer(manifestHash);
-  const manifest = parseManifest(bytes, manifestHash);
-  const shardSizes = new Map(manifest.shards.map((shard) => [shard.hash, shard.size]));
-  const missing = new Set<string>();
-  const hashes = [manifestHash, ...shardSizes.keys()];
-  for (let i = 0; i < hashes.length; i += 1000) for (const hash of await remote.missing(hashes.slice(i, i + 1000), signal)) missing.add(hash);
-  let uploaded = 0;
-  if (missing.has(manifestHash)) {
-    await remote.uploadBatch([{ hash: manifestHash, data: bytes }], signal);
-    uploaded += bytes.length;
-  }
-  const missingShards = new Map([...shardSizes].filter(([hash]) => missing.has(hash)));
-  const total = [...shardSizes.values()].reduce((sum, size) => sum + size, 0);
-  const missingBytes = [...missingShards.values()].reduce((sum, size) => sum + size, 0);
-  if (missingShards.size > 0 && missingBytes >= total * WHOLE_DATASET_SHARE) {
-    const stream = await openAssembled();
-    try {
-      await remote.uploadDataset(manifestHash, manifest.size, stream, signal);
-    } finally {
-      stream.destroy();
-    }
-    return uploaded + manifest.size;
-  }
-  return uploaded + (await uploadMissing(remote, store, missingShards, signal));
-}

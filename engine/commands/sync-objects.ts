@@ -125,3 +125,85 @@ export async function putDatasetContent(
   }
   return { size: ingest.size, shards: arrived.length, newShards: ingest.newShards };
 }
+
+/** One object rebuilt on the server from content the project has and bytes sent with the request. */
+export interface ComposedObject {
+  hash: string;
+  parts: Array<{ from: string; offset: number; length: number } | { literal: number }>;
+}
+
+export const MAX_COMPOSED_OBJECTS = 100;
+export const MAX_COMPOSED_OBJECT_BYTES = 16 * 1024 * 1024;
+const MAX_PARTS = 10_000;
+
+/**
+ * Objects made of copies of content the project already has plus the bytes that are new (sync's
+ * delta upload: an edited shard of a big dataset, its manifest): each is assembled, then verified
+ * against its hash like any upload. A copy of content the project does not have is
+ * CONTENT_NOT_AVAILABLE; a mismatch is CONTENT_HASH_MISMATCH; either way nothing counts as sent.
+ */
+export async function composeObjects(
+  ctx: EngineContext,
+  input: { projectId: string; objects: ComposedObject[]; literal: Uint8Array },
+): Promise<{ stored: number; bytes: number; literalBytes: number }> {
+  await ctx.requireProject(input.projectId);
+  const bad = (field: string, why: string) => new StrataError('INVALID_ARGUMENT', { message: `${field} ${why}`, details: { field } });
+  if (!Array.isArray(input.objects) || input.objects.length > MAX_COMPOSED_OBJECTS) throw bad('objects', `must be an array of at most ${MAX_COMPOSED_OBJECTS}`);
+  const sources = new Set<ContentHash>();
+  let literalAt = 0;
+  const plans = input.objects.map((object, i) => {
+    const hash = parseContentHash(object?.hash, `objects[${i}].hash`);
+    if (!Array.isArray(object.parts) || object.parts.length > MAX_PARTS) throw bad(`objects[${i}].parts`, `must be an array of at most ${MAX_PARTS}`);
+    let size = 0;
+    const steps = object.parts.map((part, k) => {
+      const field = `objects[${i}].parts[${k}]`;
+      if (part !== null && typeof part === 'object' && 'literal' in part) {
+        if (!Number.isSafeInteger(part.literal) || part.literal <= 0) throw bad(`${field}.literal`, 'must be a positive integer');
+        size += part.literal;
+        literalAt += part.literal;
+        return { kind: 'literal', start: literalAt - part.literal, end: literalAt } as const;
+      }
+      const from = parseContentHash((part as { from?: unknown })?.from as string, `${field}.from`);
+      const { offset, length } = part as { offset: number; length: number };
+      if (!Number.isSafeInteger(offset) || offset < 0) throw bad(`${field}.offset`, 'must be a non-negative integer');
+      if (!Number.isSafeInteger(length) || length <= 0) throw bad(`${field}.length`, 'must be a positive integer');
+      sources.add(from);
+      size += length;
+      return { kind: 'copy', from, offset, length } as const;
+    });
+    if (size > MAX_COMPOSED_OBJECT_BYTES) throw bad(`objects[${i}]`, `must assemble to at most ${MAX_COMPOSED_OBJECT_BYTES} bytes`);
+    return { hash, size, steps };
+  });
+  if (literalAt !== input.literal.length) throw bad('body', `carries ${input.literal.length} literal bytes where the parts name ${literalAt}`);
+  const unavailable = await ctx.repository.versions.unavailableObjects(input.projectId, [...sources]);
+  if (unavailable.length > 0) throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length } });
+  const assembled: Buffer[] = [];
+  for (const [i, plan] of plans.entries()) {
+    const bytes = Buffer.allocUnsafe(plan.size);
+    let at = 0;
+    for (const step of plan.steps) {
+      if (step.kind === 'literal') {
+        bytes.set(input.literal.subarray(step.start, step.end), at);
+        at += step.end - step.start;
+        continue;
+      }
+      const { from, offset, length } = step;
+      const info = await ctx.store.stat(from);
+      if (info === null || offset + length > info.size) throw bad(`objects[${i}].parts`, `copy past the end of ${from}`);
+      for await (const piece of await ctx.store.open(from, { start: offset, end: offset + length - 1 })) {
+        bytes.set(piece as Uint8Array, at);
+        at += (piece as Uint8Array).length;
+      }
+    }
+    assembled.push(bytes);
+  }
+  const results = await ctx.store.putBuffers(assembled);
+  const wrong = results.findIndex((result, i) => result.hash !== plans[i]!.hash);
+  if (wrong !== -1) throw new StrataError('CONTENT_HASH_MISMATCH', { details: { expected: plans[wrong]!.hash, actual: results[wrong]!.hash, index: wrong } });
+  const at = ctx.now();
+  await ctx.repository.versions.recordUploads(
+    input.projectId,
+    results.map((result) => ({ contentHash: result.hash, size: result.size, at })),
+  );
+  return { stored: results.length, bytes: results.reduce((sum, result) => sum + result.size, 0), literalBytes: input.literal.length };
+}
