@@ -107,4 +107,23 @@ describe('engine: the sync outbox and pulled versions', () => {
     await t.engine.settle();
     expect((await kept()).length).toBeLessThanOrEqual(2);
   });
+
+  it('a dataset version an unpushed one replaced is kept until that one is pushed (the push sends a delta against it)', async () => {
+    await t.engine.trackDataset({ projectId: t.projectId, pattern: 'data/**', actor: alice });
+    await t.engine.setRetention({ projectId: t.projectId, maxVersions: 1, actor: alice });
+    const v0 = await write('data/run.bin', 'run 0');
+    expect(v0.dataset).toBe(true);
+    const seq = async () => (await outbox()).at(-1)!.seq;
+    t.engine.holdRetention(t.projectId, await seq());
+    const v1 = await write('data/run.bin', 'run 1');
+    await write('notes.txt', 'also unpushed');
+    await t.engine.settle();
+    const kept = async () => (await t.engine.history({ projectId: t.projectId, path: 'data/run.bin', limit: 10 })).items.map((v) => v.versionId);
+    expect(await kept()).toEqual([v1.versionId, v0.versionId]);
+    // v1 is pushed: v0 goes at the next pruning; v1 is the base of unpushed v2 now.
+    t.engine.holdRetention(t.projectId, await seq());
+    const v2 = await write('data/run.bin', 'run 2');
+    await t.engine.settle();
+    expect(await kept()).toEqual([v2.versionId, v1.versionId]);
+  });
 });

@@ -13,12 +13,18 @@ const IN_CHUNK = 500;
 const STREAM_PAGE = 1_000;
 
 // A candidate survives if a snapshot pins it or it is its path's current version. A snapshot pins
-// what its checkpoint's snapshot_entries hold and what the change sets of its chain name.
+// what its checkpoint's snapshot_entries hold and what the change sets of its chain name. Under a
+// sync hold (@hold: the pushed position), versions made here and not yet pushed survive, and so does
+// a dataset version one of them replaced: the push sends the new version as a delta against it (its
+// shards are what the edit is copied from), and a large file keeps no history by default.
 const UNPROTECTED = `
   NOT EXISTS (SELECT 1 FROM snapshot_entries se WHERE se.version_seq = c.seq)
   AND NOT EXISTS (SELECT 1 FROM snapshot_changes sc WHERE sc.version_seq = c.seq)
   AND NOT EXISTS (SELECT 1 FROM entries e WHERE e.project_id = c.project_id AND e.path = c.path AND e.version_seq = c.seq)
-  AND (c.pulled = 1 OR c.seq <= @hold)`;
+  AND (c.pulled = 1 OR c.seq <= @hold)
+  AND (c.dataset = 0 OR NOT EXISTS (
+    SELECT 1 FROM versions n INDEXED BY versions_by_project
+    WHERE n.project_id = c.project_id AND n.seq > @hold AND n.pulled = 0 AND n.base_version_id = c.version_id))`;
 
 interface Candidate {
   seq: number;
@@ -32,14 +38,14 @@ export function createSqlitePrune(db: Database): PruneMethods {
   // pinned and current versions still count toward `keep`. It walks only this path's index range.
   const pathCandidates = db.prepare(`
     SELECT c.seq, c.content_hash FROM (
-      SELECT seq, project_id, path, content_hash, pulled FROM versions
+      SELECT seq, version_id, project_id, path, content_hash, pulled, dataset FROM versions
       WHERE project_id = @projectId AND path = @path ORDER BY seq DESC LIMIT -1 OFFSET @keep
     ) c WHERE ${UNPROTECTED}`);
   // Whole project: the (project_id, path, seq) index already yields rows partitioned by path in seq
   // order, so the window needs no sort.
   const projectCandidates = db.prepare(`
     SELECT c.seq, c.content_hash FROM (
-      SELECT seq, project_id, path, content_hash, pulled,
+      SELECT seq, version_id, project_id, path, content_hash, pulled, dataset,
              row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
       FROM versions WHERE project_id = @projectId
     ) c WHERE c.rank > @keep AND ${UNPROTECTED}`);
