@@ -182,6 +182,7 @@ export class ProjectRunner {
       state: this.#deps.state,
       logger: log,
       projectId,
+      actor: this.#deps.actor,
       link,
       apiKey: readServerKey(this.#deps.home, link.server),
       trackedFiles: () => this.#host?.trackedFiles() ?? this.#deps.state.index.count(projectId),

@@ -76,6 +76,24 @@ describe('snapshots through sync', () => {
     expect(await pins(b, id)).toEqual(pinsOnA);
   }, 120_000);
 
+  it('tags travel both ways: added on A, removed on B', async () => {
+    const [first] = (await snapshots(a)).filter((s) => s.message === 'first fit');
+    const add = await a.cli(['tag', 'add', first!.snapshotId, 'submitted'], { cwd: a.dir });
+    expect(add.code, add.stderr).toBe(0);
+    const tagsOf = async (ws: Workstation | null) => {
+      const result = ws === null ? await world.serverCli(['tag', 'list', '--json', '--project', world.projectId]) : await ws.cli(['tag', 'list', '--json'], { cwd: ws.dir });
+      expect(result.code, result.stderr).toBe(0);
+      return parseJson<{ items: Array<{ tag: string; snapshotId: string }> }>(result).items;
+    };
+    const tagged = [{ tag: 'submitted', snapshotId: first!.snapshotId }];
+    await waitFor('the tag on the server', async () => (JSON.stringify(await tagsOf(null)) === JSON.stringify(tagged) ? true : undefined), 60_000);
+    await waitFor('the tag on B', async () => (JSON.stringify(await tagsOf(b)) === JSON.stringify(tagged) ? true : undefined), 60_000);
+    const remove = await b.cli(['tag', 'rm', 'submitted'], { cwd: b.dir });
+    expect(remove.code, remove.stderr).toBe(0);
+    await waitFor('the tag gone from the server', async () => ((await tagsOf(null)).length === 0 ? true : undefined), 60_000);
+    await waitFor('the tag gone from A', async () => ((await tagsOf(a)).length === 0 ? true : undefined), 60_000);
+  }, 180_000);
+
   it('snapshots taken on both sides while the server is down both land, in one linear chain, each with its own tree', async () => {
     await world.stopServer();
     await writeFile(join(a.dir, 'a-only.txt'), 'made on A offline\n');

@@ -15,7 +15,7 @@ import type { AdoptOutcome, PulledVersion } from '../../engine/commands/sync-ado
 import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
 import type { ContentStore, Engine } from '../../engine/engine-api.js';
 import type { OutboxItem, SyncChange } from '../../engine/ports/metadata-repository.js';
-import type { ContentHash } from '../../engine/types.js';
+import type { Actor, ContentHash } from '../../engine/types.js';
 import type { DaemonState } from '../state.js';
 import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
@@ -24,6 +24,7 @@ import { uploadDataset } from './dataset-upload.js';
 import { downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
+import { syncTags } from './tag-sync.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
@@ -76,6 +77,8 @@ export interface ProjectSyncDeps {
   state: DaemonState;
   logger: Logger;
   projectId: string;
+  /** who this workstation's own changes are by (tags it takes from the server) */
+  actor: Actor;
   link: SyncLink;
   apiKey: string | null;
   /** files the project has here (the incoming mass-delete guard's measure) */
@@ -105,6 +108,7 @@ export class ProjectSync {
   #paused: string | null = null;
   #readOnly = false;
   #checkAllShards = false;
+  #tagRound: Promise<void> = Promise.resolve();
   #offline = false;
   #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
@@ -216,6 +220,7 @@ export class ProjectSync {
         if (!this.#readOnly && (page.lastSeq === null || pending !== undefined)) {
           this.#stats.snapshotsPushed += await pushSnapshots(this.#snapshotDeps(), remote, { pendingSince: pending?.record.timestamp ?? null, signal });
         }
+        if (!this.#readOnly && page.lastSeq === null) await this.#syncTags(remote);
         if (page.lastSeq === null) {
           this.#pushIdle = true;
           await this.refreshQueue();
@@ -342,6 +347,7 @@ export class ProjectSync {
         if (caughtUp) {
           this.#guard.caughtUp();
           this.#stats.snapshotsPulled += await pullSnapshots(this.#snapshotDeps(), remote, signal);
+          await this.#syncTags(remote);
         }
       } catch (error) {
         this.#pulling = false;
@@ -410,6 +416,16 @@ export class ProjectSync {
   }
 
   // ---- shared ----
+
+  /** Both loops merge tags (after snapshots, which tags name); one at a time. */
+  #syncTags(remote: Remote): Promise<void> {
+    const { engine, state, projectId, actor } = this.#deps;
+    const round = this.#tagRound.then(async () => {
+      await syncTags({ engine, state, projectId, actor, log: this.#log }, remote, { pushLocal: !this.#readOnly, signal: this.#stop.signal });
+    });
+    this.#tagRound = round.catch(() => undefined);
+    return round;
+  }
 
   #snapshotDeps(): SnapshotSyncDeps {
     const { engine, state, projectId } = this.#deps;

@@ -141,6 +141,23 @@ export class Remote {
     return (await response.json()) as Page<SnapshotEntry>;
   }
 
+  async tags(signal?: AbortSignal): Promise<Array<{ tag: string; snapshotId: string }>> {
+    const response = await this.#request('GET', '/fs/tags', { ...(signal ? { signal } : {}), timeoutMs: this.#timeoutMs });
+    return ((await response.json()) as { items: Array<{ tag: string; snapshotId: string }> }).items;
+  }
+
+  async addTag(snapshotId: string, tag: string, signal?: AbortSignal): Promise<void> {
+    await this.#json('POST', `/fs/snapshots/${encodeURIComponent(snapshotId)}/tags`, { tag }, signal);
+  }
+
+  async removeTag(tag: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await this.#request('DELETE', `/fs/tags/${encodeURIComponent(tag)}`, { ...(signal ? { signal } : {}), timeoutMs: this.#timeoutMs });
+    } catch (error) {
+      if (!(error instanceof RemoteError && error.status === 404)) throw error;
+    }
+  }
+
   /** Content the project has, by hash (a dataset's manifest or shard); the caller verifies it as it stores it. */
   async object(hash: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
     const response = await this.#request('GET', `/sync/objects/${encodeURIComponent(hash)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
