@@ -155,6 +155,18 @@ export async function allInSync(workstations: Workstation[], timeoutS = 120): Pr
   }
 }
 
+/** `strata fsck` on every workstation's home and on the server: the failures, with their output (none: clean). */
+export async function fsckFailures(world: SyncWorld, workstations: Workstation[]): Promise<string[]> {
+  const failures: string[] = [];
+  for (const ws of workstations) {
+    const result = await ws.cli(['fsck', '--home', ws.home]);
+    if (result.code !== 0) failures.push(`${ws.name}: exit ${result.code}\n${result.stdout}${result.stderr}`);
+  }
+  const server = await world.serverCli(['fsck']);
+  if (server.code !== 0) failures.push(`server: exit ${server.code}\n${server.stdout}${server.stderr}`);
+  return failures;
+}
+
 /** path → content of every file under dir (`.strata` left out). */
 export async function treeOf(dir: string): Promise<Record<string, string>> {
   const tree: Record<string, string> = {};

@@ -30,6 +30,8 @@ const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
 const LONG_POLL_MS = 25_000;
 const MAX_CONFLICTS_SHOWN = 50;
+/** A busy feed still looks at the server's snapshots and tags this often. */
+const CHAIN_PULL_EVERY_MS = 5_000;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
 const DELETE_SETTLE_MS = 1_500;
@@ -109,6 +111,7 @@ export class ProjectSync {
   #readOnly = false;
   #checkAllShards = false;
   #tagRound: Promise<void> = Promise.resolve();
+  #lastChainPull = 0;
   #offline = false;
   #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
@@ -346,8 +349,13 @@ export class ProjectSync {
         caughtUp = !page.more;
         if (caughtUp) {
           this.#guard.caughtUp();
-          this.#stats.snapshotsPulled += await pullSnapshots(this.#snapshotDeps(), remote, signal);
-          await this.#syncTags(remote);
+          // Snapshots and tags when the feed is quiet (a wake-up with no versions: a snapshot or a tag
+          // changed) or every few seconds: two more requests per page would slow a busy feed down.
+          if (page.items.length === 0 || Date.now() - this.#lastChainPull >= CHAIN_PULL_EVERY_MS) {
+            this.#lastChainPull = Date.now();
+            this.#stats.snapshotsPulled += await pullSnapshots(this.#snapshotDeps(), remote, signal);
+            await this.#syncTags(remote);
+          }
         }
       } catch (error) {
         this.#pulling = false;
