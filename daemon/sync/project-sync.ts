@@ -24,7 +24,7 @@ import { uploadDataset } from './dataset-upload.js';
 import { downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
-import { syncTags } from './tag-sync.js';
+import { localTagsChanged, syncTags } from './tag-sync.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
@@ -223,7 +223,7 @@ export class ProjectSync {
         if (!this.#readOnly && (page.lastSeq === null || pending !== undefined)) {
           this.#stats.snapshotsPushed += await pushSnapshots(this.#snapshotDeps(), remote, { pendingSince: pending?.record.timestamp ?? null, signal });
         }
-        if (!this.#readOnly && page.lastSeq === null) await this.#syncTags(remote);
+        if (!this.#readOnly && page.lastSeq === null && (await localTagsChanged(this.#deps))) await this.#syncTags(remote);
         if (page.lastSeq === null) {
           this.#pushIdle = true;
           await this.refreshQueue();

@@ -61,6 +61,13 @@ export async function syncTags(deps: TagSyncDeps, remote: Remote, options: { pus
   return changed;
 }
 
+/** Whether this workstation's tags differ from those last agreed on (a local query: the push loop asks often). */
+export async function localTagsChanged(deps: Pick<TagSyncDeps, 'engine' | 'state' | 'projectId'>): Promise<boolean> {
+  const agreed = deps.state.flags.get<Record<string, string>>(deps.projectId, FLAG) ?? {};
+  const local = await deps.engine.listTags(deps.projectId);
+  return local.length !== Object.keys(agreed).length || local.some((t) => agreed[t.tag] !== t.snapshotId);
+}
+
 function setOrDelete(map: TagMap, tag: string, snapshotId: string | undefined): void {
   if (snapshotId === undefined) map.delete(tag);
   else map.set(tag, snapshotId);
