@@ -15,7 +15,7 @@ import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
 import { getRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
-import { adoptSyncedVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
+import { adoptSyncedVersions, syncKnownVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
 import { recordSyncedSnapshot, snapshotFeed } from './commands/sync-snapshots.js';
 import { composeObjects, missingObjects, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
@@ -82,6 +82,7 @@ export function createEngine(deps: EngineDeps): Engine {
     putObject: (input) => putObject(ctx, input),
     putObjects: (input) => putObjects(ctx, input),
     openObject: (input) => openObject(ctx, input),
+    syncKnownVersions: (input) => syncKnownVersions(ctx, input),
     composeObjects: (input) => composeObjects(ctx, input),
     recordSyncedSnapshot: (input) => changing(input.projectId, recordSyncedSnapshot(ctx, input)),
     snapshotFeed: (input) => snapshotFeed(ctx, input),

@@ -210,6 +210,8 @@ export interface Engine {
   openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
   /** Objects rebuilt from content the project has plus new bytes (sync's delta upload), each verified. */
   composeObjects(input: { projectId: string; objects: ComposedObject[]; literal: Uint8Array }): Promise<{ stored: number; bytes: number; literalBytes: number }>;
+  /** Of these version ids (at most 1,000), those the project already has (a pull skips its own, read back). */
+  syncKnownVersions(input: { projectId: string; versionIds: string[] }): Promise<Set<string>>;
   /** A snapshot taken elsewhere (sync): appended to the chain with exactly its pins; idempotent by id. */
   recordSyncedSnapshot(input: { projectId: string; actor: Actor; snapshot: SyncedSnapshot }): Promise<SyncedSnapshotOutcome>;
   /** The snapshot chain after `afterSeq`, oldest first (at most 1,000). */

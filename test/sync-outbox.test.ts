@@ -67,6 +67,9 @@ describe('engine: the sync outbox and pulled versions', () => {
     // Pulled versions are not this workstation's to push.
     expect((await outbox(pushedSeq)).every((i) => i.pulled)).toBe(true);
     expect((await t.engine.syncOutboxStats({ projectId: t.projectId, afterSeq: pushedSeq })).count).toBe(0);
+    // The feed brings this workstation's own versions back: known without asking the store.
+    const known = await t.engine.syncKnownVersions({ projectId: t.projectId, versionIds: [mine.versionId, newer.record.versionId, randomUUID()] });
+    expect([...known].sort()).toEqual([mine.versionId, newer.record.versionId].sort());
     // Delivered twice: known, nothing recorded.
     expect((await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [newer] }))[0]!.result).toBe('known');
   });

@@ -112,6 +112,7 @@ export class ProjectSync {
   #checkAllShards = false;
   #tagRound: Promise<void> = Promise.resolve();
   #lastChainPull = 0;
+  #queueCountedAt = 0;
   #offline = false;
   #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
@@ -177,7 +178,10 @@ export class ProjectSync {
     this.#wakePush?.();
   }
 
+  /** The queue's figures, counted at most once a second (a count over a long queue is not free, and status is polled). */
   async refreshQueue(): Promise<void> {
+    if (Date.now() - this.#queueCountedAt < 1_000) return;
+    this.#queueCountedAt = Date.now();
     const stats = await this.#deps.engine.syncOutboxStats({ projectId: this.#deps.projectId, afterSeq: this.#pushedSeq });
     const oldestAgeSeconds = stats.oldest === null ? null : Math.max(0, Math.round((Date.now() - Date.parse(stats.oldest)) / 1000));
     this.#queue = { versions: stats.count, bytes: stats.bytes, oldestAt: stats.oldest, oldestAgeSeconds };
@@ -384,7 +388,11 @@ export class ProjectSync {
       deletes += await this.#deletesAhead(remote, page);
     }
     if (!this.#guard.admit(deletes, this.#deps.trackedFiles())) return false;
-    this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, items, this.#stop.signal);
+    // This workstation's own versions come back in the feed: nothing to fetch for those (and asking
+    // the store about each of 100,000 paged the object pack into memory).
+    const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });
+    const unknown = items.filter((item) => !known.has(item.versionId));
+    this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
     this.#noteAdopted(outcomes);

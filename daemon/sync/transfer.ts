@@ -41,7 +41,7 @@ export async function uploadMissing(remote: Remote, store: ContentStore, sizes: 
       batchBytes = 0;
       if (taken.length > 0) {
         enqueue(async () => {
-          const objects = await Promise.all(taken.map(async (hash) => ({ hash, data: await store.readBuffer(hash) })));
+          const objects = await readAll(store, taken);
           await remote.uploadBatch(objects, signal);
           uploaded += objects.reduce((sum, o) => sum + o.data.length, 0);
         });
@@ -72,6 +72,13 @@ export async function uploadMissing(remote: Remote, store: ContentStore, sizes: 
   await queue.onIdle();
   if (failures.length > 0) throw failures[0];
   return uploaded;
+}
+
+/** Small contents to send, read once (off the event loop, past the store's caches, where it can). */
+async function readAll(store: ContentStore, hashes: ContentHash[]): Promise<Array<{ hash: ContentHash; data: Buffer }>> {
+  if (store.readBuffers === undefined) return Promise.all(hashes.map(async (hash) => ({ hash, data: await store.readBuffer(hash) })));
+  const found = await store.readBuffers(hashes, { once: true });
+  return hashes.map((hash) => ({ hash, data: found.get(hash)! }));
 }
 
 export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<number> {

@@ -43,6 +43,13 @@ export async function syncOutboxStats(ctx: EngineContext, input: { projectId: st
 
 export type { OutboxItem };
 
+/** Of these version ids, those already here (at most 1,000 a call). */
+export async function syncKnownVersions(ctx: EngineContext, input: { projectId: string; versionIds: string[] }): Promise<Set<string>> {
+  await ctx.requireProject(input.projectId);
+  if (input.versionIds.length > 1000) throw new StrataError('INVALID_ARGUMENT', { message: 'at most 1,000 version ids', details: { field: 'versionIds' } });
+  return ctx.repository.versions.knownVersionIds(input.projectId, input.versionIds);
+}
+
 /** Applies pulled versions in feed order; stops at the first deferred one (the rest wait for the next pull). */
 export async function adoptSyncedVersions(
   ctx: EngineContext,

@@ -121,9 +121,10 @@ export interface ContentStore {
   readBuffer(hash: ContentHash): Promise<Buffer>;
   /**
    * Optional: several small objects at once, each verified like readBuffer (a git export reads
-   * thousands in a row). CONTENT_NOT_FOUND / CONTENT_CORRUPT as readBuffer.
+   * thousands in a row). CONTENT_NOT_FOUND / CONTENT_CORRUPT as readBuffer. `once`: each is read
+   * once (a bulk transfer): the store need not keep them in its caches.
    */
-  readBuffers?(hashes: ContentHash[]): Promise<Map<ContentHash, Buffer>>;
+  readBuffers?(hashes: ContentHash[], options?: { once?: boolean }): Promise<Map<ContentHash, Buffer>>;
   /** Re-hash the stored bytes; false if missing or corrupt. */
   verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'>;
   delete(hash: ContentHash): Promise<void>;

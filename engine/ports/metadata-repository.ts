@@ -143,6 +143,8 @@ export interface VersionRepository {
   recordUploads(projectId: string, uploads: Array<{ contentHash: ContentHash; size: number; at: string }>): Promise<void>;
   /** Whether any project has a version with this id (ids a workstation made are checked before use). */
   versionIdInUse(versionId: string): Promise<boolean>;
+  /** Of these version ids, those the project has (a pulling workstation skips its own versions, read back). */
+  knownVersionIds(projectId: string, versionIds: string[]): Promise<Set<string>>;
   /**
    * The project's version records committed after position `afterSeq` (0: from the first), oldest
    * first, with the position of the last one (sync's change feed; positions only grow).

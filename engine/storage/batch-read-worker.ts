@@ -19,7 +19,8 @@ const Database = require(workerData.sqliteModulePath);
 const { blake3 } = require(workerData.blakeModulePath);
 const db = new Database(workerData.packPath);
 db.pragma('busy_timeout = 5000');
-db.pragma('mmap_size = 268435456');
+db.pragma('mmap_size = ' + workerData.mapBytes);
+if (workerData.mapBytes === 0) db.pragma('cache_size = -2048');
 // Up to 64 rows per statement: one lookup per hash was 166-212 ms for the 20,939 objects of the
 // 1,000-snapshot export history, IN lists of 64 took 112-128 ms (the statement overhead, not the
 // B-tree, dominated).
@@ -108,9 +109,22 @@ interface Reply {
 
 /** Two threads: with the caller keeping two windows in flight, both cores read and verify. */
 const THREADS = 2;
+const MAP_BYTES = 256 * 1024 * 1024;
+
+export interface BatchReaderOptions {
+  /**
+   * Read the pack through a memory map of up to this many bytes (default 256 MiB: a git export reads
+   * the same objects again and again) or, with 0, through a 2 MiB page cache: a bulk transfer reads
+   * each object once, and mapped pages it touched count in the process's RSS until the map goes.
+   */
+  mapBytes?: number;
+  threads?: number;
+}
 
 export class BatchReader {
-  private readonly workers: Array<Worker | null> = Array.from({ length: THREADS }, () => null);
+  private readonly threads: number;
+  private readonly mapBytes: number;
+  private readonly workers: Array<Worker | null>;
   private turn = 0;
   private nextId = 1;
   private readonly pending = new Map<number, { hashes: ContentHash[]; worker: Worker; resolve(value: Map<ContentHash, Buffer>): void; reject(error: unknown): void }>();
@@ -119,12 +133,17 @@ export class BatchReader {
     private readonly packPath: string,
     /** loose objects live at <objectsDir>/<2 hex>/<62 hex> (LooseObjects.pathOf) */
     private readonly objectsDir: string,
-  ) {}
+    options: BatchReaderOptions = {},
+  ) {
+    this.threads = options.threads ?? THREADS;
+    this.mapBytes = options.mapBytes ?? MAP_BYTES;
+    this.workers = Array.from({ length: this.threads }, () => null);
+  }
 
   /** The objects, each verified; CONTENT_NOT_FOUND / CONTENT_CORRUPT like readBuffer. */
   read(hashes: ContentHash[]): Promise<Map<ContentHash, Buffer>> {
     const slot = this.turn;
-    this.turn = (this.turn + 1) % THREADS;
+    this.turn = (this.turn + 1) % this.threads;
     const worker = this.ensureWorker(slot);
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -137,7 +156,7 @@ export class BatchReader {
   }
 
   async close(): Promise<void> {
-    const workers = this.workers.splice(0, THREADS, ...Array.from({ length: THREADS }, () => null));
+    const workers = this.workers.splice(0, this.threads, ...Array.from({ length: this.threads }, () => null));
     for (const worker of workers) if (worker !== null) await worker.terminate();
     for (const p of this.pending.values()) p.reject(new StrataError('SHUTTING_DOWN'));
     this.pending.clear();
@@ -149,7 +168,7 @@ export class BatchReader {
     const require = createRequire(import.meta.url);
     const worker = new Worker(SOURCE, {
       eval: true,
-      workerData: { packPath: this.packPath, objectsDir: this.objectsDir, sqliteModulePath: require.resolve('better-sqlite3'), blakeModulePath: require.resolve('@napi-rs/blake-hash') },
+      workerData: { packPath: this.packPath, objectsDir: this.objectsDir, mapBytes: this.mapBytes, sqliteModulePath: require.resolve('better-sqlite3'), blakeModulePath: require.resolve('@napi-rs/blake-hash') },
     });
     worker.unref();
     worker.on('message', (reply: Reply) => this.onReply(reply));

@@ -71,6 +71,7 @@ export class PackObjects {
   private readonly getStmt: Database.Statement<[string], { size: number; data: Buffer; touched_at: number }>;
   private readonly manyStmts = new Map<number, Database.Statement>();
   private readonly statStmt: Database.Statement<[string], Row>;
+  private readonly hasStmt: Database.Statement<[string], number>;
   private readonly pageStmt: Database.Statement<[string, number], Row>;
 
   private constructor(
@@ -80,6 +81,9 @@ export class PackObjects {
   ) {
     this.getStmt = reader.prepare('SELECT size, data, touched_at FROM objects WHERE hash = ?');
     this.statStmt = reader.prepare('SELECT hash, size, touched_at FROM objects WHERE hash = ?');
+    // The primary key's index alone answers it. stat() reads the row, and touched_at sits after the
+    // blob: asking it of 100,000 objects (a sync feed read back) paged the whole pack into memory.
+    this.hasStmt = reader.prepare<[string], number>('SELECT 1 FROM objects WHERE hash = ?').pluck();
     this.pageStmt = reader.prepare('SELECT hash, size, touched_at FROM objects WHERE hash > ? ORDER BY hash LIMIT ?');
   }
 
@@ -146,6 +150,10 @@ export class PackObjects {
       for (const row of rows) found.set(row.hash, row.data);
     }
     return found;
+  }
+
+  has(hash: ContentHash): boolean {
+    return this.hasStmt.get(hash) !== undefined;
   }
 
   stat(hash: ContentHash): ObjectInfo | null {

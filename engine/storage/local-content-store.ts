@@ -80,6 +80,7 @@ const BATCH_READ_MIN = 16;
 class LocalContentStore implements ContentStore {
   private closed = false;
   private batchReader: BatchReader | null = null;
+  private onceReader: BatchReader | null = null;
 
   constructor(private readonly ctx: IngestContext) {}
 
@@ -144,7 +145,9 @@ class LocalContentStore implements ContentStore {
   }
 
   async has(hash: ContentHash): Promise<boolean> {
-    return (await this.stat(hash)) !== null;
+    const valid = this.check(hash);
+    if (this.ctx.shardPacks.locate(valid) !== null || this.ctx.pack.has(valid)) return true;
+    return (await this.ctx.loose.stat(valid)) !== null;
   }
 
   async stat(hash: ContentHash): Promise<ObjectInfo | null> {
@@ -200,8 +203,14 @@ class LocalContentStore implements ContentStore {
     return data;
   }
 
-  async readBuffers(hashes: ContentHash[]): Promise<Map<ContentHash, Buffer>> {
+  async readBuffers(hashes: ContentHash[], options: { once?: boolean } = {}): Promise<Map<ContentHash, Buffer>> {
     const valid = hashes.map((hash) => this.check(hash));
+    if (options.once === true && valid.length > 0) {
+      // Read once (a sync upload): not through the pack's memory map, whose touched pages would stay
+      // in the daemon's RSS — a drain of 100,000 objects mapped the whole pack.
+      this.onceReader ??= new BatchReader(this.ctx.pack.path, this.ctx.loose.objectsDir, { mapBytes: 0, threads: 1 });
+      return this.onceReader.read(valid);
+    }
     // Enough of them to be worth a thread hop: read and verified off the event loop.
     if (valid.length >= BATCH_READ_MIN) {
       this.batchReader ??= new BatchReader(this.ctx.pack.path, this.ctx.loose.objectsDir);
@@ -271,6 +280,7 @@ class LocalContentStore implements ContentStore {
     await this.ctx.pack.close();
     await this.ctx.pool.close();
     await this.batchReader?.close();
+    await this.onceReader?.close();
   }
 
   private shardPackSink() {

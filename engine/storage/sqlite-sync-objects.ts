@@ -6,7 +6,7 @@ import type { VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import { run, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'recordUploads' | 'versionIdInUse' | 'changesAfter' | 'outboxAfter' | 'outboxStats' | 'pathHead'>;
+type SyncObjectMethods = Pick<VersionRepository, 'unavailableObjects' | 'recordUpload' | 'recordUploads' | 'versionIdInUse' | 'knownVersionIds' | 'changesAfter' | 'outboxAfter' | 'outboxStats' | 'pathHead'>;
 
 export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
   const uploaded = db.prepare('SELECT 1 FROM project_objects WHERE project_id = ? AND content_hash = ?').pluck();
@@ -28,6 +28,8 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
     for (const upload of uploads) insert.run(projectId, upload.contentHash, upload.size, upload.at);
   });
   const versionExists = db.prepare('SELECT 1 FROM versions WHERE version_id = ?').pluck();
+  const versionOfProject = db.prepare('SELECT 1 FROM versions WHERE version_id = ? AND project_id = ?').pluck();
+  const known = db.transaction((projectId: string, ids: string[]) => new Set(ids.filter((id) => versionOfProject.get(id, projectId) !== undefined)));
   // versions_by_project (project_id, seq): a range scan from the position on.
   const after = db.prepare(
     // current: the path's newest record (a deletion too: the path is gone as of it).
@@ -58,6 +60,7 @@ export function createSqliteSyncObjects(db: Database): SyncObjectMethods {
         insertMany(projectId, uploads);
       }),
     versionIdInUse: (versionId) => run(() => versionExists.get(versionId) !== undefined),
+    knownVersionIds: (projectId, versionIds) => run(() => known(projectId, versionIds)),
     changesAfter: (projectId, afterSeq, limit) =>
       run(() => {
         const rows = after.all(projectId, afterSeq, limit) as Array<VersionRow & { current: 1 | null }>;
