@@ -16,7 +16,7 @@ export const CLI_MAIN = join(REPO_ROOT, 'dist', 'cli', 'main.js');
  * (space-separated) overrides them, to compare.
  */
 export function nodeFlags(command: 'serve' | 'daemon'): string[] {
-  const flags = process.env['BENCH_NODE_FLAGS'] ?? `--max-semi-space-size=${command === 'serve' ? 1 : 4}`;
+  const flags = process.env['BENCH_NODE_FLAGS'] ?? (command === 'serve' ? '--max-semi-space-size=1' : '--max-semi-space-size=4 --heap-growing-percent=50');
   return flags.split(' ').filter((flag) => flag !== '');
 }
 /** The environment bin/strata gives its node (two malloc arenas; see bin/strata), for the same reason. */

@@ -4,7 +4,7 @@
 // key never appears in an error or a log line.
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ComposedObject } from '../../engine/commands/sync-objects.js';
 import type { SyncedSnapshot, SyncedSnapshotOutcome } from '../../engine/commands/sync-snapshots.js';
@@ -66,29 +66,20 @@ export class Remote {
     await this.#send('PUT', `/sync/datasets/${encodeURIComponent(manifestHash)}`, content, size, signal);
   }
 
-  /** Small contents in one request: frames of `<hash> <size>\n<bytes>` (the server verifies each). */
+  /**
+   * Small contents in one request: frames of `<hash> <size>\n<bytes>` (the server verifies each). The
+   * pieces are written as they are: joined, then copied again by fetch, four batches in flight held
+   * ~50 MiB of buffers in the drain of 100,000 versions.
+   */
   async uploadBatch(objects: Array<{ hash: string; data: Uint8Array }>, signal?: AbortSignal): Promise<void> {
     const parts: Uint8Array[] = [];
     for (const { hash, data } of objects) parts.push(Buffer.from(`${hash} ${data.length}\n`, 'latin1'), data);
-    const body = Buffer.concat(parts);
-    await this.#request('POST', '/sync/objects', {
-      body: body as unknown as string,
-      headers: { 'content-type': 'application/octet-stream' },
-      ...(signal ? { signal } : {}),
-      timeoutMs: this.#timeoutMs + Math.ceil(body.length / 1_000),
-    });
+    await this.#sendParts('POST', '/sync/objects', parts, signal);
   }
 
   /** Objects as copies of content the project has plus new bytes (a dataset's delta): a JSON line, then the bytes. */
   async compose(objects: ComposedObject[], literal: Uint8Array[], signal?: AbortSignal): Promise<number> {
-    const body = Buffer.concat([Buffer.from(`${JSON.stringify({ objects })}\n`, 'utf8'), ...literal]);
-    await this.#request('POST', '/sync/objects/compose', {
-      body: body as unknown as string,
-      headers: { 'content-type': 'application/octet-stream' },
-      ...(signal ? { signal } : {}),
-      timeoutMs: this.#timeoutMs + Math.ceil(body.length / 1_000),
-    });
-    return body.length;
+    return this.#sendParts('POST', '/sync/objects/compose', [Buffer.from(`${JSON.stringify({ objects })}\n`, 'utf8'), ...literal], signal);
   }
 
   async pushVersions(workstation: string, versions: SyncedVersion[], signal?: AbortSignal): Promise<SyncedOutcome[]> {
@@ -204,6 +195,13 @@ export class Remote {
    * every piece through web streams, and pushing 512 MiB cost the daemon 8 s of CPU; node:http moves
    * 512 MiB over loopback in 0.5 s (measured in-process). Same classification of failures.
    */
+  /** A body made of pieces already in memory, written one after the other; resolves to its length. */
+  async #sendParts(method: string, path: string, parts: Uint8Array[], signal?: AbortSignal): Promise<number> {
+    const size = parts.reduce((sum, part) => sum + part.length, 0);
+    await this.#send(method, path, Readable.from(parts, { objectMode: false }), size, signal);
+    return size;
+  }
+
   #send(method: string, path: string, body: Readable, size: number, signal?: AbortSignal): Promise<void> {
     const url = new URL(`${this.#base}${path}`);
     const timeoutMs = this.#timeoutMs + Math.ceil(size / 1_000); // ≥ 1 MB/s
