@@ -90,26 +90,26 @@ export async function smallFiles(dir: string, count: number): Promise<number> {
 }
 
 export interface RsyncDaemon {
-  /** `rsync -a --stats SOURCE/` to the daemon's module: seconds, and the bytes rsync says it sent and received */
-  push(source: string): Promise<{ seconds: number; sentBytes: number; receivedBytes: number }>;
+  /** `rsync -a --stats [extra] SOURCE/` to the daemon's module: seconds, and the bytes rsync says it sent and received */
+  push(source: string, extra?: string[]): Promise<{ seconds: number; sentBytes: number; receivedBytes: number }>;
   stop(): void;
 }
 
 /** An rsync daemon on loopback writing into a fresh directory (the peer of a first sync and a re-sync). */
-export async function startRsyncDaemon(root: string): Promise<RsyncDaemon> {
-  const target = freshDir('sync-bench-rsync-target');
-  const conf = join(root, 'rsyncd.conf');
+export async function startRsyncDaemon(root: string, name = 'rsync'): Promise<RsyncDaemon> {
+  const target = freshDir(`sync-bench-${name}-target`);
+  const conf = join(root, `${name}d.conf`);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  await writeFile(conf, `pid file = ${join(root, 'rsyncd.pid')}\nuse chroot = no\n[bench]\npath = ${target}\nread only = no\nuid = root\ngid = root\n`);
+  await writeFile(conf, `pid file = ${join(root, `${name}d.pid`)}\nuse chroot = no\n[bench]\npath = ${target}\nread only = no\nuid = root\ngid = root\n`);
   const daemon = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'], { stdio: 'ignore' });
   await sleep(500);
   return {
-    async push(source) {
+    async push(source, extra = []) {
       let stdout = '';
       const seconds = await timed(
         () =>
           new Promise<void>((resolve, reject) => {
-            const child = spawn('rsync', ['-a', '--stats', `${source}/`, `rsync://127.0.0.1:${port}/bench/`], { stdio: ['ignore', 'pipe', 'ignore'] });
+            const child = spawn('rsync', ['-a', '--stats', ...extra, `${source}/`, `rsync://127.0.0.1:${port}/bench/`], { stdio: ['ignore', 'pipe', 'ignore'] });
             child.stdout.on('data', (chunk: Buffer) => {
               stdout += chunk.toString();
             });
