@@ -65,7 +65,7 @@ export function createEngine(deps: EngineDeps): Engine {
     listTags: (projectId) => listTags(ctx, projectId),
     removeTag: (input) => changing(input.projectId, removeTag(ctx, input)),
     getRetention: (projectId) => getRetention(ctx, projectId),
-    setRetention: (input) => setRetention(ctx, input),
+    setRetention: (input) => changing(input.projectId, setRetention(ctx, input)),
     updatePolicy: (input) => updatePolicy(ctx, input),
     gitExport: (input) => gitExport(ctx, input),
     gitRefs: (projectId) => gitRefs(ctx, projectId),

@@ -2,7 +2,7 @@
 // reaches the server's chain and the other workstation with its id, message and pins; snapshots taken
 // on both while the server is down land, both of them, as a linear chain on the server, each pinning
 // its own workstation's tree; a restore of the other workstation's snapshot brings back its files.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson } from './cli-harness.js';
@@ -93,6 +93,68 @@ describe('snapshots through sync', () => {
     await waitFor('the tag gone from the server', async () => ((await tagsOf(null)).length === 0 ? true : undefined), 60_000);
     await waitFor('the tag gone from A', async () => ((await tagsOf(a)).length === 0 ? true : undefined), 60_000);
   }, 180_000);
+
+  it('the retention setting travels both ways, and each side prunes to it', async () => {
+    const retentionOf = async (ws: Workstation | null) => {
+      const result = ws === null ? await world.serverCli(['retention', 'get', '--json', '--project', world.projectId]) : await ws.cli(['retention', 'get', '--json'], { cwd: ws.dir });
+      expect(result.code, result.stderr).toBe(0);
+      return parseJson<{ maxVersions: number }>(result).maxVersions;
+    };
+    const historyOf = async (ws: Workstation | null, path: string) => {
+      const args = ['history', path, '--all', '--json'];
+      const result = ws === null ? await world.serverCli([...args, '--project', world.projectId]) : await ws.cli(args, { cwd: ws.dir });
+      expect(result.code, result.stderr).toBe(0);
+      return parseJson<{ items: Array<{ versionId: string }> }>(result).items;
+    };
+    const set = await a.cli(['retention', 'set', '3'], { cwd: a.dir });
+    expect(set.code, set.stderr).toBe(0);
+    await waitFor('3 on the server', async () => ((await retentionOf(null)) === 3 ? true : undefined), 60_000);
+    await waitFor('3 on B', async () => ((await retentionOf(b)) === 3 ? true : undefined), 60_000);
+    // Six saves on A, each captured before the next: every side keeps the last three.
+    for (let i = 1; i <= 6; i++) {
+      await writeFile(join(a.dir, 'kept.txt'), `save ${i}\n`);
+      await waitFor(`save ${i} captured on A`, async () => ((await a.cli(['cat', 'kept.txt'], { cwd: a.dir })).stdout === `save ${i}\n` ? true : undefined), 30_000);
+    }
+    await allInSync([a, b]);
+    expect(await readFile(join(b.dir, 'kept.txt'), 'utf8')).toBe('save 6\n');
+    for (const ws of [a, null, b]) {
+      await waitFor(`three versions of kept.txt on ${ws?.name ?? 'the server'}`, async () => ((await historyOf(ws, 'kept.txt')).length === 3 ? true : undefined), 60_000);
+    }
+    // Changed on the server (an admin): both workstations take it.
+    const onServer = await world.serverCli(['retention', 'set', '0', '--project', world.projectId]);
+    expect(onServer.code, onServer.stderr).toBe(0);
+    await waitFor('unlimited on A', async () => ((await retentionOf(a)) === 0 ? true : undefined), 60_000);
+    await waitFor('unlimited on B', async () => ((await retentionOf(b)) === 0 ? true : undefined), 60_000);
+    await rm(join(a.dir, 'kept.txt'));
+    await allInSync([a, b]);
+    await waitFor('kept.txt gone from B', async () => ((await treeOf(b.dir))['kept.txt'] === undefined ? true : undefined), 60_000);
+  }, 240_000);
+
+  it("a member's workstation (no manage right) keeps its own retention, says so, and still syncs", async () => {
+    const key = await world.serverCli(['keys', 'create', '--purpose', 'member workstation', '--role', 'member', '--json']);
+    expect(key.code, key.stderr).toBe(0);
+    const m = world.workstation('wsM');
+    m.env['STRATA_API_KEY'] = parseJson<{ apiKey: string }>(key).apiKey;
+    await m.start();
+    try {
+      const clone = await m.cli(['clone', world.url, world.projectId, m.dir]);
+      expect(clone.code, clone.stderr).toBe(0);
+      await allInSync([a, b, m]);
+      expect((await m.cli(['retention', 'set', '7'], { cwd: m.dir })).code).toBe(0);
+      await waitFor('the refusal in M’s log', async () => (m.daemonLog().includes('applies here only') ? true : undefined), 60_000);
+      await writeFile(join(m.dir, 'from-m.txt'), 'member edit\n');
+      await allInSync([a, b, m]);
+      await waitFor('M’s file on A', async () => ((await treeOf(a.dir))['from-m.txt'] === 'member edit\n' ? true : undefined), 60_000);
+      const get = async (ws: Workstation | null) =>
+        parseJson<{ maxVersions: number }>(ws === null ? await world.serverCli(['retention', 'get', '--json', '--project', world.projectId]) : await ws.cli(['retention', 'get', '--json'], { cwd: ws.dir })).maxVersions;
+      expect([await get(m), await get(null), await get(a)]).toEqual([7, 0, 0]);
+      expect(m.daemonLog().match(/applies here only/g)).toHaveLength(1);
+      await rm(join(m.dir, 'from-m.txt'));
+      await allInSync([a, b, m]);
+    } finally {
+      await m.stop();
+    }
+  }, 240_000);
 
   it('snapshots taken on both sides while the server is down both land, in one linear chain, each with its own tree', async () => {
     await world.stopServer();

@@ -24,6 +24,7 @@ import { uploadDataset } from './dataset-upload.js';
 import { downloadMissing, uploadMissing } from './transfer.js';
 import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
+import { localRetentionChanged, syncRetention } from './retention-sync.js';
 import { localTagsChanged, syncTags } from './tag-sync.js';
 
 const PUSH_BATCH = 500;
@@ -110,7 +111,7 @@ export class ProjectSync {
   #paused: string | null = null;
   #readOnly = false;
   #checkAllShards = false;
-  #tagRound: Promise<void> = Promise.resolve();
+  #settingsRound: Promise<void> = Promise.resolve();
   #lastChainPull = 0;
   #queueCountedAt = 0;
   #offline = false;
@@ -227,7 +228,7 @@ export class ProjectSync {
         if (!this.#readOnly && (page.lastSeq === null || pending !== undefined)) {
           this.#stats.snapshotsPushed += await pushSnapshots(this.#snapshotDeps(), remote, { pendingSince: pending?.record.timestamp ?? null, signal });
         }
-        if (!this.#readOnly && page.lastSeq === null && (await localTagsChanged(this.#deps))) await this.#syncTags(remote);
+        if (!this.#readOnly && page.lastSeq === null && ((await localTagsChanged(this.#deps)) || (await localRetentionChanged(this.#deps)))) await this.#syncSettings(remote);
         if (page.lastSeq === null) {
           this.#pushIdle = true;
           await this.refreshQueue();
@@ -358,7 +359,7 @@ export class ProjectSync {
           if (page.items.length === 0 || Date.now() - this.#lastChainPull >= CHAIN_PULL_EVERY_MS) {
             this.#lastChainPull = Date.now();
             this.#stats.snapshotsPulled += await pullSnapshots(this.#snapshotDeps(), remote, signal);
-            await this.#syncTags(remote);
+            await this.#syncSettings(remote);
           }
         }
       } catch (error) {
@@ -433,13 +434,16 @@ export class ProjectSync {
 
   // ---- shared ----
 
-  /** Both loops merge tags (after snapshots, which tags name); one at a time. */
-  #syncTags(remote: Remote): Promise<void> {
+  /** Both loops merge tags (after snapshots, which tags name) and the retention setting; one round at a time. */
+  #syncSettings(remote: Remote): Promise<void> {
     const { engine, state, projectId, actor } = this.#deps;
-    const round = this.#tagRound.then(async () => {
-      await syncTags({ engine, state, projectId, actor, log: this.#log }, remote, { pushLocal: !this.#readOnly, signal: this.#stop.signal });
+    const deps = { engine, state, projectId, actor, log: this.#log };
+    const options = { pushLocal: !this.#readOnly, signal: this.#stop.signal };
+    const round = this.#settingsRound.then(async () => {
+      await syncTags(deps, remote, options);
+      await syncRetention(deps, remote, options);
     });
-    this.#tagRound = round.catch(() => undefined);
+    this.#settingsRound = round.catch(() => undefined);
     return round;
   }
 

@@ -137,6 +137,16 @@ export class Remote {
     return ((await response.json()) as { items: Array<{ tag: string; snapshotId: string }> }).items;
   }
 
+  /** The project's retention setting on the server (versions kept per path; 0 = unlimited). */
+  async retention(signal?: AbortSignal): Promise<number> {
+    const response = await this.#request('GET', '/fs/retention', { ...(signal ? { signal } : {}), timeoutMs: this.#timeoutMs });
+    return ((await response.json()) as { maxVersions: number }).maxVersions;
+  }
+
+  async setRetention(maxVersions: number, signal?: AbortSignal): Promise<void> {
+    await this.#json('POST', '/fs/retention', { maxVersions }, signal);
+  }
+
   async addTag(snapshotId: string, tag: string, signal?: AbortSignal): Promise<void> {
     await this.#json('POST', `/fs/snapshots/${encodeURIComponent(snapshotId)}/tags`, { tag }, signal);
   }
