@@ -6,9 +6,11 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
-export const REPO = resolve(import.meta.dirname, '..');
+// This file runs from test/ (vitest) and from dist/test/ (the benchmarks that reuse the harnesses).
+const parent = resolve(import.meta.dirname, '..');
+export const REPO = basename(parent) === 'dist' ? dirname(parent) : parent;
 export const MAIN = join(REPO, 'dist', 'cli', 'main.js');
 
 export interface RunResult {

@@ -38,6 +38,7 @@ export interface SyncProject {
     lastError: { message: string } | null;
     pushed: number;
     pulled: number;
+    uploadedBytes: number;
   };
 }
 
