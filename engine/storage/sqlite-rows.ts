@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { StrataError } from '../errors.js';
+import type { SnapshotCreate } from '../ports/metadata-repository.js';
 import type { ActorKind, ContentHash, Entry, Snapshot, SnapshotEntry, SnapshotGitIdent, VersionKind, VersionRecord } from '../types.js';
 
 // Row shapes as SQLite returns them (snake_case) and their mapping to the camelCase resources.
@@ -114,6 +115,27 @@ export function toSnapshot(row: SnapshotRow, tags: string[]): Snapshot {
  * after the timeout, disk full, I/O errors, constraint violations that signal a bug) become
  * STORAGE_ERROR with the SQLite code in details; our own coded errors and TypeErrors pass through.
  */
+/**
+ * Appends a snapshot row after the chain's tip (the next seq, the tip as parent), inside the caller's
+ * transaction: local snapshots and those that come through sync share the chain and its numbering.
+ */
+export function snapshotAppender(db: Database.Database) {
+  const insert = db.prepare(
+    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size, git_ident)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
+  return (input: SnapshotCreate, tip: { snapshot_id: string; seq: number } | undefined, counts: { fileCount: number; totalSize: number }) => {
+    const parentId = tip?.snapshot_id ?? null;
+    const seq = (tip?.seq ?? 0) + 1;
+    const { actor } = input;
+    const git = input.git === undefined ? null : JSON.stringify(input.git);
+    const { lastInsertRowid } = insert.run(input.snapshotId, input.projectId, parentId, seq, input.message, actor.id, actor.kind, actor.name, input.timestamp, counts.fileCount, counts.totalSize, git);
+    const snapshot: Snapshot = { snapshotId: input.snapshotId, projectId: input.projectId, parentId, seq, message: input.message, actor: { ...actor }, timestamp: input.timestamp, tags: [], fileCount: counts.fileCount, totalSize: counts.totalSize };
+    if (input.git !== undefined) snapshot.git = { ...input.git };
+    return { snap: Number(lastInsertRowid), snapshot };
+  };
+}
+
 export function run<T>(operation: () => T): Promise<T> {
   try {
     return Promise.resolve(operation());

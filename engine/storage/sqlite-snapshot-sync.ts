@@ -6,16 +6,12 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
 import type { SnapshotRepository } from '../ports/metadata-repository.js';
-import type { Snapshot } from '../types.js';
-import { run, SNAPSHOT_COLUMNS, type SnapshotRow, toSnapshot } from './sqlite-rows.js';
+import { run, SNAPSHOT_COLUMNS, type SnapshotRow, snapshotAppender, toSnapshot } from './sqlite-rows.js';
 
 export function createSqliteSnapshotSync(db: Database): Pick<SnapshotRepository, 'createPinned' | 'listAfter'> {
   const tipRow = db.prepare('SELECT snapshot_id, seq FROM snapshots WHERE project_id = ? ORDER BY seq DESC LIMIT 1');
   const version = db.prepare('SELECT seq, size FROM versions WHERE version_id = ? AND project_id = ? AND content_hash IS NOT NULL');
-  const insertSnapshot = db.prepare(
-    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const append = snapshotAppender(db);
   const pin = db.prepare('INSERT INTO snapshot_entries (snap, path, version_seq) VALUES (?, ?, ?)');
   const after = db.prepare(`SELECT ${SNAPSHOT_COLUMNS} FROM snapshots WHERE project_id = ? AND seq > ? ORDER BY seq LIMIT ?`);
   const tagsOf = db.prepare('SELECT tag FROM tags WHERE snap = ? ORDER BY tag').pluck();
@@ -36,35 +32,8 @@ export function createSqliteSnapshotSync(db: Database): Pick<SnapshotRepository,
     found.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
     const tip = tipRow.get(input.projectId) as { snapshot_id: string; seq: number } | undefined;
     const totalSize = found.reduce((sum, entry) => sum + entry.size, 0);
-    const parentId = tip?.snapshot_id ?? null;
-    const seq = (tip?.seq ?? 0) + 1;
-    const { lastInsertRowid } = insertSnapshot.run(
-      input.snapshotId,
-      input.projectId,
-      parentId,
-      seq,
-      input.message,
-      input.actor.id,
-      input.actor.kind,
-      input.actor.name,
-      input.timestamp,
-      found.length,
-      totalSize,
-    );
-    const snap = Number(lastInsertRowid);
+    const { snap, snapshot } = append(input, tip, { fileCount: found.length, totalSize });
     for (const entry of found) pin.run(snap, entry.path, entry.seq);
-    const snapshot: Snapshot = {
-      snapshotId: input.snapshotId,
-      projectId: input.projectId,
-      parentId,
-      seq,
-      message: input.message,
-      actor: { ...input.actor },
-      timestamp: input.timestamp,
-      tags: [],
-      fileCount: found.length,
-      totalSize,
-    };
     return { snapshot, missing };
   });
 

@@ -8,7 +8,7 @@ import { createSqliteSnapshotSync } from './sqlite-snapshot-sync.js';
 import { createSnapshotView } from './sqlite-snapshot-view.js';
 import { createCommitter } from './sqlite-versions.js';
 import { pathRange, statementCache } from './sqlite-range.js';
-import { run, SNAPSHOT_COLUMNS, type SnapshotRow, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
+import { run, SNAPSHOT_COLUMNS, type SnapshotRow, snapshotAppender, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
 
 /**
  * A snapshot is a checkpoint (a full copy of its entries) after this many built on the previous one,
@@ -33,10 +33,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const totals = db.prepare(
     'SELECT count(*) AS file_count, coalesce(sum(size), 0) AS total_size FROM entries WHERE project_id = ?',
   );
-  const insertSnapshot = db.prepare(
-    `INSERT INTO snapshots (snapshot_id, project_id, parent_id, seq, message, actor_id, actor_kind, actor_name, timestamp, file_count, total_size, git_ident)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  );
+  const append = snapshotAppender(db);
   // The entries table is clustered on (project_id, path), so rows arrive in snapshot_entries' key
   // order and the insert appends to its b-tree instead of splitting pages at random.
   const pinEntries = db.prepare(
@@ -98,23 +95,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   const create = db.transaction((input: SnapshotCreate, known?: Known): Snapshot => {
     const tip = known?.tip === undefined ? (tipRow.get(input.projectId) as SnapshotRow | undefined) : (known.tip ?? undefined);
     const { file_count, total_size } = known?.totals ?? (totals.get(input.projectId) as Totals);
-    const parentId = tip?.snapshot_id ?? null;
-    const seq = (tip?.seq ?? 0) + 1;
-    const { lastInsertRowid } = insertSnapshot.run(
-      input.snapshotId,
-      input.projectId,
-      parentId,
-      seq,
-      input.message,
-      input.actor.id,
-      input.actor.kind,
-      input.actor.name,
-      input.timestamp,
-      file_count,
-      total_size,
-      input.git === undefined ? null : JSON.stringify(input.git),
-    );
-    const snap = Number(lastInsertRowid);
+    const { snap, snapshot: created } = append(input, tip, { fileCount: file_count, totalSize: total_size });
     const watermark = (maxSeq.get(input.projectId) as number | null) ?? 0;
     setWatermark.run(watermark, snap);
     const parentWatermark = tip === undefined ? null : (watermarkOf.get(tip.snap) as number | null);
@@ -144,19 +125,6 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
       setBase.run(parentBase, snap);
       setChainChanges.run(chained, snap);
     } else pinEntries.run(snap, input.projectId);
-    const created: Snapshot = {
-      snapshotId: input.snapshotId,
-      projectId: input.projectId,
-      parentId,
-      seq,
-      message: input.message,
-      actor: { ...input.actor },
-      timestamp: input.timestamp,
-      tags: [],
-      fileCount: file_count,
-      totalSize: total_size,
-    };
-    if (input.git !== undefined) created.git = { ...input.git };
     return created;
   });
 
