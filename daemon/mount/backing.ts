@@ -51,6 +51,16 @@ export class Backing {
     }
   }
 
+  /** Names of the subdirectories the backing directory has at `dir` (none when it has no such directory). */
+  async subdirNames(dir: string): Promise<string[]> {
+    try {
+      return (await fs.readdir(this.real(dir), { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    } catch (error) {
+      if (isMissing(error)) return [];
+      throw error;
+    }
+  }
+
   /** Creates the parents a backing entry needs below a versioned directory. */
   async ensureParent(path: string): Promise<void> {
     await fs.mkdir(dirname(this.real(path)), { recursive: true });

@@ -291,6 +291,18 @@ export class MountState {
     };
   }
 
+  /**
+   * A versioned directory: nlink counts its subdirectories (versioned, backing, and `.strata/` in the
+   * root), and its mtime and ctime are when its entries last changed (the mount's start before that).
+   */
+  async versionedDirStat(path: string): Promise<FuseStat> {
+    const listing = await this.ns.listing(path);
+    let subdirs = (await this.ns.subdirCount(path)) + (path === '' ? 1 : 0);
+    for (const name of await this.backing.subdirNames(path)) if (listing.get(name) !== 'dir') subdirs++;
+    const changedAt = this.ns.dirChangedAt(path) ?? this.startMs;
+    return { ...this.dirStat(), nlink: 2 + subdirs, mtime: changedAt, ctime: changedAt };
+  }
+
   dirStat(writable = true): FuseStat {
     return {
       mode: 0o040000 | (writable ? 0o755 : 0o555),

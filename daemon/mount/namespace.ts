@@ -29,6 +29,9 @@ export class Namespace {
   private readonly dirs = new Map<string, Map<string, Kind>>();
   /** bumped whenever a directory's entries change, so a load that raced a change is redone */
   private readonly epochs = new Map<string, number>();
+  private readonly changedAt = new Map<string, number>();
+  /** subdirectory counts of loaded listings, valid for the epoch they were counted at */
+  private readonly subdirs = new Map<string, { epoch: number; count: number }>();
   readonly nodes = new Map<string, FileNode>();
   readonly gone = new Map<string, GoneMarker>();
   readonly explicitDirs: Set<string>;
@@ -94,24 +97,49 @@ export class Namespace {
   /** A directory created here starts loaded and empty: nothing to ask the engine. */
   markNewDir(dir: string): void {
     this.dirs.set(dir, new Map());
+    this.changedAt.set(dir, this.now());
     this.bump(dir);
   }
 
   setEntry(path: string, kind: Kind): void {
     const parent = parentOf(path);
-    this.dirs.get(parent)?.set(baseName(path), kind);
+    const listing = this.dirs.get(parent);
+    if (listing?.get(baseName(path)) !== kind) this.changedAt.set(parent, this.now());
+    listing?.set(baseName(path), kind);
     this.bump(parent);
   }
 
   deleteEntry(path: string): void {
     const parent = parentOf(path);
     this.dirs.get(parent)?.delete(baseName(path));
+    this.changedAt.set(parent, this.now());
     this.bump(parent);
+  }
+
+  /**
+   * When a directory's entries last changed here (an entry added, removed or renamed; a change from
+   * outside seen): its mtime and ctime. Undefined: not since the mount started. Kept in memory only.
+   */
+  dirChangedAt(dir: string): number | undefined {
+    return this.changedAt.get(dir);
+  }
+
+  /** How many subdirectories the directory's versioned listing has (its nlink is 2 more, with the backing ones). */
+  async subdirCount(dir: string): Promise<number> {
+    const listing = await this.listing(dir);
+    const epoch = this.epochs.get(dir) ?? 0;
+    const cached = this.subdirs.get(dir);
+    if (cached !== undefined && cached.epoch === epoch) return cached.count;
+    let count = 0;
+    for (const kind of listing.values()) if (kind === 'dir') count++;
+    this.subdirs.set(dir, { epoch, count });
+    return count;
   }
 
   /** Forget a directory's listing (and those of its subdirectories when `deep`). */
   invalidate(dir: string, deep = false): void {
     this.dirs.delete(dir);
+    this.changedAt.set(dir, this.now());
     this.bump(dir);
     if (!deep) return;
     const prefix = dir === '' ? '' : `${dir}/`;

@@ -11,8 +11,13 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
   switch (resolved.kind) {
-    case 'dir':
-      return state.dirStat();
+    case 'dir': {
+      if (resolved.versioned) return state.versionedDirStat(path);
+      // Only in the backing directory: what that filesystem says (modes, owners, times, links).
+      const stat = await state.backing.stat(path);
+      if (stat === null) fail(E.NOENT);
+      return toFuseStat(stat);
+    }
     case 'virtual-dir':
       return state.dirStat(false);
     case 'virtual-file':

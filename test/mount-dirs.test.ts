@@ -1,0 +1,59 @@
+// Directories of the mount as POSIX tools see them (issue 15): nlink is 2 plus the subdirectories
+// (versioned ones, ignored ones kept in the backing directory, `.strata/` in the root); a directory's
+// mtime and ctime move when an entry is added, removed or renamed in it, and not when a file in it is
+// rewritten; a directory that exists only in the backing directory answers with that filesystem's own
+// attributes (its mode after chmod, its nlink).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inMount, type MountedDir, mountProject } from './mount-harness.js';
+
+let m: MountedDir;
+
+beforeAll(async () => {
+  m = await mountProject();
+});
+
+afterAll(async () => {
+  await m?.dispose();
+});
+
+/** `stat -c FORMAT` of each path, inside the mount. */
+async function stat(format: string, ...paths: string[]): Promise<string[]> {
+  const result = await inMount(m, `stat -c '${format}' ${paths.map((p) => `'${p}'`).join(' ')}`);
+  return result.stdout.trim().split('\n');
+}
+
+describe('mount directories', () => {
+  it('count their subdirectories in nlink', async () => {
+    await inMount(m, 'mkdir -p d/a d/b/c d/.git/objects && touch d/f.txt d/b/g.txt');
+    // d: a, b and the ignored .git (backing); d/b: c; d/a: none.
+    expect(await stat('%h', 'd', 'd/a', 'd/b')).toEqual(['5', '2', '3']);
+    const [root] = await stat('%h', '.');
+    // the root: d and .strata
+    expect(root).toBe('4');
+    await inMount(m, 'rmdir d/a');
+    expect(await stat('%h', 'd')).toEqual(['4']);
+  }, 60_000);
+
+  it('change mtime and ctime when entries change, not when a file is rewritten', async () => {
+    await inMount(m, 'mkdir e && echo one > e/x.txt');
+    // Full resolution (the mount keeps milliseconds): each step is a new process, so later.
+    const times = async () => (await stat('%y|%z', 'e'))[0]!;
+    const afterCreate = await times();
+    await inMount(m, 'echo two > e/x.txt');
+    expect(await times()).toBe(afterCreate);
+    await inMount(m, 'touch e/y.txt');
+    const afterAdd = await times();
+    expect(afterAdd).not.toBe(afterCreate);
+    await inMount(m, 'mv e/y.txt e/z.txt');
+    const afterRename = await times();
+    expect(afterRename).not.toBe(afterAdd);
+    await inMount(m, 'rm e/z.txt');
+    expect(await times()).not.toBe(afterRename);
+  }, 60_000);
+
+  it('that exist only in the backing directory keep the mode chmod gives them', async () => {
+    await inMount(m, 'mkdir -p .git/hooks && chmod 700 .git/hooks');
+    expect(await stat('%a %h', '.git/hooks')).toEqual(['700 2']);
+  }, 60_000);
+});
