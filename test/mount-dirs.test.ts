@@ -1,7 +1,7 @@
 // Directories of the mount as POSIX tools see them (issue 15): nlink is 2 plus the subdirectories
 // (versioned ones, ignored ones kept in the backing directory, `.strata/` in the root); a directory's
 // mtime and ctime move when an entry is added, removed or renamed in it, and not when a file in it is
-// rewritten; a directory that exists only in the backing directory answers with that filesystem's own
+// rewritten, and utimensat sets them; a directory that exists only in the backing directory answers with that filesystem's own
 // attributes (its mode after chmod, its nlink).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -50,6 +50,9 @@ describe('mount directories', () => {
     expect(afterRename).not.toBe(afterAdd);
     await inMount(m, 'rm e/z.txt');
     expect(await times()).not.toBe(afterRename);
+    // utimensat on the directory (tar and rsync -t restore a directory's time last).
+    await inMount(m, "touch -m -d '2001-02-03 04:05:06 UTC' e && touch -a -d '2002-03-04 05:06:07 UTC' e");
+    expect(await stat('%Y %X', 'e')).toEqual([`${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000} ${Date.UTC(2002, 2, 4, 5, 6, 7) / 1000}`]);
   }, 60_000);
 
   it('that exist only in the backing directory keep the mode chmod gives them', async () => {

@@ -77,7 +77,7 @@ export class MountState {
    */
   admitDelete: (path: string) => Promise<boolean> | boolean = () => true;
   private nextHandle = 1;
-  private readonly startMs: number;
+  readonly startMs: number;
 
   constructor(private readonly deps: MountStateDeps) {
     this.engine = deps.engine;
@@ -293,14 +293,16 @@ export class MountState {
 
   /**
    * A versioned directory: nlink counts its subdirectories (versioned, backing, and `.strata/` in the
-   * root), and its mtime and ctime are when its entries last changed (the mount's start before that).
+   * root); its times are those the mount gave it (entries changed, utimensat), else the mount's start.
    */
   async versionedDirStat(path: string): Promise<FuseStat> {
     const listing = await this.ns.listing(path);
     let subdirs = (await this.ns.subdirCount(path)) + (path === '' ? 1 : 0);
     for (const name of await this.backing.subdirNames(path)) if (listing.get(name) !== 'dir') subdirs++;
-    const changedAt = this.ns.dirChangedAt(path) ?? this.startMs;
-    return { ...this.dirStat(), nlink: 2 + subdirs, mtime: changedAt, ctime: changedAt };
+    const times = this.ns.dirTimesOf(path);
+    const stat = { ...this.dirStat(), nlink: 2 + subdirs };
+    if (times !== undefined) Object.assign(stat, { atime: times.atimeMs, mtime: times.mtimeMs, ctime: times.ctimeMs });
+    return stat;
   }
 
   dirStat(writable = true): FuseStat {

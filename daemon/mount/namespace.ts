@@ -14,6 +14,12 @@ import { ancestorsOf, baseName, parentOf } from './paths.js';
 
 export type Kind = 'file' | 'dir';
 
+export interface DirTimes {
+  atimeMs: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
 export interface ExplicitDirStore {
   list(): string[];
   add(path: string): void;
@@ -29,7 +35,7 @@ export class Namespace {
   private readonly dirs = new Map<string, Map<string, Kind>>();
   /** bumped whenever a directory's entries change, so a load that raced a change is redone */
   private readonly epochs = new Map<string, number>();
-  private readonly changedAt = new Map<string, number>();
+  private readonly dirTimes = new Map<string, DirTimes>();
   /** subdirectory counts of loaded listings, valid for the epoch they were counted at */
   private readonly subdirs = new Map<string, { epoch: number; count: number }>();
   readonly nodes = new Map<string, FileNode>();
@@ -97,14 +103,14 @@ export class Namespace {
   /** A directory created here starts loaded and empty: nothing to ask the engine. */
   markNewDir(dir: string): void {
     this.dirs.set(dir, new Map());
-    this.changedAt.set(dir, this.now());
+    this.entriesChanged(dir);
     this.bump(dir);
   }
 
   setEntry(path: string, kind: Kind): void {
     const parent = parentOf(path);
     const listing = this.dirs.get(parent);
-    if (listing?.get(baseName(path)) !== kind) this.changedAt.set(parent, this.now());
+    if (listing?.get(baseName(path)) !== kind) this.entriesChanged(parent);
     listing?.set(baseName(path), kind);
     this.bump(parent);
   }
@@ -112,16 +118,32 @@ export class Namespace {
   deleteEntry(path: string): void {
     const parent = parentOf(path);
     this.dirs.get(parent)?.delete(baseName(path));
-    this.changedAt.set(parent, this.now());
+    this.entriesChanged(parent);
     this.bump(parent);
   }
 
   /**
-   * When a directory's entries last changed here (an entry added, removed or renamed; a change from
-   * outside seen): its mtime and ctime. Undefined: not since the mount started. Kept in memory only.
+   * A directory's times as the mount has changed them (undefined: not since it started): its entries
+   * changed (mtime and ctime), or utimensat set them. Kept in memory only.
    */
-  dirChangedAt(dir: string): number | undefined {
-    return this.changedAt.get(dir);
+  dirTimesOf(dir: string): DirTimes | undefined {
+    return this.dirTimes.get(dir);
+  }
+
+  /** utimensat on a directory; NaN keeps that time (the mount's start when never set). */
+  setDirTimes(dir: string, atimeMs: number, mtimeMs: number, startMs: number): void {
+    const now = this.now();
+    const current = this.dirTimes.get(dir) ?? { atimeMs: startMs, mtimeMs: startMs, ctimeMs: startMs };
+    this.dirTimes.set(dir, {
+      atimeMs: Number.isNaN(atimeMs) ? current.atimeMs : atimeMs,
+      mtimeMs: Number.isNaN(mtimeMs) ? current.mtimeMs : mtimeMs,
+      ctimeMs: now,
+    });
+  }
+
+  private entriesChanged(dir: string): void {
+    const now = this.now();
+    this.dirTimes.set(dir, { atimeMs: this.dirTimes.get(dir)?.atimeMs ?? now, mtimeMs: now, ctimeMs: now });
   }
 
   /** How many subdirectories the directory's versioned listing has (its nlink is 2 more, with the backing ones). */
@@ -139,7 +161,7 @@ export class Namespace {
   /** Forget a directory's listing (and those of its subdirectories when `deep`). */
   invalidate(dir: string, deep = false): void {
     this.dirs.delete(dir);
-    this.changedAt.set(dir, this.now());
+    this.entriesChanged(dir);
     this.bump(dir);
     if (!deep) return;
     const prefix = dir === '' ? '' : `${dir}/`;

@@ -41,8 +41,10 @@ export async function utimens(state: MountState, path: string, atimeMs: number, 
   switch (resolved.kind) {
     case 'virtual-dir':
     case 'virtual-file':
+      return;
     case 'dir':
-      if (resolved.kind === 'dir' && !resolved.versioned) await backingUtimens(state, path, atimeMs, mtimeMs);
+      if (!resolved.versioned) return backingUtimens(state, path, atimeMs, mtimeMs);
+      state.ns.setDirTimes(path, atimeMs, mtimeMs, state.startMs);
       return;
     case 'backing-file':
       return backingUtimens(state, path, atimeMs, mtimeMs);
