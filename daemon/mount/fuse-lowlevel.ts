@@ -15,6 +15,10 @@ const ENOENT = 2;
 const EIO = 5;
 const EINVAL = 22;
 const ENOSYS = 38;
+const ENAMETOOLONG = 36;
+const NAME_MAX = 255;
+
+const tooLong = (name: string) => name.length > NAME_MAX / 3 && Buffer.byteLength(name) > NAME_MAX;
 
 export class LowLevelSession {
   private readonly inodes = new InodeTable();
@@ -141,6 +145,12 @@ export class LowLevelSession {
     const name = s1 ?? '';
     // Requests naming a child resolve `ino` as the parent directory.
     const named = op === Op.Lookup || op === Op.Mknod || op === Op.Mkdir || op === Op.Unlink || op === Op.Rmdir || op === Op.Symlink || op === Op.Rename || op === Op.Create;
+    // The kernel passes FUSE names of up to 1,024 bytes; a filesystem's are 255 (NAME_MAX), and every
+    // call naming a longer one fails the same way, before any lookup (a rename's and a link's new name too).
+    if ((named || op === Op.Link) && (tooLong(name) || (op === Op.Rename && typeof s2 === 'string' && tooLong(s2)))) {
+      native.replyErr(id, ENAMETOOLONG);
+      return;
+    }
     const path = named ? this.inodes.childPath(ino, name) : this.inodes.pathOf(ino);
     if (path === null) {
       native.replyErr(id, ENOENT);

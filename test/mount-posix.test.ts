@@ -1,4 +1,5 @@
-// Directories of the mount as POSIX tools see them (issue 15): nlink is 2 plus the subdirectories
+// The mount as POSIX tools see it (issue 15). A name over 255 bytes is ENAMETOOLONG for every call, as
+// on any filesystem (a 255-byte one works). Directories: nlink is 2 plus the subdirectories
 // (versioned ones, ignored ones kept in the backing directory, `.strata/` in the root); a directory's
 // mtime and ctime move when an entry is added, removed or renamed in it, and not when a file in it is
 // rewritten, and utimensat sets them; a directory that exists only in the backing directory answers with that filesystem's own
@@ -58,5 +59,36 @@ describe('mount directories', () => {
   it('that exist only in the backing directory keep the mode chmod gives them', async () => {
     await inMount(m, 'mkdir -p .git/hooks && chmod 700 .git/hooks');
     expect(await stat('%a %h', '.git/hooks')).toEqual(['700 2']);
+  }, 60_000);
+
+  it('refuse a name of 256 bytes with ENAMETOOLONG in every call, and take one of 255', async () => {
+    const max = 'n'.repeat(255);
+    const over = `${max}x`;
+    const script = `
+import errno, os
+out = []
+def code(f):
+    try:
+        f()
+        return 0
+    except OSError as e:
+        return errno.errorcode[e.errno]
+open('${max}', 'w').write('ok')
+out.append(code(lambda: os.stat('${max}')))
+out.append(code(lambda: open('${over}', 'w')))
+out.append(code(lambda: os.stat('${over}')))
+out.append(code(lambda: os.mkdir('${over}')))
+out.append(code(lambda: os.unlink('${over}')))
+out.append(code(lambda: os.rename('${max}', '${over}')))
+out.append(code(lambda: os.symlink('x', '${over}')))
+out.append(code(lambda: os.link('${max}', '${over}')))
+out.append(code(lambda: os.unlink('${max}')))
+print(' '.join(map(str, out)))
+`;
+    const result = await inMount(m, `python3 -c "$(cat <<'PY'
+${script}
+PY
+)"`);
+    expect(result.stdout.trim()).toBe('0 ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG 0');
   }, 60_000);
 });
