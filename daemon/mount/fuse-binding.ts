@@ -32,8 +32,8 @@ export interface FuseStat {
   rdev?: number;
   /**
    * These attributes change only through requests about this file (it is open for writing with local
-   * changes, which restores do not replace): native/fuse may answer getattr, and a chown or chmod that
-   * changes nothing, with them until the next request about the file reaches JS (src/attrs.c).
+   * changes, which restores do not replace): native/fuse may answer getattr, chown and an exec-bit-
+   * preserving chmod with them until the next request about the file reaches JS (src/attrs.c).
    */
   cacheable?: boolean;
 }

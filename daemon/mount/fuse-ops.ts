@@ -80,7 +80,7 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     mkdir: (path, mode, cb) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode), cb),
     rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
     chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fromFuse(path), mode), cb),
-    chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fromFuse(path), uid, gid), cb),
+    chown: (path, _uid, _gid, cb) => run('chown', path, () => chown(state, fromFuse(path)), cb),
     utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fromFuse(path), atime, mtime), cb),
     link: (src, _dest, cb) => run('link', src, () => link(), cb),
     symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),

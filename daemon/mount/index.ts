@@ -1,7 +1,6 @@
 // Mount mode's project host (contract: daemon/host.ts). The daemon loads this module with a dynamic
 // import only when a project uses mount mode, so watch-only daemons never load the FUSE addon.
 import type { ContentStore } from '../../engine/ports/content-store.js';
-import { attrRowsIn } from './attrs.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import type { ExplicitDirStore } from './namespace.js';
 import { MountDeleteGuard } from './delete-guard.js';
@@ -38,7 +37,6 @@ class MountHost implements ProjectHost {
         dir: ctx.dir,
         stagingDir: ctx.stagingDir,
         dirStore: batchedDirStore(ctx),
-        attrRows: attrRowsIn(ctx.state.db, ctx.projectId),
         sink: thread ?? inProcess,
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),

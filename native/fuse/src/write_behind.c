@@ -210,7 +210,7 @@ int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *at
   double timeout;
   struct stat *st = (struct stat *)attr_get(m->attrs, ino, &timeout);
   if (st == NULL) return 0;
-  if (!setattr_keeps(attr, to_set, st)) return 0;
+  if ((to_set & FUSE_SET_ATTR_MODE) && ((attr->st_mode ^ st->st_mode) & S_IXUSR) != 0) return 0;
   // What JS's utimens does to a node: mtime as given (atime is not kept: it reads as mtime), ctime now.
   struct timespec now = now_ms();
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) f->mtime = now;
