@@ -296,8 +296,8 @@ export class MountState {
    * root); its times are those the mount gave it (entries changed, utimensat), else the mount's start.
    */
   async versionedDirStat(path: string): Promise<FuseStat> {
-    const listing = await this.ns.listing(path);
-    let subdirs = (await this.ns.subdirCount(path)) + (path === '' ? 1 : 0);
+    const { listing, subdirs: versioned } = await this.ns.listingWithSubdirs(path);
+    let subdirs = versioned + (path === '' ? 1 : 0);
     for (const name of await this.backing.subdirNames(path)) if (listing.get(name) !== 'dir') subdirs++;
     const times = this.ns.dirTimesOf(path);
     const stat = { ...this.dirStat(), nlink: 2 + subdirs };

@@ -146,16 +146,16 @@ export class Namespace {
     this.dirTimes.set(dir, { atimeMs: this.dirTimes.get(dir)?.atimeMs ?? now, mtimeMs: now, ctimeMs: now });
   }
 
-  /** How many subdirectories the directory's versioned listing has (its nlink is 2 more, with the backing ones). */
-  async subdirCount(dir: string): Promise<number> {
+  /** The directory's listing, and how many subdirectories it has (counted once per change of the listing). */
+  async listingWithSubdirs(dir: string): Promise<{ listing: Map<string, Kind>; subdirs: number }> {
     const listing = await this.listing(dir);
     const epoch = this.epochs.get(dir) ?? 0;
     const cached = this.subdirs.get(dir);
-    if (cached !== undefined && cached.epoch === epoch) return cached.count;
+    if (cached !== undefined && cached.epoch === epoch) return { listing, subdirs: cached.count };
     let count = 0;
     for (const kind of listing.values()) if (kind === 'dir') count++;
     this.subdirs.set(dir, { epoch, count });
-    return count;
+    return { listing, subdirs: count };
   }
 
   /** Forget a directory's listing (and those of its subdirectories when `deep`). */
