@@ -1,5 +1,6 @@
-// The daemon's own state: `<home>/daemon/state.sqlite`, never the engine's metadata DB. Everything in
-// it is a hint that can be rebuilt: the engine's metadata is the truth. So the index may lag behind
+// The daemon's own state: `<home>/daemon/state.sqlite`, never the engine's metadata DB. Nearly everything
+// in it is a hint that can be rebuilt: the engine's metadata is the truth (the mount's modes and owners,
+// mount_attrs in daemon/mount/attrs.ts, are the exception: not versioned, kept only here). So the index may lag behind
 // the engine (rows are written only AFTER the engine committed the version), never run ahead of it,
 // and synchronous=NORMAL is enough: a lost row only costs one re-hash in the next catch-up scan.
 

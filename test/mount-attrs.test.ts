@@ -1,5 +1,5 @@
-// Attributes native/fuse answers without JS (src/attrs.c): getattr, chown and a chmod that keeps the
-// exec bit, for a file open for writing with local changes. What a tool sees must be what JS would
+// Attributes native/fuse answers without JS (src/attrs.c): getattr, and a chown or chmod that changes
+// nothing, for a file open for writing with local changes. What a tool sees must be what JS would
 // have answered at every step of tar's sequence (create, write, utimens, fstat, fchown, fchmod, close),
 // and every change that does reach JS (a write, an exec bit, a new mtime) must show at once.
 
@@ -29,10 +29,10 @@ def st(fd):
 fd = os.open('t.py', os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
 os.write(fd, b'x' * 100)
 os.utime(fd, (1000, 2000))
-st(fd)                     # 100, 0o644, 2000
+st(fd)                     # 100, 0o600 (as created), 2000
 os.fchown(fd, os.getuid(), os.getgid())
 os.fchmod(fd, 0o644)
-st(fd)                     # unchanged
+st(fd)                     # 0o644: a chmod that changes the mode goes to JS
 os.write(fd, b'y' * 50)
 st(fd)                     # 150, mtime now: the write reached JS, the cached attributes went with it
 os.fchmod(fd, 0o755)
@@ -91,7 +91,7 @@ describe('attributes answered by native/fuse', () => {
     // A write and a truncate set mtime to the present: shown as 'now'.
     const rows = (JSON.parse(result.stdout) as Array<[number, string, number]>).map(([size, mode, mtime]) => [size, mode, Math.abs(mtime - Date.now() / 1000) < 120 ? 'now' : mtime]);
     expect(rows).toEqual([
-      [100, '0o644', 2000],
+      [100, '0o600', 2000],
       [100, '0o644', 2000],
       [150, '0o644', 'now'],
       [150, '0o755', 'now'],

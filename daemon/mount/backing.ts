@@ -123,6 +123,11 @@ export class Backing {
     return fs.chmod(this.real(path), mode & 0o7777);
   }
 
+  /** -1 keeps that id (as chown(2) does). */
+  chown(path: string, uid: number, gid: number): Promise<void> {
+    return fs.lchown(this.real(path), uid, gid);
+  }
+
   utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
     return fs.utimes(this.real(path), atimeMs / 1000, mtimeMs / 1000);
   }

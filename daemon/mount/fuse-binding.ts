@@ -32,8 +32,8 @@ export interface FuseStat {
   rdev?: number;
   /**
    * These attributes change only through requests about this file (it is open for writing with local
-   * changes, which restores do not replace): native/fuse may answer getattr, chown and an exec-bit-
-   * preserving chmod with them until the next request about the file reaches JS (src/attrs.c).
+   * changes, which restores do not replace): native/fuse may answer getattr, and a chown or chmod that
+   * changes nothing, with them until the next request about the file reaches JS (src/attrs.c).
    */
   cacheable?: boolean;
 }
@@ -91,9 +91,10 @@ export interface FuseOps {
   /**
    * The bytes (the whole file, from offset 0) and times the C side kept for `fd`. Synchronous.
    * `journaled`: 0, or the bytes of the file's close record the C side wrote to the journal (it then
-   * answered the close), or -errno when writing it failed.
+   * answered the close), or -errno when writing it failed. `perm`: the permission bits a chmod the C
+   * side kept set (the exec bit unchanged), or -1.
    */
-  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number): void;
+  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number, perm: number): void;
 }
 
 /** What the C side needs to journal a kept file's close itself (journalFd -1: the close goes to JS). */

@@ -139,7 +139,7 @@ export class LowLevelSession {
     }
     if (op === Op.Absorb) {
       // Not a request: nothing to answer. Applied before the request that caused it is handled.
-      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!, n2);
+      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!, n2, this.scratch[2]!);
       return;
     }
     const name = s1 ?? '';

@@ -80,15 +80,15 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     mkdir: (path, mode, cb) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode), cb),
     rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
     chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fromFuse(path), mode), cb),
-    chown: (path, _uid, _gid, cb) => run('chown', path, () => chown(state, fromFuse(path)), cb),
+    chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fromFuse(path), uid, gid), cb),
     utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fromFuse(path), atime, mtime), cb),
     link: (src, _dest, cb) => run('link', src, () => link(), cb),
     symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),
     readlink: (path, cb) => run('readlink', path, () => readlink(), cb),
     writeBehind: (fd) => writeBehind(state, fd),
-    absorb: (fd, data, mtimeMs, ctimeMs, journaled) => {
+    absorb: (fd, data, mtimeMs, ctimeMs, journaled, perm) => {
       const started = performance.now();
-      absorb(state, fd, data, mtimeMs, ctimeMs, journaled);
+      absorb(state, fd, data, mtimeMs, ctimeMs, journaled, perm);
       note(journaled === 0 ? 'absorb' : 'absorb (closed)', started);
     },
   };

@@ -1,6 +1,7 @@
 // Mount mode's project host (contract: daemon/host.ts). The daemon loads this module with a dynamic
 // import only when a project uses mount mode, so watch-only daemons never load the FUSE addon.
 import type { ContentStore } from '../../engine/ports/content-store.js';
+import { attrRowsIn } from './attrs.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import type { ExplicitDirStore } from './namespace.js';
 import { MountDeleteGuard } from './delete-guard.js';
@@ -37,6 +38,7 @@ class MountHost implements ProjectHost {
         dir: ctx.dir,
         stagingDir: ctx.stagingDir,
         dirStore: batchedDirStore(ctx),
+        attrRows: attrRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
         sink: thread ?? inProcess,
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),

@@ -7,6 +7,7 @@ import type { Engine } from '../../engine/engine-api.js';
 import { isTempName } from '../capture/temp-names.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { Entry } from '../../engine/types.js';
+import type { MountAttrs, PathAttrs } from './attrs.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { FileNode, type Handle } from './file-node.js';
@@ -41,6 +42,8 @@ export interface MountStateDeps {
   pool: StagingPool;
   sink: MountSink;
   journal: MountJournal;
+  /** modes and owners of versioned files and directories (attrs.ts) */
+  attrs: MountAttrs;
   logger: Logger;
   isIgnored(path: string, dir: boolean): boolean;
   projectJson: Buffer;
@@ -57,6 +60,7 @@ export class MountState {
   readonly pool: StagingPool;
   readonly sink: MountSink;
   readonly journal: MountJournal;
+  readonly attrs: MountAttrs;
   readonly logger: Logger;
   readonly source: ReadSource;
   readonly handles = new Map<number, Handle>();
@@ -87,6 +91,7 @@ export class MountState {
     this.pool = deps.pool;
     this.sink = deps.sink;
     this.journal = deps.journal;
+    this.attrs = deps.attrs;
     this.logger = deps.logger;
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
     this.startMs = deps.now();
@@ -276,11 +281,12 @@ export class MountState {
     if (opened !== null && opened !== EMPTY_READER) await opened.close();
   }
 
-  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs): FuseStat {
+  /** A versioned file's attributes; `attrs` from MountAttrs (else the defaults: 0644/0755, the mount's owner). */
+  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs, attrs?: PathAttrs): FuseStat {
     return {
-      mode: 0o100000 | (executable ? 0o755 : 0o644),
-      uid: this.deps.uid,
-      gid: this.deps.gid,
+      mode: 0o100000 | (attrs?.perm ?? (executable ? 0o755 : 0o644)),
+      uid: attrs?.uid ?? this.deps.uid,
+      gid: attrs?.gid ?? this.deps.gid,
       size,
       nlink: 1,
       blksize: BLOCK_SIZE,
@@ -300,7 +306,8 @@ export class MountState {
     let subdirs = versioned + (path === '' ? 1 : 0);
     for (const name of await this.backing.subdirNames(path)) if (listing.get(name) !== 'dir') subdirs++;
     const times = this.ns.dirTimesOf(path);
-    const stat = { ...this.dirStat(), nlink: 2 + subdirs };
+    const attrs = this.attrs.of(path, 'dir');
+    const stat = { ...this.dirStat(), mode: 0o040000 | attrs.perm, uid: attrs.uid, gid: attrs.gid, nlink: 2 + subdirs };
     if (times !== undefined) Object.assign(stat, { atime: times.atimeMs, mtime: times.mtimeMs, ctime: times.ctimeMs });
     return stat;
   }

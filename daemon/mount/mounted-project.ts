@@ -1,5 +1,6 @@
 // One project mounted at a directory: checks, stale-mount cleanup, the state, the FUSE session, and an
 // orderly stop (detach the mount, capture everything pending, close the workers).
+import { type AttrRows, MountAttrs } from './attrs.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -31,6 +32,8 @@ export interface MountProjectOptions {
   dir: string;
   stagingDir: string;
   dirStore: ExplicitDirStore;
+  /** where modes and owners are kept (attrs.ts; default: in memory only) */
+  attrRows?: AttrRows;
   sink: MountSink;
   /**
    * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
@@ -128,6 +131,7 @@ export class MountedProject {
       pool,
       sink: options.sink,
       journal: MountJournal.forProject(options.stagingDir, options.projectId),
+      attrs: new MountAttrs(options.attrRows ?? null, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }),
       logger,
       isIgnored: (path, isDir) => ignore.ignores(path, isDir),
       projectJson: Buffer.from(`${JSON.stringify({ projectId: options.projectId, home: options.home }, null, 2)}\n`),

@@ -7,6 +7,7 @@ import { isFuseHidden, parentOf } from './paths.js';
 /** The versioned file at `path` leaves the tree; the engine records it after the settle delay. */
 export async function removeVersioned(state: MountState, path: string, node: FileNode | null): Promise<void> {
   const { ns } = state;
+  state.attrs.remove(path);
   if (node !== null) {
     const hidden = node.detached || isFuseHidden(path);
     state.detach(node);
@@ -63,6 +64,7 @@ export function placeNode(state: MountState, node: FileNode, to: string, target:
 /** libfuse hides a file unlinked while open: for us that is an unlink, and the node lives on unseen. */
 export function hideNode(state: MountState, node: FileNode, from: string, to: string): void {
   const { ns } = state;
+  state.attrs.move(from, to);
   const marker: GoneMarker = { kind: 'gone', movedTo: null, dir: false };
   if (ns.nodes.get(from) === node) ns.nodes.delete(from);
   ns.gone.set(from, marker);

@@ -24,14 +24,14 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       return { ...state.fileStat(resolved.data.length, false, state.now()), mode: 0o100444 };
     case 'node': {
       const { node } = resolved;
-      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs);
+      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable));
       // Open for writing with local changes: only requests about this file change it (src/attrs.c).
       if (node.writers > 0 && node.dirty && !node.detached) stat.cacheable = true;
       return stat;
     }
     case 'entry': {
       const { entry } = resolved;
-      return state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry));
+      return state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry), undefined, state.attrs.of(path, 'file', entry.executable));
     }
     case 'backing-file':
       return toFuseStat(resolved.stat);

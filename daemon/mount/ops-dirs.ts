@@ -23,6 +23,8 @@ export async function mkdir(state: MountState, path: string, mode: number): Prom
   ns.addExplicitDir(path);
   ns.setEntry(path, 'dir');
   ns.markNewDir(path);
+  state.attrs.remove(path, true);
+  state.attrs.set(path, 'dir', false, { perm: mode });
 }
 
 async function isEmpty(state: MountState, path: string, versioned: boolean): Promise<boolean> {
@@ -50,6 +52,7 @@ export async function rmdir(state: MountState, path: string): Promise<void> {
 /** The directory leaves the tree now; files the engine still has below it are being removed or moved. */
 function hideVersionedDir(state: MountState, path: string): void {
   const { ns } = state;
+  state.attrs.remove(path, true);
   ns.removeExplicitDir(path);
   ns.gone.set(path, { kind: 'gone', movedTo: null, dir: true });
   ns.deleteEntry(path);
@@ -107,6 +110,7 @@ export async function renameDir(
     moveNode(state, node, path, moved(path));
     placeNode(state, node, moved(path), null);
   }
+  state.attrs.move(from, to, true);
   for (const dir of dirs) {
     ns.removeExplicitDir(dir);
     ns.gone.set(dir, { kind: 'gone', movedTo: null, dir: true });

@@ -1,5 +1,6 @@
 // chmod, utimens, chown, and the link kinds we do not support. Only the owner's exec bit is part of a
-// version (the engine's `executable`); other mode bits, owners and times are not versioned.
+// version (the engine's `executable`); the other mode bits and the owners are kept per path (attrs.ts),
+// times in memory.
 import { E, fail } from './errno.js';
 import type { MountState } from './mount-state.js';
 
@@ -13,6 +14,7 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
       break;
     case 'dir':
       if (!resolved.versioned) await state.backing.chmod(path, mode);
+      else state.attrs.set(path, 'dir', false, { perm: mode });
       return;
     case 'backing-file':
       return state.backing.chmod(path, mode);
@@ -21,6 +23,7 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
       const node = state.nodeFor(path, resolved);
       const executable = (mode & 0o100) !== 0;
       node.ctimeMs = state.now();
+      state.attrs.set(path, 'file', executable, { perm: mode });
       if (node.executable === executable) {
         state.dropIfIdle(node);
         return;
@@ -68,9 +71,29 @@ async function backingUtimens(state: MountState, path: string, atimeMs: number, 
   return state.backing.utimens(path, atimeMs, mtimeMs);
 }
 
-/** Owners are not versioned; accepting the call keeps `tar` and `cp -a` (as root) working. */
-export async function chown(state: MountState, path: string): Promise<void> {
-  if ((await state.resolve(path)) === null) fail(E.NOENT);
+/** Owners are kept per path, not versioned; -1 keeps that id. */
+export async function chown(state: MountState, path: string, uid: number, gid: number): Promise<void> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  const change = { ...(uid === -1 ? {} : { uid }), ...(gid === -1 ? {} : { gid }) };
+  switch (resolved.kind) {
+    case 'virtual-dir':
+    case 'virtual-file':
+      fail(E.ACCES);
+      break;
+    case 'dir':
+      if (!resolved.versioned) await state.backing.chown(path, uid, gid);
+      else state.attrs.set(path, 'dir', false, change);
+      return;
+    case 'backing-file':
+      return state.backing.chown(path, uid, gid);
+    case 'node':
+      resolved.node.ctimeMs = state.now();
+      state.attrs.set(path, 'file', resolved.node.executable, change);
+      return;
+    case 'entry':
+      state.attrs.set(path, 'file', resolved.entry.executable, change);
+  }
 }
 
 export async function link(): Promise<void> {

@@ -58,6 +58,7 @@ export async function rename(state: MountState, from: string, to: string): Promi
       return;
     }
     const node = await nodeFromBacking(state, from, to);
+    state.attrs.remove(to);
     return placeNode(state, node, to, target);
   }
   const node = state.nodeFor(from, source as Extract<Resolved, { kind: 'node' | 'entry' }>);
@@ -70,5 +71,6 @@ export async function rename(state: MountState, from: string, to: string): Promi
   }
   moveNode(state, node, from, to);
   placeNode(state, node, to, target);
+  state.attrs.move(from, to);
 }
 

@@ -78,6 +78,9 @@ export async function create(state: MountState, path: string, mode: number): Pro
   const node = new FileNode(path, null, state.now());
   node.content = { kind: 'memory', buf: Buffer.alloc(0) };
   node.executable = (mode & 0o100) !== 0;
+  // A new file starts as its creator asked (the kernel applied the umask), not as a stale row said.
+  state.attrs.remove(path);
+  state.attrs.set(path, 'file', node.executable, { perm: mode });
   // A new empty file is a change too (`touch __init__.py` matters).
   node.dirty = true;
   node.handles = 1;
@@ -122,7 +125,7 @@ export function closeRecordPrefix(path: string, executable: boolean): string {
  * What the C side kept for `fh`: the file's whole content from offset 0, and its times. `journaled`
  * > 0: it also journaled the file's close and answered it (what flush() does), -errno: that failed.
  */
-export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number): void {
+export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number, perm = -1): void {
   if (journaled > 0) state.journal.appendedElsewhere(journaled);
   else if (journaled < 0) state.journal.failedElsewhere(-journaled);
   const handle = state.handles.get(fh);
@@ -130,6 +133,7 @@ export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: num
   if (handle === undefined || node === null || node === undefined) return;
   handle.wrote = true;
   if (journaled > 0) noteClosed(handle);
+  if (perm >= 0 && !node.detached) state.attrs.set(node.path, 'file', node.executable, { perm });
   const apply = () => {
     node.mtimeMs = mtimeMs;
     node.ctimeMs = ctimeMs;

@@ -125,8 +125,7 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
   if (m->wb != NULL && wb_setattr(m, req, ino, attr, to_set, SETATTR_NOOP_BITS)) return;
   double timeout;
   const struct stat *cached = attr_get(m->attrs, ino, &timeout);
-  if (cached != NULL && (to_set & ~SETATTR_NOOP_BITS) == 0 &&
-      (!(to_set & FUSE_SET_ATTR_MODE) || ((attr->st_mode ^ cached->st_mode) & S_IXUSR) == 0)) {
+  if (cached != NULL && (to_set & ~SETATTR_NOOP_BITS) == 0 && setattr_keeps(attr, to_set, cached)) {
     m->answered[1] += 1;
     fuse_reply_attr(req, cached, timeout);
     return;

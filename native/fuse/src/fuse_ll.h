@@ -34,6 +34,14 @@ void attr_answered(attr_table_t *t, fuse_ino_t ino);
 void attr_fill(attr_table_t *t, fuse_ino_t ino, const struct stat *st, double timeout);
 void attr_drop(attr_table_t *t, fuse_ino_t ino);
 const struct stat *attr_get(attr_table_t *t, fuse_ino_t ino, double *timeout);
+// A setattr's mode, uid and gid (those it sets) are what the cached attributes say already: it changes
+// nothing JS keeps, and the C side may answer it (tar's fchown and fchmod to the values it created).
+static inline int setattr_keeps(const struct stat *attr, int to_set, const struct stat *cached) {
+  if ((to_set & FUSE_SET_ATTR_MODE) && ((attr->st_mode ^ cached->st_mode) & 07777) != 0) return 0;
+  if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != cached->st_uid) return 0;
+  if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != cached->st_gid) return 0;
+  return 1;
+}
 
 typedef struct wb_file wb_file_t;
 

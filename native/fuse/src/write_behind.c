@@ -17,7 +17,8 @@
 //   while attrs.c holds the file's attributes (so getattr answers from them stay true: we update them).
 //   A restore drops them (attrDrop): the close then goes to JS, which knows what the restore changed.
 // - While we keep a file, its path and exec bit cannot change without a request that hands it back
-//   (rename, chmod of the exec bit): the record header JS gave us at create stays true.
+//   (rename, chmod of the exec bit): the record header JS gave us at create stays true. Other mode
+//   bits are kept here and handed over with the bytes (JS keeps them per path, attrs.ts).
 // - Durability is unchanged: a write's bytes lived in JS memory until close journaled them; the close
 //   record is written to the journal (page cache, as JS did) before the close is answered.
 #include "fuse_ll.h"
@@ -30,6 +31,9 @@ struct wb_file {
   char *data;
   size_t len, cap;
   struct timespec mtime, ctime;
+  // A chmod kept here (tar creates 0600, then sets the archive's mode): handed to JS with the bytes.
+  int perm_set;
+  mode_t perm;
   // The mount's journal (journal.ts) and the start of this file's record header, up to its size:
   // close journals the file here, as JS would (fd -1: close goes to JS).
   int journal_fd;
@@ -81,6 +85,7 @@ static void hand_over(mount_t *m, wb_file_t *f, double journaled) {
   memcpy(saved, m->scratch, sizeof saved);
   m->scratch[0] = ms_of(f->mtime);
   m->scratch[1] = ms_of(f->ctime);
+  m->scratch[2] = f->perm_set ? (double)f->perm : -1;
   napi_value argv[7], fn, global, result;
   void *copy;
   napi_create_int32(env, OP_ABSORB, &argv[0]);
@@ -204,17 +209,26 @@ int wb_write(mount_t *m, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
 
 #define WB_TIME_BITS (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)
 
+// Times, and a chmod that keeps the owner's exec bit (that bit is part of a version: JS decides), are
+// kept; a chown only when it changes nothing. Anything else hands the file over.
 int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *attr, int to_set, int noop_bits) {
   wb_file_t *f = *find_link(m, ino);
-  if (f == NULL || (to_set & WB_TIME_BITS) == 0 || (to_set & ~(WB_TIME_BITS | noop_bits)) != 0) return 0;
+  if (f == NULL || (to_set & (WB_TIME_BITS | FUSE_SET_ATTR_MODE)) == 0 || (to_set & ~(WB_TIME_BITS | noop_bits)) != 0) return 0;
   double timeout;
   struct stat *st = (struct stat *)attr_get(m->attrs, ino, &timeout);
   if (st == NULL) return 0;
+  if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st->st_uid) return 0;
+  if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st->st_gid) return 0;
   if ((to_set & FUSE_SET_ATTR_MODE) && ((attr->st_mode ^ st->st_mode) & S_IXUSR) != 0) return 0;
   // What JS's utimens does to a node: mtime as given (atime is not kept: it reads as mtime), ctime now.
   struct timespec now = now_ms();
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) f->mtime = now;
   else if (to_set & FUSE_SET_ATTR_MTIME) f->mtime = attr->st_mtim;
+  if (to_set & FUSE_SET_ATTR_MODE) {
+    f->perm = attr->st_mode & 07777;
+    f->perm_set = 1;
+    st->st_mode = (st->st_mode & S_IFMT) | f->perm;
+  }
   f->ctime = now;
   st->st_atim = st->st_mtim = f->mtime;
   st->st_ctim = f->ctime;
