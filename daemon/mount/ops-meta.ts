@@ -2,16 +2,19 @@
 // version (the engine's `executable`); the other mode bits and the owners are kept per path (attrs.ts),
 // times in memory.
 import { E, fail } from './errno.js';
-import type { MountState } from './mount-state.js';
+import type { MountState, Resolved } from './mount-state.js';
 
-export async function chmod(state: MountState, path: string, mode: number): Promise<void> {
+/** What a chmod or chown is about: a missing path is ENOENT, `.strata/` is read-only (EACCES). */
+async function attrTarget(state: MountState, path: string): Promise<Exclude<Resolved, { kind: 'virtual-dir' | 'virtual-file' }>> {
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
+  if (resolved.kind === 'virtual-dir' || resolved.kind === 'virtual-file') fail(E.ACCES);
+  return resolved;
+}
+
+export async function chmod(state: MountState, path: string, mode: number): Promise<void> {
+  const resolved = await attrTarget(state, path);
   switch (resolved.kind) {
-    case 'virtual-dir':
-    case 'virtual-file':
-      fail(E.ACCES);
-      break;
     case 'dir':
       if (!resolved.versioned) await state.backing.chmod(path, mode);
       else state.attrs.set(path, 'dir', false, { perm: mode });
@@ -73,14 +76,9 @@ async function backingUtimens(state: MountState, path: string, atimeMs: number, 
 
 /** Owners are kept per path, not versioned; -1 keeps that id. */
 export async function chown(state: MountState, path: string, uid: number, gid: number): Promise<void> {
-  const resolved = await state.resolve(path);
-  if (resolved === null) fail(E.NOENT);
+  const resolved = await attrTarget(state, path);
   const change = { ...(uid === -1 ? {} : { uid }), ...(gid === -1 ? {} : { gid }) };
   switch (resolved.kind) {
-    case 'virtual-dir':
-    case 'virtual-file':
-      fail(E.ACCES);
-      break;
     case 'dir':
       if (!resolved.versioned) await state.backing.chown(path, uid, gid);
       else state.attrs.set(path, 'dir', false, change);
