@@ -112,11 +112,13 @@ import os
 fd = os.open('tarlike.txt', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
 os.write(fd, b'kept in C until the close')
 os.fchmod(fd, 0o640)
-os.close(fd)"`,
+os.close(fd)"
+mkdir lab && chown 0:5678 lab && chmod 2775 lab && echo x > lab/made.txt && mkdir lab/sub`,
     );
     // tarlike.txt: created 0600 and set to 0640 while its bytes were still kept in C (write-behind).
-    const expected = ['151 0 0', '600 0 0', '4755 0 0', '2750 0 0', '1777 0 0', '644 1234 5678', '711 0 0', '640 0 0', '644 0 0', '640 0 0'];
-    const paths = ['odd.txt', 'secret.key', 'tool.sh', 'private', 'shared', 'owned2.txt', 'moved/sub', 'moved/sub/f.txt', 'gone.txt', 'tarlike.txt'];
+    // lab is setgid: what is made in it takes its group, a directory the setgid bit too.
+    const expected = ['151 0 0', '600 0 0', '4755 0 0', '2750 0 0', '1777 0 0', '644 1234 5678', '711 0 0', '640 0 0', '644 0 0', '640 0 0', '644 0 5678', '2755 0 5678'];
+    const paths = ['odd.txt', 'secret.key', 'tool.sh', 'private', 'shared', 'owned2.txt', 'moved/sub', 'moved/sub/f.txt', 'gone.txt', 'tarlike.txt', 'lab/made.txt', 'lab/sub'];
     expect(await stat('%a %u %g', ...paths)).toEqual(expected);
     await m.idle();
     // The exec bit is versioned: tool.sh is executable in its history, secret.key is not.

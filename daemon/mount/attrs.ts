@@ -8,7 +8,7 @@
 // keep theirs in that filesystem.
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
-import { isWithin } from './paths.js';
+import { isWithin, parentOf } from './paths.js';
 
 export interface PathAttrs {
   /** permission bits, setuid/setgid/sticky included (0o7777) */
@@ -54,6 +54,18 @@ export class MountAttrs {
       this.store?.put(path, next);
     }
     return next;
+  }
+
+  /**
+   * A new file or directory: `perm` as its creator asked (the kernel applied the umask), not what an
+   * earlier one at that name had. In a setgid directory it takes the directory's group, and a new
+   * directory the setgid bit too (as ext4 does).
+   */
+  created(path: string, kind: 'file' | 'dir', executable: boolean, perm: number): void {
+    this.remove(path, kind === 'dir');
+    const parent = this.#rows.get(parentOf(path));
+    const inherit = parent !== undefined && (parent.perm & 0o2000) !== 0;
+    this.set(path, kind, executable, { perm: inherit && kind === 'dir' ? perm | 0o2000 : perm, ...(inherit ? { gid: parent.gid } : {}) });
   }
 
   /** `from` is now at `to` (a directory: with everything below it); what was at `to` is gone. */

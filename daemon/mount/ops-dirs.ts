@@ -23,8 +23,7 @@ export async function mkdir(state: MountState, path: string, mode: number): Prom
   ns.addExplicitDir(path);
   ns.setEntry(path, 'dir');
   ns.markNewDir(path);
-  state.attrs.remove(path, true);
-  state.attrs.set(path, 'dir', false, { perm: mode });
+  state.attrs.created(path, 'dir', false, mode);
 }
 
 async function isEmpty(state: MountState, path: string, versioned: boolean): Promise<boolean> {

@@ -78,9 +78,7 @@ export async function create(state: MountState, path: string, mode: number): Pro
   const node = new FileNode(path, null, state.now());
   node.content = { kind: 'memory', buf: Buffer.alloc(0) };
   node.executable = (mode & 0o100) !== 0;
-  // A new file starts as its creator asked (the kernel applied the umask), not as a stale row said.
-  state.attrs.remove(path);
-  state.attrs.set(path, 'file', node.executable, { perm: mode });
+  state.attrs.created(path, 'file', node.executable, mode);
   // A new empty file is a change too (`touch __init__.py` matters).
   node.dirty = true;
   node.handles = 1;
