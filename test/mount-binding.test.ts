@@ -57,6 +57,7 @@ async function mountTiny(files: { content: Buffer; mtime: number }, options: { a
     options: ['fsname=strata-test', 'subtype=strata-test'],
     attrTimeoutS: options.attrTimeoutS,
     entryTimeoutS: options.attrTimeoutS,
+    dirAttrTimeoutS: options.attrTimeoutS,
     maxWrite: 131_072,
     opTimeoutMs: options.opTimeoutMs,
     unmount: detachMount,

@@ -94,6 +94,50 @@ PY
     expect(result.stdout.trim()).toBe('0 ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG 0');
   }, 60_000);
 
+  it('let other users in, owning what they create, with the kernel checking permissions', async () => {
+    // The daemon runs as root here: the mount is allow_other + default_permissions (sharing.ts).
+    const as = (uid: number, command: string) => inMount(m, `setpriv --reuid=${uid} --regid=${uid} --clear-groups sh -c '${command}' 2>/dev/null && echo rc=0 || echo rc=$?`);
+    await inMount(m, 'mkdir -m 1777 common && echo root-only > common/root.key && chmod 600 common/root.key && mkdir -m 1777 common/.git');
+    expect((await as(4242, 'echo mine > common/u.txt && mkdir common/udir && echo ign > common/.git/u.lock')).stdout).toContain('rc=0');
+    expect(await stat('%u %g', 'common/u.txt', 'common/udir', 'common/.git/u.lock')).toEqual(['4242 4242', '4242 4242', '4242 4242']);
+    // 0600 and root's: another user cannot read it; the sticky directory keeps them from removing it.
+    expect((await as(4242, 'cat common/root.key')).stdout).toContain('rc=1');
+    expect((await as(4242, 'rm -f common/root.key')).stdout).toContain('rc=1');
+    // chown is root's (EPERM for a user, even on their own file); chmod is the owner's.
+    expect((await as(4242, 'chown 4343 common/u.txt')).stdout).toContain('rc=1');
+    expect((await as(4242, 'chmod 640 common/u.txt')).stdout).toContain('rc=0');
+    expect((await as(4343, 'chmod 666 common/u.txt')).stdout).toContain('rc=1');
+    expect(await stat('%a %u', 'common/u.txt')).toEqual(['640 4242']);
+    await m.idle();
+    expect((await m.read('common/u.txt')).toString()).toBe('mine\n');
+  }, 60_000);
+
+  it('make FIFOs, sockets and device nodes that work, unversioned, across a restart', async () => {
+    await inMount(
+      m,
+      `mkdir -p nodes && mkfifo -m 0640 nodes/pipe && mknod nodes/null c 1 3 && chmod 666 nodes/null
+python3 -c "import socket; s = socket.socket(socket.AF_UNIX); s.bind('nodes/sock')"
+(echo through > nodes/pipe &) && read line < nodes/pipe && echo "$line" > nodes/got.txt
+mv nodes/pipe nodes/pipe2`,
+    );
+    const expected = ['fifo 640', 'character special file 666 1,3', 'socket', 'regular file'];
+    const check = async () => {
+      expect(await stat('%F %a', 'nodes/pipe2')).toEqual([expected[0]]);
+      expect(await stat('%F %a %t,%T', 'nodes/null')).toEqual([expected[1]]);
+      expect(await stat('%F', 'nodes/sock', 'nodes/got.txt')).toEqual(expected.slice(2));
+    };
+    await check();
+    expect((await inMount(m, 'ls nodes | sort | tr "\\n" " "')).stdout).toBe('got.txt null pipe2 sock ');
+    await m.idle();
+    expect((await m.read('nodes/got.txt')).toString()).toBe('through\n');
+    expect(await m.stat('nodes/pipe2')).toBeNull();
+    expect(await m.stop()).toBe(0);
+    m = await mountProject({ root: m.root });
+    await check();
+    await inMount(m, 'rm nodes/pipe2 nodes/null nodes/sock');
+    expect((await inMount(m, 'ls nodes')).stdout).toBe('got.txt\n');
+  }, 120_000);
+
   it('keep modes and owners through chmod, chown and renames, and across a restart', async () => {
     await inMount(
       m,

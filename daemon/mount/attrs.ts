@@ -11,7 +11,7 @@ import type { Logger } from 'pino';
 import { isWithin, parentOf } from './paths.js';
 
 export interface PathAttrs {
-  /** permission bits, setuid/setgid/sticky included (0o7777) */
+  /** permission bits, setuid/setgid/sticky included (0o7777); a special's row holds its file type instead (markSpecial) */
   perm: number;
   uid: number;
   gid: number;
@@ -37,7 +37,7 @@ export class MountAttrs {
   /** What `path` shows: its row, or the defaults (`exec` for a file: the versioned exec bit). */
   of(path: string, kind: 'file' | 'dir', executable = false): PathAttrs {
     const row = this.#rows.get(path);
-    const perm = row?.perm ?? defaultPerm(kind, executable);
+    const perm = (row?.perm ?? defaultPerm(kind, executable)) & 0o7777;
     // The versioned exec bit wins for the owner's x (a pulled or restored version may change it).
     const shown = kind === 'dir' ? perm : executable ? perm | 0o100 : perm & ~0o100;
     return { perm: shown, uid: row?.uid ?? this.owner.uid, gid: row?.gid ?? this.owner.gid };
@@ -58,14 +58,37 @@ export class MountAttrs {
 
   /**
    * A new file or directory: `perm` as its creator asked (the kernel applied the umask), not what an
-   * earlier one at that name had. In a setgid directory it takes the directory's group, and a new
-   * directory the setgid bit too (as ext4 does).
+   * earlier one at that name had, owned by its creator (the mount's owner when not known). In a setgid
+   * directory it takes the directory's group, and a new directory the setgid bit too (as ext4 does).
    */
-  created(path: string, kind: 'file' | 'dir', executable: boolean, perm: number): void {
+  created(path: string, kind: 'file' | 'dir', executable: boolean, perm: number, creator?: { uid: number; gid: number }): void {
     this.remove(path, kind === 'dir');
+    const group = this.groupFor(path, creator);
+    const inherit = (this.#rows.get(parentOf(path))?.perm ?? 0) & 0o2000;
+    this.set(path, kind, executable, { perm: kind === 'dir' ? perm | inherit : perm, uid: creator?.uid ?? this.owner.uid, gid: group });
+  }
+
+  /** The group a new entry at `path` gets: the parent's in a setgid directory, else its creator's. */
+  groupFor(path: string, creator?: { uid: number; gid: number }): number {
     const parent = this.#rows.get(parentOf(path));
-    const inherit = parent !== undefined && (parent.perm & 0o2000) !== 0;
-    this.set(path, kind, executable, { perm: inherit && kind === 'dir' ? perm | 0o2000 : perm, ...(inherit ? { gid: parent.gid } : {}) });
+    if (parent !== undefined && (parent.perm & 0o2000) !== 0) return parent.gid;
+    return creator?.gid ?? this.owner.gid;
+  }
+
+  /**
+   * FIFOs, sockets and device nodes at versionable names live in the backing directory, unversioned;
+   * their row (the file type bits in `perm`) is how a lookup knows to look there, and it moves and
+   * goes with renames and removals like any other row. Their modes and owners are the backing node's.
+   */
+  markSpecial(path: string, type: number): void {
+    this.remove(path);
+    this.#rows.set(path, { perm: type & S_IFMT, uid: this.owner.uid, gid: this.owner.gid });
+    this.store?.put(path, { perm: type & S_IFMT, uid: this.owner.uid, gid: this.owner.gid });
+  }
+
+  isSpecial(path: string): boolean {
+    if (this.#rows.size === 0) return false;
+    return ((this.#rows.get(path)?.perm ?? 0) & S_IFMT) !== 0;
   }
 
   /** `from` is now at `to` (a directory: with everything below it); what was at `to` is gone. */
@@ -93,6 +116,8 @@ export class MountAttrs {
     }
   }
 }
+
+const S_IFMT = 0o170000;
 
 export function defaultPerm(kind: 'file' | 'dir', executable: boolean): number {
   return kind === 'dir' || executable ? 0o755 : 0o644;

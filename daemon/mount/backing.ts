@@ -7,6 +7,7 @@ import * as fsc from 'node:fs';
 import { constants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { fail } from './errno.js';
 import type { FuseStat } from './fuse-binding.js';
 
 export const BLOCK_SIZE = 128 * 1024;
@@ -23,11 +24,30 @@ export function toFuseStat(s: import('node:fs').Stats): FuseStat {
     atime: s.atimeMs,
     mtime: s.mtimeMs,
     ctime: s.ctimeMs,
+    rdev: s.rdev,
   };
 }
 
 export class Backing {
-  constructor(readonly root: string) {}
+  constructor(
+    readonly root: string,
+    /** mknod(2) (native/fuse; Node has none): 0 or the errno */
+    private readonly makeNode: (real: string, mode: number, dev: number) => number = () => 38,
+  ) {}
+
+  /** A FIFO, socket or device node; owned by `owner` when the daemon may give it away (root). */
+  async mknod(path: string, mode: number, dev: number, owner?: { uid: number; gid: number }): Promise<void> {
+    await this.ensureParent(path);
+    const errno = this.makeNode(this.real(path), mode, dev);
+    if (errno !== 0) fail(-errno);
+    await this.giveTo(path, owner);
+  }
+
+  /** New entries are the daemon's; as root it hands them to the user who created them. */
+  async giveTo(path: string, owner?: { uid: number; gid: number }): Promise<void> {
+    if (owner === undefined || process.getuid?.() !== 0 || (owner.uid === 0 && owner.gid === 0)) return;
+    await fs.lchown(this.real(path), owner.uid, owner.gid);
+  }
 
   real(path: string): string {
     return path === '' ? this.root : join(this.root, path);

@@ -55,6 +55,12 @@ export interface FuseStatfs {
 /** Every callback takes 0 or a negative errno first; read/write take a byte count (or negative errno). */
 export type Done = (errno: number) => void;
 
+/** Who asked for a new file, directory, node or link (the calling process's fsuid/fsgid): its owner. */
+export interface Creator {
+  uid: number;
+  gid: number;
+}
+
 export interface FuseOps {
   init?(cb: Done): void;
   statfs?(path: string, cb: (errno: number, stat?: FuseStatfs) => void): void;
@@ -63,7 +69,7 @@ export interface FuseOps {
   access?(path: string, mode: number, cb: Done): void;
   readdir(path: string, cb: (errno: number, names?: string[]) => void): void;
   open(path: string, flags: number, cb: (errno: number, fd?: number) => void): void;
-  create(path: string, mode: number, cb: (errno: number, fd?: number) => void): void;
+  create(path: string, mode: number, cb: (errno: number, fd?: number) => void, creator?: Creator): void;
   read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErrno: number) => void): void;
   write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErrno: number) => void): void;
   flush?(path: string, fd: number, cb: Done): void;
@@ -74,15 +80,15 @@ export interface FuseOps {
   unlink?(path: string, cb: Done): void;
   rename?(src: string, dest: string, cb: Done): void;
   link?(src: string, dest: string, cb: Done): void;
-  symlink?(target: string, path: string, cb: Done): void;
+  symlink?(target: string, path: string, cb: Done, creator?: Creator): void;
   readlink?(path: string, cb: (errno: number, target?: string) => void): void;
-  mkdir?(path: string, mode: number, cb: Done): void;
+  mkdir?(path: string, mode: number, cb: Done, creator?: Creator): void;
   rmdir?(path: string, cb: Done): void;
   chmod?(path: string, mode: number, cb: Done): void;
   chown?(path: string, uid: number, gid: number, cb: Done): void;
   /** A time given as NaN is left as it is (a setattr that sets only the other one). */
   utimens?(path: string, atime: number, mtime: number, cb: Done): void;
-  mknod?(path: string, mode: number, dev: number, cb: Done): void;
+  mknod?(path: string, mode: number, dev: number, cb: Done, creator?: Creator): void;
   /**
    * Write-behind (native/fuse src/write_behind.c): may the C side keep the appended bytes and the times
    * of the file just created under handle `fd`? Only for a new, empty file in memory; null otherwise.
@@ -110,6 +116,8 @@ export interface MountOptions {
   /** kernel attribute / name cache lifetimes (seconds) */
   attrTimeoutS: number;
   entryTimeoutS: number;
+  /** directories' attributes (fuse-lowlevel.ts attrTimeout) */
+  dirAttrTimeoutS: number;
   /** largest write request the kernel sends (bytes) */
   maxWrite: number;
   /** per-request safety timeout (ms): a request JS never answers fails with EIO then */

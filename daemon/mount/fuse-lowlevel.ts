@@ -6,7 +6,7 @@
 // every create, mkdir, chmod, chown and utimens with a getattr request of its own (126,160 getattr for
 // 20,000 files, each a full thread round trip). Here the reply to the change carries the attributes,
 // from one extra getattr call in JS that costs no hand-off.
-import type { Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
+import type { Creator, Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
 import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
 import { InodeTable } from './fuse-inodes.js';
 import { applySetattr } from './fuse-setattr.js';
@@ -17,6 +17,8 @@ const EINVAL = 22;
 const ENOSYS = 38;
 const ENAMETOOLONG = 36;
 const NAME_MAX = 255;
+const S_IFMT = 0o170000;
+const S_IFDIR = 0o040000;
 
 const tooLong = (name: string) => name.length > NAME_MAX / 3 && Buffer.byteLength(name) > NAME_MAX;
 
@@ -77,6 +79,21 @@ export class LowLevelSession {
     await Promise.all(work);
   }
 
+  /** The creating caller native/fuse put in scratch[14..15] (src/fuse_ll.c dispatch); read before any await. */
+  private creator(): Creator {
+    return { uid: this.scratch[14]!, gid: this.scratch[15]! };
+  }
+
+  /**
+   * How long the kernel may keep these attributes. A directory's change only through requests the
+   * kernel sees (it drops the directory's attributes after each create, mkdir, unlink, rename in it)
+   * or through `invalidate` (a restore): they can be kept. With default_permissions the kernel checks
+   * every directory of a path walk against fresh attributes: at 0 s an untar sent 3.5x the getattrs.
+   */
+  private attrTimeout(stat: FuseStat): number {
+    return (stat.mode & S_IFMT) === S_IFDIR ? this.options.dirAttrTimeoutS : this.options.attrTimeoutS;
+  }
+
   private writeStat(stat: FuseStat): void {
     const s = this.scratch;
     s[0] = stat.mode;
@@ -89,6 +106,7 @@ export class LowLevelSession {
     s[7] = stat.atime;
     s[8] = stat.mtime;
     s[9] = stat.ctime;
+    s[10] = stat.rdev ?? 0;
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
@@ -121,7 +139,7 @@ export class LowLevelSession {
         const ino = this.inodes.remember(parent, name, stat.mode);
         const cacheable = stat.cacheable === true ? 1 : 0;
         if (onAttr !== undefined) onAttr(ino, cacheable);
-        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.options.attrTimeoutS, cacheable);
+        else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.attrTimeout(stat), cacheable);
       });
     };
   }
@@ -167,7 +185,7 @@ export class LowLevelSession {
             return;
           }
           this.writeStat(stat);
-          native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
+          native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
         });
         return;
       case Op.Setattr:
@@ -185,11 +203,11 @@ export class LowLevelSession {
         return;
       case Op.Mknod:
         if (ops.mknod === undefined) native.replyErr(id, ENOSYS);
-        else ops.mknod(path, n1, n2, this.entry(id, ino, name, path));
+        else ops.mknod(path, n1, n2, this.entry(id, ino, name, path), this.creator());
         return;
       case Op.Mkdir:
         if (ops.mkdir === undefined) native.replyErr(id, ENOSYS);
-        else ops.mkdir(path, n1, this.entry(id, ino, name, path));
+        else ops.mkdir(path, n1, this.entry(id, ino, name, path), this.creator());
         return;
       case Op.Unlink:
         if (this.inodes.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
@@ -200,7 +218,7 @@ export class LowLevelSession {
         return;
       case Op.Symlink:
         if (ops.symlink === undefined) native.replyErr(id, ENOSYS);
-        else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path));
+        else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path), this.creator());
         return;
       case Op.Rename:
         this.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
@@ -235,7 +253,7 @@ export class LowLevelSession {
             if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.opened(newIno, 1);
             else ops.release(path, fd, () => {});
           })(0);
-        });
+        }, this.creator());
         return;
       case Op.Read: {
         const buf = Buffer.allocUnsafe(n2);
@@ -423,7 +441,7 @@ export class LowLevelSession {
         return;
       }
       this.writeStat(stat);
-      this.native.replyAttr(id, ino, this.options.attrTimeoutS, stat.cacheable === true ? 1 : 0);
+      this.native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
     });
   }
 }

@@ -42,6 +42,8 @@ export type Dispatch = (op: number, id: number, ino: number, n1: number, n2: num
 export interface NativeFuse {
   mount(mnt: string, options: string, dispatch: Dispatch, maxWrite: number, scratch: Float64Array, opTimeoutMs: number): NativeHandle;
   close(handle: NativeHandle): void;
+  /** mknod(2) on a real path: 0 or the errno (src/serve.c). */
+  mknod(path: string, mode: number, dev: number): number;
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
   /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
   attrDrop(handle: NativeHandle, ino: number): void;
@@ -80,6 +82,8 @@ export interface NativeFuse {
 
 export interface LowLevelOptions {
   attrTimeoutS: number;
+  /** directories' attribute cache (fuse-lowlevel.ts attrTimeout) */
+  dirAttrTimeoutS: number;
   entryTimeoutS: number;
   maxWrite: number;
   /** a request not answered by then fails with EIO (0 = never) */

@@ -7,7 +7,7 @@ import type { MountState } from './mount-state.js';
 import { access, getattr, readdir, statfs } from './ops-attr.js';
 import { mkdir, rmdir } from './ops-dirs.js';
 import { ftruncate, read, truncate, write } from './ops-io.js';
-import { chmod, chown, link, readlink, symlink, utimens } from './ops-meta.js';
+import { chmod, chown, link, mknod, readlink, symlink, utimens } from './ops-meta.js';
 import { rename, unlink } from './ops-names.js';
 import { absorb, create, flush, fsync, open, release, writeBehind } from './ops-open.js';
 import { fromFuse } from './paths.js';
@@ -67,7 +67,7 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     access: (path, mode, cb) => run('access', path, () => access(state, fromFuse(path), mode), cb),
     readdir: (path, cb) => run('readdir', path, () => readdir(state, fromFuse(path)), cb),
     open: (path, flags, cb) => run('open', path, () => open(state, fromFuse(path), flags), cb),
-    create: (path, mode, cb) => run('create', path, () => create(state, fromFuse(path), mode), cb),
+    create: (path, mode, cb, creator) => run('create', path, () => create(state, fromFuse(path), mode, creator), cb),
     read: (path, fd, buf, len, pos, cb) => runCount('read', path, () => read(state, fd, buf, len, pos), cb),
     write: (path, fd, buf, len, pos, cb) => runCount('write', path, () => write(state, fd, buf, len, pos), cb),
     flush: (path, fd, cb) => run('flush', path, () => flush(state, fd), cb),
@@ -77,7 +77,8 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     ftruncate: (path, fd, size, cb) => run('ftruncate', path, () => ftruncate(state, fd, size), cb),
     unlink: (path, cb) => run('unlink', path, () => unlink(state, fromFuse(path)), cb),
     rename: (src, dest, cb) => run('rename', src, () => rename(state, fromFuse(src), fromFuse(dest)), cb),
-    mkdir: (path, mode, cb) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode), cb),
+    mkdir: (path, mode, cb, creator) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode, creator), cb),
+    mknod: (path, mode, dev, cb, creator) => run('mknod', path, () => mknod(state, fromFuse(path), mode, dev, creator), cb),
     rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
     chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fromFuse(path), mode), cb),
     chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fromFuse(path), uid, gid), cb),

@@ -168,7 +168,7 @@ export class MountState {
         this.ns.invalidate(parentOf(path)); // the listing was stale
       }
     }
-    if (this.backingCandidate(path)) {
+    if (this.backingCandidate(path) || this.attrs.isSpecial(path)) {
       const stat = await this.backing.stat(path);
       if (stat !== null) {
         if (!stat.isDirectory()) return { kind: 'backing-file', stat };

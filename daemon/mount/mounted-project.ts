@@ -20,6 +20,7 @@ import { type ReconcileStats, Reconciler } from './reconciler.js';
 import { RECOVERED_ACTOR_SUFFIX, recoverStaging } from './recovery.js';
 import type { MountSink } from './sink.js';
 import { cleanStaleMount, detachMount } from './stale-mount.js';
+import { mountSharing } from './sharing.js';
 import { StagingPool } from './staging-pool.js';
 
 export interface MountProjectOptions {
@@ -127,7 +128,7 @@ export class MountedProject {
       projectId: options.projectId,
       store: options.store,
       ns,
-      backing: new Backing(backingRoot),
+      backing: new Backing(backingRoot, (real, mode, dev) => Fuse.mknod(real, mode, dev)),
       pool,
       sink: options.sink,
       journal: MountJournal.forProject(options.stagingDir, options.projectId),
@@ -146,14 +147,20 @@ export class MountedProject {
       if (path === STRATAIGNORE) void ignore.reload();
     };
     const project = new MountedProject(state, ignore, options);
+    const sharing = await mountSharing();
+    if (sharing.limitation !== null) {
+      warnings.push(sharing.limitation);
+      logger.info({ dir }, sharing.limitation);
+    }
     project.warnings.push(...warnings);
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
-        options: FUSE_MOUNT_OPTIONS,
+        options: [...FUSE_MOUNT_OPTIONS, ...sharing.options],
         // 0: the kernel asks for attributes each time. A longer cache would go stale when the engine
         // changes a file behind the mount (a restore), and nothing invalidates it yet.
         attrTimeoutS: options.attrTimeoutS ?? 0,
         entryTimeoutS: options.entryTimeoutS ?? 1,
+        dirAttrTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
         unmount: detachMount,

@@ -141,6 +141,11 @@ export class Namespace {
     });
   }
 
+  /** Something the engine does not list changed in `dir` (a FIFO, socket or device node): its times. */
+  touchDir(dir: string): void {
+    this.entriesChanged(dir);
+  }
+
   private entriesChanged(dir: string): void {
     const now = this.now();
     this.dirTimes.set(dir, { atimeMs: this.dirTimes.get(dir)?.atimeMs ?? now, mtimeMs: now, ctimeMs: now });

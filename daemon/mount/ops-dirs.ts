@@ -2,12 +2,13 @@
 // although no file is below them (`mkdir build`, or the last file removed) are kept in the daemon
 // state (explicit dirs). A directory rename moves every file below it, each recorded as one rename.
 import { E, fail } from './errno.js';
+import type { Creator } from './fuse-binding.js';
 import { keepParent, moveNode, placeNode } from './moves.js';
 import type { MountState, Resolved } from './mount-state.js';
 import { isMissing } from './backing.js';
 import { isWithin, joinPath, parentOf } from './paths.js';
 
-export async function mkdir(state: MountState, path: string, mode: number): Promise<void> {
+export async function mkdir(state: MountState, path: string, mode: number, creator?: Creator): Promise<void> {
   if ((await state.resolve(path)) !== null) fail(E.EXIST);
   if (isWithin(path, '.strata')) fail(E.ACCES);
   const parent = await state.resolve(parentOf(path));
@@ -15,6 +16,7 @@ export async function mkdir(state: MountState, path: string, mode: number): Prom
   if (parent.kind !== 'dir') fail(E.NOTDIR);
   if (!parent.versioned || state.backingCandidate(path, true)) {
     await state.backing.mkdir(path, mode);
+    await state.backing.giveTo(path, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
     state.backingDirs.add(path);
     state.noteIfUnversionable(path, parent.versioned);
     return;
@@ -23,7 +25,7 @@ export async function mkdir(state: MountState, path: string, mode: number): Prom
   ns.addExplicitDir(path);
   ns.setEntry(path, 'dir');
   ns.markNewDir(path);
-  state.attrs.created(path, 'dir', false, mode);
+  state.attrs.created(path, 'dir', false, mode, creator);
 }
 
 async function isEmpty(state: MountState, path: string, versioned: boolean): Promise<boolean> {

@@ -2,7 +2,10 @@
 // version (the engine's `executable`); the other mode bits and the owners are kept per path (attrs.ts),
 // times in memory.
 import { E, fail } from './errno.js';
-import type { MountState, Resolved } from './mount-state.js';
+import type { Creator } from './fuse-binding.js';
+import { type MountState, type Resolved, VIRTUAL_DIR } from './mount-state.js';
+import { create, release } from './ops-open.js';
+import { isWithin, parentOf } from './paths.js';
 
 /** What a chmod or chown is about: a missing path is ENOENT, `.strata/` is read-only (EACCES). */
 async function attrTarget(state: MountState, path: string): Promise<Exclude<Resolved, { kind: 'virtual-dir' | 'virtual-file' }>> {
@@ -91,6 +94,31 @@ export async function chown(state: MountState, path: string, uid: number, gid: n
       return;
     case 'entry':
       state.attrs.set(path, 'file', resolved.entry.executable, change);
+  }
+}
+
+const S_IFMT = 0o170000;
+const S_IFREG = 0o100000;
+
+/**
+ * FIFOs, sockets (a bind(2) on the mount) and device nodes exist as on any filesystem, unversioned: they
+ * live in the backing directory, and a versionable name gets a row that says so (attrs.ts markSpecial).
+ * A regular file made with mknod is an empty new file, versioned like any other.
+ */
+export async function mknod(state: MountState, path: string, mode: number, dev: number, creator?: Creator): Promise<void> {
+  if ((mode & S_IFMT) === S_IFREG || (mode & S_IFMT) === 0) {
+    const fd = await create(state, path, mode & 0o7777, creator);
+    return release(state, fd);
+  }
+  if ((await state.resolve(path)) !== null) fail(E.EXIST);
+  if (isWithin(path, VIRTUAL_DIR)) fail(E.ACCES);
+  const parent = await state.resolve(parentOf(path));
+  if (parent === null) fail(E.NOENT);
+  if (parent.kind !== 'dir') fail(E.NOTDIR);
+  await state.backing.mknod(path, mode, dev, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
+  if (parent.versioned && !state.backingCandidate(path)) {
+    state.attrs.markSpecial(path, mode);
+    state.ns.touchDir(parentOf(path));
   }
 }
 

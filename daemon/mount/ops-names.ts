@@ -20,7 +20,10 @@ export async function unlink(state: MountState, path: string): Promise<void> {
       fail(E.ACCES);
       break;
     case 'backing-file':
-      return state.backing.unlink(path);
+      await state.backing.unlink(path);
+      state.attrs.remove(path);
+      if (state.attrs.isSpecial(path) || !resolved.stat.isFile()) state.ns.touchDir(parentOf(path));
+      return;
     case 'node':
     case 'entry': {
       // The mass-delete guard: once tripped, tracked files stay (EPERM) until `strata guard reset`.
@@ -50,6 +53,7 @@ export async function rename(state: MountState, from: string, to: string): Promi
     target !== null && (target.kind === 'node' || target.kind === 'entry')
       ? true
       : toParent.versioned && !state.backingCandidate(to, false);
+  if (source.kind === 'backing-file' && !source.stat.isFile()) return renameSpecial(state, from, to, source.stat.mode, target, targetVersioned);
   if (!sourceVersioned) {
     if (!targetVersioned) {
       if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);
@@ -74,3 +78,14 @@ export async function rename(state: MountState, from: string, to: string): Promi
   state.attrs.move(from, to);
 }
 
+
+/** A FIFO, socket or device node (or a link among ignored files) stays what it is: never read as content. */
+async function renameSpecial(state: MountState, from: string, to: string, mode: number, target: Resolved | null, toVersionable: boolean): Promise<void> {
+  if (target !== null) await removeTarget(state, to, target);
+  await state.backing.rename(from, to);
+  state.attrs.remove(from);
+  if (toVersionable) state.attrs.markSpecial(to, mode);
+  else state.attrs.remove(to);
+  state.ns.touchDir(parentOf(from));
+  state.ns.touchDir(parentOf(to));
+}

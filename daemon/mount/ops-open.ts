@@ -5,7 +5,7 @@
 import { closeFd, fsyncFd } from './backing.js';
 import { E, fail } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
-import type { WriteBehind } from './fuse-binding.js';
+import type { Creator, WriteBehind } from './fuse-binding.js';
 import type { JournalRecord } from './journal.js';
 import type { MountState } from './mount-state.js';
 import { truncateNode, writeNode } from './node-content.js';
@@ -59,7 +59,7 @@ export async function open(state: MountState, path: string, flags: number): Prom
   return fail(E.IO);
 }
 
-export async function create(state: MountState, path: string, mode: number): Promise<number> {
+export async function create(state: MountState, path: string, mode: number, creator?: Creator): Promise<number> {
   const existing = await state.resolve(path);
   if (existing !== null) {
     if (existing.kind === 'dir' || existing.kind === 'virtual-dir') fail(E.ISDIR);
@@ -71,6 +71,7 @@ export async function create(state: MountState, path: string, mode: number): Pro
   if (parent.kind !== 'dir') fail(E.NOTDIR);
   if (!parent.versioned || state.backingCandidate(path, false)) {
     const fd = await state.backing.create(path, mode);
+    await state.backing.giveTo(path, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
     state.noteIfUnversionable(path, parent.versioned);
     return state.newHandle({ node: null, fd, writable: true, virtual: null }).id;
   }
@@ -78,7 +79,7 @@ export async function create(state: MountState, path: string, mode: number): Pro
   const node = new FileNode(path, null, state.now());
   node.content = { kind: 'memory', buf: Buffer.alloc(0) };
   node.executable = (mode & 0o100) !== 0;
-  state.attrs.created(path, 'file', node.executable, mode);
+  state.attrs.created(path, 'file', node.executable, mode, creator);
   // A new empty file is a change too (`touch __init__.py` matters).
   node.dirty = true;
   node.handles = 1;

@@ -51,6 +51,13 @@ static void dispatch(fuse_req_t req, int op, double ino, double n1, double n2, c
       return;
     }
     attr_forwarded(m->attrs, (fuse_ino_t)ino);
+    // Who creates: a new file, directory, node or link belongs to the calling process's fsuid/fsgid
+    // (JS reads them from scratch[14..15], which nothing else uses).
+    if (op == OP_CREATE || op == OP_MKDIR || op == OP_MKNOD || op == OP_SYMLINK) {
+      const struct fuse_ctx *ctx = fuse_req_ctx(req);
+      m->scratch[14] = (double)ctx->uid;
+      m->scratch[15] = (double)ctx->gid;
+    }
   } else {
     attr_drop(m->attrs, (fuse_ino_t)ino);
   }

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <uv.h>
 

@@ -20,6 +20,7 @@ static void fill_stat(fuse_req_t req, struct stat *st, double ino) {
     ts[i]->tv_sec = (time_t)sec;
     ts[i]->tv_nsec = (long)((ms - sec * 1000.0) * 1e6);
   }
+  st->st_rdev = (dev_t)s[10];
   st->st_ino = (ino_t)ino;
 }
 

@@ -284,10 +284,30 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// mknod(path, mode, dev) -> 0 or errno: FIFOs, sockets and device nodes live in the mount's backing
+// directory (Node has no mknod). One local syscall, on the JS thread like the rest of this binding.
+static napi_value js_mknod(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], out;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char path[PATH_MAX];
+  size_t len = 0;
+  double mode = 0, dev = 0;
+  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) != napi_ok || len >= sizeof path - 1 ||
+      napi_get_value_double(env, argv[1], &mode) != napi_ok || napi_get_value_double(env, argv[2], &dev) != napi_ok) {
+    napi_throw_type_error(env, NULL, "mknod(path, mode, dev)");
+    return NULL;
+  }
+  int rc = mknod(path, (mode_t)mode, (dev_t)dev) == 0 ? 0 : errno;
+  CHECK(napi_create_int32(env, rc, &out));
+  return out;
+}
+
 static napi_value init_module(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"mount", NULL, js_mount, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"mknod", NULL, js_mknod, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   define_replies(env, exports);
