@@ -24,6 +24,7 @@ export const VersionSchema = Type.Object({
   kind: Type.Union(['write', 'delete', 'restore', 'snapshot-restore', 'import'].map((k) => Type.Literal(k))),
   restoredFrom: Nullable(Type.String()),
   executable: Type.Boolean(),
+  symlink: Type.Boolean({ description: 'a symbolic link: the content is its target, the bytes readlink returns' }),
   dataset: Type.Boolean({ description: 'stored as a dataset: contentHash names its manifest, size is the assembled size' }),
 });
 export const EntrySchema = Type.Object({
@@ -33,6 +34,7 @@ export const EntrySchema = Type.Object({
   size: Type.Integer(),
   timestamp: Timestamp,
   executable: Type.Boolean(),
+  symlink: Type.Boolean(),
   dataset: Type.Boolean(),
 });
 export const WriteResultSchema = Type.Object({ entry: EntrySchema, version: VersionSchema, historyKept: Type.Optional(Type.Boolean()) });
@@ -54,6 +56,7 @@ export const SnapshotEntrySchema = Type.Object({
   contentHash: Hash,
   size: Type.Integer(),
   executable: Type.Boolean(),
+  symlink: Type.Boolean(),
   dataset: Type.Boolean(),
 });
 export const DiffSchema = Type.Object({
@@ -93,6 +96,7 @@ export const DirectorySchema = Type.Object({
       size: Type.Optional(Type.Integer()),
       versionId: Type.Optional(Type.String()),
       timestamp: Type.Optional(Timestamp),
+      symlink: Type.Optional(Type.Boolean({ description: 'files only: a symbolic link' })),
     }),
   ),
 });

@@ -42,6 +42,9 @@ export const WriteQuery = Type.Object(
     path: PathText,
     baseVersionId: Type.Optional(Type.String({ maxLength: 128, description: 'empty = the path must not exist' })),
     executable: Type.Optional(Type.Boolean({ description: 'the exec bit of the new version (default false)' })),
+    symlink: Type.Optional(
+      Type.Boolean({ description: 'the body is a symbolic link target (1 to 4,095 bytes, no NUL): the new version is a link (default false)' }),
+    ),
   },
   closed,
 );

@@ -35,6 +35,8 @@ export interface EngineContext {
     kind: VersionKind;
     restoredFrom?: string | null;
     executable?: boolean;
+    /** a symbolic link (the content is its target): never executable, never a dataset */
+    symlink?: boolean;
     dataset?: boolean;
   }): VersionRecord;
 }
@@ -61,6 +63,8 @@ export function createEngineContext(deps: EngineDeps): EngineContext {
       return project;
     },
     newVersion(fields) {
+      const symlink = fields.contentHash !== null && fields.symlink === true;
+      if (symlink && fields.dataset === true) throw new TypeError('a symbolic link is never a dataset');
       return {
         versionId: deps.ids.uuid(),
         projectId: fields.projectId,
@@ -71,8 +75,10 @@ export function createEngineContext(deps: EngineDeps): EngineContext {
         timestamp: ctx.now(),
         kind: fields.kind,
         restoredFrom: fields.restoredFrom ?? null,
-        // A tombstone has no content, so no mode either.
-        executable: fields.contentHash !== null && fields.executable === true,
+        // A tombstone has no content, so no mode either; a link has no exec bit of its own (lstat
+        // says 0777 for every link; chmod follows it to the target).
+        executable: fields.contentHash !== null && fields.executable === true && !symlink,
+        symlink,
         dataset: fields.contentHash !== null && fields.dataset === true,
       };
     },

@@ -59,8 +59,16 @@ export interface WriteInput {
   /** the exec bit (default false); the same content with a different bit is a new version */
   executable?: boolean;
   /**
-   * Record nothing when the content hash and exec bit equal the path's current entry (the daemon's
-   * "touch is not a version"): the result is then the current entry and version, `unchanged: true`.
+   * A symbolic link (default false): `content` is the link's target, the bytes readlink(2) returns
+   * (1 to 4,095 bytes, no NUL: else INVALID_SYMLINK_TARGET). Stored as an ordinary object, never as a
+   * dataset, never executable (`executable` is ignored). A link and a file with the same bytes are
+   * different states: either replacing the other is a new version.
+   */
+  symlink?: boolean;
+  /**
+   * Record nothing when the content hash, exec bit and symlink flag equal the path's current entry
+   * (the daemon's "touch is not a version"): the result is then the current entry and version,
+   * `unchanged: true`.
    */
   ifChanged?: boolean;
 }
@@ -108,7 +116,8 @@ export interface DatasetVersionInfo {
 
 export interface DirectoryListing {
   path: string;
-  items: Array<{ name: string; path: string; type: 'file' | 'directory'; size?: number; versionId?: string; timestamp?: string }>;
+  /** a file's `symlink`: true when it is a symbolic link (its content is the target) */
+  items: Array<{ name: string; path: string; type: 'file' | 'directory'; size?: number; versionId?: string; timestamp?: string; symlink?: boolean }>;
 }
 
 export interface SnapshotRestoreResult {

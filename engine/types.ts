@@ -31,6 +31,11 @@ export interface VersionRecord {
   /** the file's exec bit (POSIX `x`); false for tombstones */
   executable: boolean;
   /**
+   * A symbolic link: the content is the link's target, byte for byte as readlink(2) returns it.
+   * Never executable, never a dataset; false for tombstones.
+   */
+  symlink: boolean;
+  /**
    * A dataset: `contentHash` names its manifest (engine/datasets/manifest.ts), which lists the shards;
    * `size` is the size of the assembled bytes. Reads return the assembled bytes.
    */
@@ -46,6 +51,8 @@ export interface Entry {
   /** when the current version was written */
   timestamp: string;
   executable: boolean;
+  /** a symbolic link: the content is its target (VersionRecord.symlink) */
+  symlink: boolean;
   dataset: boolean;
 }
 
@@ -76,6 +83,7 @@ export interface SnapshotEntry {
   contentHash: ContentHash;
   size: number;
   executable: boolean;
+  symlink: boolean;
   dataset: boolean;
 }
 

@@ -46,9 +46,10 @@ describe('engine: files and history', () => {
       kind: 'write',
       restoredFrom: null,
       executable: false,
+      symlink: false,
       dataset: false,
     });
-    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp, executable: false, dataset: false });
+    expect(entry).toEqual({ path: 'src/main.m', versionId: version.versionId, contentHash: ABC, size: 3, timestamp: version.timestamp, executable: false, symlink: false, dataset: false });
     expect(await read('src/main.m')).toBe('abc');
   });
 

@@ -208,6 +208,7 @@ describe('a long pushed chain', () => {
               kind: 'import',
               restoredFrom: null,
               executable: false,
+              symlink: false,
               dataset: false,
             },
             expectedCurrent: null,

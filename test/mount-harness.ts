@@ -99,7 +99,7 @@ export async function mountProject(options: { root?: string; env?: Record<string
       const items = await mounted.history(path);
       const current = items[0];
       if (current === undefined || current.contentHash === null) return null;
-      return { path, versionId: current.versionId, contentHash: current.contentHash, size: current.size, timestamp: current.timestamp, executable: current.executable, dataset: current.dataset };
+      return { path, versionId: current.versionId, contentHash: current.contentHash, size: current.size, timestamp: current.timestamp, executable: current.executable, symlink: current.symlink, dataset: current.dataset };
     },
     async read(path) {
       const response = await fetch(`${url}${p(`/fs/read?path=${encodeURIComponent(path)}`)}`, {

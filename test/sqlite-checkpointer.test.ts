@@ -92,6 +92,7 @@ describe('the metadata repository with its checkpoint thread', () => {
               kind: 'write',
               restoredFrom: null,
               executable: false,
+              symlink: false,
               dataset: false,
             },
           };

@@ -33,6 +33,7 @@ describe('engine: the sync outbox and pulled versions', () => {
       kind: text === null ? 'delete' : 'write',
       restoredFrom: null,
       executable: false,
+      symlink: false,
       dataset: false,
     };
     return { record, current };

@@ -26,7 +26,7 @@ export function registerFileReadRoute(app: App, { engine, access }: RouteDeps): 
         throw new StrataError('INVALID_QUERY', { message: "Missing field 'path' (or 'versionId')", details: { field: 'path', reason: 'required' } });
       }
 
-      let version: { versionId: string; contentHash: string | null; size: number; path: string };
+      let version: { versionId: string; contentHash: string | null; size: number; path: string; symlink: boolean };
       if (versionId !== undefined) {
         version = await engine.getVersion(projectId, versionId);
         if (path !== undefined && version.path !== path) throw new StrataError('VERSION_NOT_FOUND', { details: { versionId } });
@@ -44,6 +44,9 @@ export function registerFileReadRoute(app: App, { engine, access }: RouteDeps): 
 
       const etag = `"${version.contentHash}"`;
       reply.header('etag', etag).header('x-strata-version-id', version.versionId).header('x-strata-content-hash', version.contentHash);
+      // A symbolic link reads as its target's bytes (what readlink returns); this header tells it from
+      // a file holding the same bytes.
+      reply.header('x-strata-symlink', version.symlink ? 'true' : 'false');
       reply.header('accept-ranges', 'bytes');
       if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
 

@@ -55,6 +55,7 @@ export function registerFileRoutes(app: App, deps: RouteDeps): void {
         const base = request.query.baseVersionId;
         if (base !== undefined) input.baseVersionId = base === '' ? null : base;
         if (request.query.executable === true) input.executable = true;
+        if (request.query.symlink === true) input.symlink = true;
         return reply.code(201).send(await engine.writeFile(input));
       },
     );

@@ -30,6 +30,7 @@ const SyncedVersion = Type.Object(
     baseVersionId: Type.Union([Type.String({ maxLength: 64 }), Type.Null()]),
     contentHash: Type.Union([Hash, Type.Null()]),
     executable: Type.Optional(Type.Boolean()),
+    symlink: Type.Optional(Type.Boolean()),
     dataset: Type.Optional(Type.Boolean()),
     timestamp: Type.String({ maxLength: 40 }),
   },

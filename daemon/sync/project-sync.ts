@@ -275,6 +275,8 @@ export class ProjectSync {
         baseVersionId: baseVersionId === null ? null : this.#aliases.remoteOf(baseVersionId),
         contentHash: record.contentHash,
         executable: record.executable,
+        // Only when set: a server from before links (no `symlink` in its closed schema) still takes files.
+        ...(record.symlink ? { symlink: true } : {}),
         ...(record.dataset ? { dataset: true } : {}),
         timestamp: record.timestamp,
       });

@@ -33,7 +33,8 @@ export async function trackDataset(ctx: EngineContext, input: { projectId: strin
   const single = { ...rules, tracked: [pattern] };
   const converted: VersionRecord[] = [];
   for await (const entry of allEntries(ctx, project.projectId)) {
-    if (entry.dataset || !isTracked(single, entry.path)) continue;
+    // A link stays a link: its content is a target, never a dataset's bytes.
+    if (entry.dataset || entry.symlink || !isTracked(single, entry.path)) continue;
     converted.push(await convertEntry(ctx, project.projectId, entry, input.actor));
   }
   return { rules, converted };

@@ -9,7 +9,7 @@
 // without git (engine/git/object-ids.ts).
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
-import { commitIdents, type ExportChange, type ExportCommit } from '../git/export-commit.js';
+import { commitIdents, type ExportChange, type ExportCommit, gitModeOf } from '../git/export-commit.js';
 import { writeFastImport } from '../git/fast-import-writer.js';
 import { GitTree, gitBlobId, gitCommitId } from '../git/object-ids.js';
 import type { ParentChange } from '../ports/metadata-repository.js';
@@ -134,7 +134,7 @@ export async function gitChainState(
         ctx.gitBlobIds.set(hash, blob);
       }
       blobIds.set(hash, blob);
-      tree.set(change.path, change.executable ? '100755' : '100644', blob);
+      tree.set(change.path, gitModeOf(change), blob);
     }
     const commitId = gitCommitId({ tree: tree.rootId(), parent, ...commitIdents(commit), message: commit.message });
     result.push({ snapshot: chain[index++]!, commitId });
@@ -233,7 +233,10 @@ async function* exportCommits(
   }
 }
 
-/** A dataset goes to git as its manifest (the object its version points to), with the manifest's size. */
+/**
+ * A dataset goes to git as its manifest (the object its version points to), with the manifest's size;
+ * a symbolic link as mode 120000 with its target as the blob, which is what git itself stores for one.
+ */
 async function modify(ctx: EngineContext, entry: SnapshotEntry, onContent?: (hash: ContentHash, size: number) => void): Promise<ExportChange> {
   let size = entry.size;
   if (entry.dataset) {
@@ -242,7 +245,8 @@ async function modify(ctx: EngineContext, entry: SnapshotEntry, onContent?: (has
     size = info.size;
   }
   onContent?.(entry.contentHash, size);
-  return { kind: 'modify', path: entry.path, contentHash: entry.contentHash, size, executable: entry.executable };
+  // `symlink` only when set: a chain without links exports exactly as before.
+  return { kind: 'modify', path: entry.path, contentHash: entry.contentHash, size, executable: entry.executable, ...(entry.symlink ? { symlink: true } : {}) };
 }
 
 async function* snapshotEntries(ctx: EngineContext, snapshotId: string): AsyncGenerator<SnapshotEntry> {

@@ -8,12 +8,14 @@
 import type { EngineContext } from '../context.js';
 import type { GitReceiveResult } from '../engine-api.js';
 import { parseManifest } from '../datasets/manifest.js';
-import { StrataError } from '../errors.js';
+import { isStrataError, StrataError } from '../errors.js';
 import { applyToTree, IdsAhead, pushedCommitId } from '../git/pushed-ids.js';
 import { type ReceivedBlob, type ReceivedCommit, readPushedHistory } from '../git/receive-stream.js';
 import type { ImportStep, VersionCommit } from '../ports/metadata-repository.js';
 import type { Actor, ContentHash, Entry } from '../types.js';
 import { gitChainState, snapshotChain } from './git-export.js';
+import { checkStoredSymlinkTarget } from '../symlink-target.js';
+import { quoteSafely } from '../unsafe-text.js';
 import { validateTag } from './tags.js';
 
 
@@ -131,8 +133,17 @@ async function assertSnapshotted(ctx: EngineContext, projectId: string, tipId: s
  * The project's entries as the planned commits leave them: what the database says, overlaid with the
  * records planned so far (none of which is committed before the whole push is).
  */
+interface PlannedEntry {
+  versionId: string;
+  hash: ContentHash;
+  size: number;
+  executable: boolean;
+  symlink: boolean;
+  dataset: boolean;
+}
+
 class PlannedTree {
-  readonly #planned = new Map<string, { versionId: string; hash: ContentHash; size: number; executable: boolean; dataset: boolean } | null>();
+  readonly #planned = new Map<string, PlannedEntry | null>();
 
   constructor(
     private readonly ctx: EngineContext,
@@ -142,12 +153,14 @@ class PlannedTree {
   /** whether the project had no entries when planning began (a first push): nothing to look up */
   #empty: boolean | undefined;
 
-  async get(path: string): Promise<{ versionId: string; hash: ContentHash; size: number; executable: boolean; dataset: boolean } | null> {
+  async get(path: string): Promise<PlannedEntry | null> {
     if (this.#planned.has(path)) return this.#planned.get(path)!;
     this.#empty ??= (await this.ctx.repository.versions.listEntries(this.projectId, { prefix: '', limit: 1 })).items.length === 0;
     if (this.#empty) return null;
     const entry = await this.ctx.repository.versions.getEntry(this.projectId, path);
-    return entry === null ? null : { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset };
+    return entry === null
+      ? null
+      : { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, symlink: entry.symlink, dataset: entry.dataset };
   }
 
   async paths(): Promise<string[]> {
@@ -160,7 +173,12 @@ class PlannedTree {
   }
 
   set(path: string, record: VersionCommit['record']): void {
-    this.#planned.set(path, record.contentHash === null ? null : { versionId: record.versionId, hash: record.contentHash, size: record.size, executable: record.executable, dataset: record.dataset });
+    this.#planned.set(
+      path,
+      record.contentHash === null
+        ? null
+        : { versionId: record.versionId, hash: record.contentHash, size: record.size, executable: record.executable, symlink: record.symlink, dataset: record.dataset },
+    );
   }
 }
 
@@ -168,18 +186,18 @@ class PlannedTree {
 async function planCommit(ctx: EngineContext, tree: PlannedTree, actor: Actor, commit: ReceivedCommit, oidBlobs: Map<string, ContentHash>): Promise<VersionCommit[]> {
   const { projectId } = tree;
   // The final state of each touched path: content, or null for gone.
-  const target = new Map<string, { hash: ContentHash; size: number; executable: boolean; maybeManifest: boolean } | null>();
+  const target = new Map<string, { hash: ContentHash; size: number; executable: boolean; symlink: boolean; maybeManifest: boolean } | null>();
   const current = async (path: string) => {
     if (target.has(path)) return target.get(path)!;
     const entry = await tree.get(path);
     if (entry === null) return null;
     if (entry.dataset) throw new StrataError('GIT_NOT_REPRESENTABLE', { message: `Renaming or copying the dataset ${path} in git is not supported; rename it in Strata` });
-    return { hash: entry.hash, size: entry.size, executable: entry.executable, maybeManifest: true };
+    return { hash: entry.hash, size: entry.size, executable: entry.executable, symlink: entry.symlink, maybeManifest: true };
   };
   for (const change of commit.changes) {
     if (change.kind === 'modify') {
       const blob: Pick<ReceivedBlob, 'hash' | 'size' | 'maybeManifest'> = 'oid' in change.blob ? { ...(await sizedBlob(ctx, oidBlobs.get(change.blob.oid)!)), maybeManifest: true } : change.blob;
-      target.set(change.path, { hash: blob.hash, size: blob.size, executable: change.executable, maybeManifest: blob.maybeManifest });
+      target.set(change.path, { hash: blob.hash, size: blob.size, executable: change.executable, symlink: change.symlink, maybeManifest: blob.maybeManifest });
     } else if (change.kind === 'delete') {
       target.set(change.path, null);
     } else if (change.kind === 'deleteall') {
@@ -200,14 +218,39 @@ async function planCommit(ctx: EngineContext, tree: PlannedTree, actor: Actor, c
       if (before !== null) deletes.push({ record: ctx.newVersion({ projectId, path, contentHash: null, size: 0, actor, kind: 'import' }), expectedCurrent });
       continue;
     }
+    // A link (mode 120000) is never a dataset; its blob must be a target a checkout can create again.
+    if (content.symlink) await checkLinkBlob(ctx, path, content.hash);
     // Only a blob that may be a manifest is read back to tell (one store read per file was 10% of a push).
-    const dataset = content.maybeManifest ? await datasetOf(ctx, content.hash, content.size) : null;
-    const record = ctx.newVersion({ projectId, path, contentHash: content.hash, size: dataset?.size ?? content.size, actor, kind: 'import', executable: content.executable, dataset: dataset !== null });
+    const dataset = content.maybeManifest && !content.symlink ? await datasetOf(ctx, content.hash, content.size) : null;
+    const record = ctx.newVersion({
+      projectId,
+      path,
+      contentHash: content.hash,
+      size: dataset?.size ?? content.size,
+      actor,
+      kind: 'import',
+      executable: content.executable,
+      symlink: content.symlink,
+      dataset: dataset !== null,
+    });
     writes.push(dataset === null ? { record, expectedCurrent } : { record, expectedCurrent, shards: dataset.shards });
   }
   const batch = [...deletes, ...writes];
   for (const { record } of batch) tree.set(record.path, record);
   return batch;
+}
+
+async function checkLinkBlob(ctx: EngineContext, path: string, hash: ContentHash): Promise<void> {
+  try {
+    await checkStoredSymlinkTarget(ctx.store, hash, 'path');
+  } catch (error) {
+    if (!isStrataError(error, 'INVALID_SYMLINK_TARGET')) throw error;
+    throw new StrataError('GIT_NOT_REPRESENTABLE', {
+      message: `The push has a symbolic link at ${quoteSafely(path)} whose target no filesystem can hold (${String(error.details?.['reason'])}): a target is 1 to 4,095 bytes, none of them NUL`,
+      details: { path: quoteSafely(path), reason: error.details?.['reason'] },
+      cause: error,
+    });
+  }
 }
 
 async function allEntries(ctx: EngineContext, projectId: string): Promise<Entry[]> {

@@ -21,7 +21,7 @@ export async function listDirectory(ctx: EngineContext, input: { projectId: stri
       const rest = entry.path.slice(prefix.length);
       const slash = rest.indexOf('/');
       if (slash === -1) {
-        items.push({ name: rest, path: entry.path, type: 'file', size: entry.size, versionId: entry.versionId, timestamp: entry.timestamp });
+        items.push({ name: rest, path: entry.path, type: 'file', size: entry.size, versionId: entry.versionId, timestamp: entry.timestamp, symlink: entry.symlink });
       } else {
         const name = rest.slice(0, slash);
         if (!seenDirs.has(name)) {

@@ -34,6 +34,7 @@ export async function renameFile(
     kind: 'write',
     restoredFrom: null,
     executable: source.executable,
+    symlink: source.symlink,
     dataset: source.dataset,
   });
   // The content is referenced by `source` until the tombstone commits, and by `created` after it, in

@@ -29,6 +29,7 @@ export async function restoreSnapshot(ctx: EngineContext, input: { projectId: st
         kind: 'snapshot-restore',
         restoredFrom: item.pinned ? item.pinned.versionId : null,
         executable: item.pinned ? item.pinned.executable : false,
+        symlink: item.pinned ? item.pinned.symlink : false,
         dataset: item.pinned ? item.pinned.dataset : false,
       }),
       expectedCurrent: item.current ? item.current.versionId : null,

@@ -26,6 +26,7 @@ export async function restoreVersion(ctx: EngineContext, input: { projectId: str
     kind: 'restore',
     restoredFrom: source.versionId,
     executable: source.executable,
+    symlink: source.symlink,
     dataset: source.dataset,
   });
   // The source record references the content until the new record commits (both live in the

@@ -67,7 +67,8 @@ export async function adoptSyncedVersions(
 }
 
 async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion): Promise<AdoptOutcome> {
-  const record: VersionRecord = { ...pulled.record, projectId };
+  // A server from before symbolic links (migration 9) sends no `symlink`: its versions are files.
+  const record: VersionRecord = { ...pulled.record, projectId, symlink: pulled.record.symlink === true };
   const { versionId } = record;
   const known = await ctx.repository.versions.get(projectId, versionId);
   if (known !== null) {

@@ -10,6 +10,7 @@ import { parseManifest } from '../datasets/manifest.js';
 import { parseContentHash } from '../hash.js';
 import { isUuid } from '../ids.js';
 import { normalizeProjectPath } from '../paths.js';
+import { checkStoredSymlinkTarget } from '../symlink-target.js';
 import type { Actor, ContentHash, VersionRecord } from '../types.js';
 import { assertWritablePath, commitOne } from './write-file.js';
 
@@ -24,6 +25,8 @@ export interface SyncedVersion {
   /** null: a deletion */
   contentHash: string | null;
   executable?: boolean;
+  /** a symbolic link: `contentHash` names its target (never with `dataset` or `executable`) */
+  symlink?: boolean;
   /** `contentHash` names a dataset manifest (sent like any content, with every shard it lists) */
   dataset?: boolean;
   /** when the workstation made it (RFC 3339) */
@@ -46,6 +49,7 @@ interface Checked {
   baseVersionId: string | null;
   contentHash: ContentHash | null;
   executable: boolean;
+  symlink: boolean;
   dataset: boolean;
   timestamp: string;
 }
@@ -69,6 +73,7 @@ export async function applySyncedVersions(
     throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: unavailable.slice(0, 10), count: unavailable.length } });
   }
   const datasets = await datasetsOf(ctx, input.projectId, checked);
+  await checkLinkTargets(ctx, checked);
   // Checks first, in order; then every version that can simply follow its base is committed in one
   // go (the batcher makes it one durable transaction: a request of 500 is one fsync, not 500); the few
   // whose path moved on are resolved one by one afterwards, in order.
@@ -139,6 +144,17 @@ async function datasetsOf(ctx: EngineContext, projectId: string, checked: Checke
   return facts;
 }
 
+/**
+ * A link's content must be a target every workstation can create again (symlink-target.ts): checked
+ * before anything is applied, like a dataset's manifest.
+ */
+async function checkLinkTargets(ctx: EngineContext, checked: Checked[]): Promise<void> {
+  for (const [i, version] of checked.entries()) {
+    if (!version.symlink || version.contentHash === null) continue;
+    await checkStoredSymlinkTarget(ctx.store, version.contentHash, `versions[${i}].contentHash`);
+  }
+}
+
 async function prepare(
   ctx: EngineContext,
   input: { projectId: string; actor: Actor },
@@ -184,6 +200,7 @@ function recordOf(input: { projectId: string; actor: Actor }, version: Checked, 
     kind: version.contentHash === null ? 'delete' : 'write',
     restoredFrom: null,
     executable: version.executable,
+    symlink: version.symlink,
     dataset: version.dataset,
   };
 }
@@ -199,12 +216,17 @@ function check(version: SyncedVersion, field: string): Checked {
     throw new StrataError('INVALID_ARGUMENT', { message: `${field}.baseVersionId must be a UUID or null`, details: { field: `${field}.baseVersionId` } });
   }
   const contentHash = version.contentHash === null ? null : parseContentHash(version.contentHash, `${field}.contentHash`);
+  const symlink = contentHash !== null && version.symlink === true;
+  if (symlink && version.dataset === true) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `${field}: a symbolic link is never a dataset`, details: { field: `${field}.dataset` } });
+  }
   return {
     versionId: version.versionId,
     path: normalizeProjectPath(version.path, `${field}.path`),
     baseVersionId: base,
     contentHash,
-    executable: contentHash !== null && version.executable === true,
+    executable: contentHash !== null && version.executable === true && !symlink,
+    symlink,
     dataset: contentHash !== null && version.dataset === true,
     timestamp: new Date(at).toISOString(),
   };
@@ -234,7 +256,7 @@ async function resolveMovedOn(
   try {
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
     if (version.contentHash === null) return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
-    if (current !== null && current.contentHash === version.contentHash) {
+    if (current !== null && current.contentHash === version.contentHash && current.symlink === version.symlink) {
       // The same file made on both sides (two workstations linked to one project, a copy made twice):
       // nothing to keep twice, no conflict to resolve.
       return { versionId, result: 'same', path: version.path, currentVersionId: current.versionId };

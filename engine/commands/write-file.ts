@@ -7,6 +7,7 @@ import type { WriteInput, WriteResult } from '../engine-api.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import { isVersioned } from '../policy.js';
+import { readSymlinkTarget } from '../symlink-target.js';
 import type { VersionCommit } from '../ports/metadata-repository.js';
 import type { ContentHash, Entry, Project, VersionRecord } from '../types.js';
 
@@ -20,10 +21,11 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   // Shared GC lock from "bytes in the store" to "record committed": see rw-lock.ts.
   const result = await ctx.gcLock.shared(async (): Promise<WriteResult> => {
     const options = { maxBytes: input.maxBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
-    const stored = await storeContent(ctx, project, path, input, options);
-    const executable = input.executable === true;
+    const symlink = input.symlink === true;
+    const stored = symlink ? await storeSymlink(ctx, input.content) : await storeContent(ctx, project, path, input, options);
+    const executable = input.executable === true && !symlink;
     if (input.ifChanged === true) {
-      const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, executable, stored.dataset !== null);
+      const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, { executable, symlink, dataset: stored.dataset !== null });
       if (current) return current;
     }
     const record = ctx.newVersion({
@@ -34,6 +36,7 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
       actor: input.actor,
       kind: input.kind ?? 'write',
       executable,
+      symlink,
       dataset: stored.dataset !== null,
     });
     const commit: VersionCommit = { record };
@@ -101,17 +104,26 @@ async function storeContent(
   return { hash: stored.hash, size: stored.size, dataset: null };
 }
 
-/** The current entry and version when they already hold this content and exec bit; else null. */
+/**
+ * A link's target, checked and stored whole as one object: a few bytes, never a dataset whatever the
+ * project's dataset rules say about its path (a link to a 2 GB file is still a link).
+ */
+async function storeSymlink(ctx: EngineContext, content: WriteInput['content']): Promise<{ hash: ContentHash; size: number; dataset: null }> {
+  const target = await readSymlinkTarget(content);
+  const stored = await ctx.store.putBuffer(target);
+  return { hash: stored.hash, size: stored.size, dataset: null };
+}
+
+/** The current entry and version when they already hold this content and these flags; else null. */
 async function unchangedEntry(
   ctx: EngineContext,
   projectId: string,
   path: string,
   hash: Entry['contentHash'],
-  executable: boolean,
-  dataset: boolean,
+  flags: Pick<Entry, 'executable' | 'symlink' | 'dataset'>,
 ): Promise<WriteResult | null> {
   const entry = await ctx.repository.versions.getEntry(projectId, path);
-  if (!entry || entry.contentHash !== hash || entry.executable !== executable || entry.dataset !== dataset) return null;
+  if (!entry || entry.contentHash !== hash || entry.executable !== flags.executable || entry.symlink !== flags.symlink || entry.dataset !== flags.dataset) return null;
   const version = await ctx.repository.versions.get(projectId, entry.versionId);
   return version ? { entry, version, unchanged: true } : null;
 }

@@ -8,7 +8,8 @@ export interface GitIdentity {
 }
 
 export type ExportChange =
-  | { kind: 'modify'; path: string; contentHash: string; size: number; executable: boolean }
+  /** `symlink`: a symbolic link, mode 120000 with the target as its blob (`executable` is then ignored) */
+  | { kind: 'modify'; path: string; contentHash: string; size: number; executable: boolean; symlink?: boolean }
   | { kind: 'delete'; path: string };
 
 export interface ExportCommit {
@@ -46,7 +47,14 @@ export interface PreparedModify {
   path: Buffer;
   contentHash: string;
   size: number;
-  executable: boolean;
+  mode: GitFileMode;
+}
+
+/** The git modes a Strata file can have: regular, executable, symbolic link. */
+export type GitFileMode = '100644' | '100755' | '120000';
+
+export function gitModeOf(change: { executable: boolean; symlink?: boolean }): GitFileMode {
+  return change.symlink === true ? '120000' : change.executable === true ? '100755' : '100644';
 }
 
 export interface PreparedChanges {
@@ -71,7 +79,7 @@ export function prepareChanges(changes: readonly ExportChange[]): PreparedChange
     } else if (change.kind === 'modify') {
       if (typeof change.contentHash !== 'string' || change.contentHash === '') throw new TypeError(`change ${change.path}: contentHash must be a non-empty string`);
       if (!Number.isSafeInteger(change.size) || change.size < 0) throw new TypeError(`change ${change.path}: size must be a non-negative integer`);
-      modifies.push({ path, contentHash: change.contentHash, size: change.size, executable: change.executable === true });
+      modifies.push({ path, contentHash: change.contentHash, size: change.size, mode: gitModeOf(change) });
     } else {
       throw new TypeError(`change ${String(change.path)}: kind must be 'modify' or 'delete'`);
     }

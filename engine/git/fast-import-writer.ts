@@ -12,7 +12,8 @@
 //   data <len> / <message bytes exactly> LF          the LF is fast-import's optional one, not
 //                                                    part of the message: nothing is added to it
 //   from :<previous commit>   (none for the first commit; `from <hex>` for an incremental export)
-//   D <path>... then M 100644|100755 :<mark> <path>...   (see prepareChanges for the order)
+//   D <path>... then M 100644|100755|120000 :<mark> <path>...   (see prepareChanges for the order;
+//                                                    120000 is a symbolic link, its blob the target)
 //   reset refs/tags/<name> / from :<commit>          lightweight tags, in byte order
 //   done
 // Marks count up from 1 in order of appearance, blobs and commits alike.
@@ -98,7 +99,7 @@ export async function* writeFastImport(
     out.bytes(message);
     out.text(parent === null ? NEWLINE : `\nfrom ${parent}\n`);
     for (const path of changes.deletes) writePathLine(out, 'D ', path);
-    for (const modify of changes.modifies) writePathLine(out, `M ${modify.executable ? '100755' : '100644'} :${marks.get(modify.contentHash)} `, modify.path);
+    for (const modify of changes.modifies) writePathLine(out, `M ${modify.mode} :${marks.get(modify.contentHash)} `, modify.path);
     out.text(NEWLINE);
     for (const tag of [...commit.tags].sort()) out.text(`reset refs/tags/${tag}\nfrom :${mark}\n\n`);
     parent = `:${mark}`;

@@ -5,8 +5,9 @@
 import { createHash } from 'node:crypto';
 import { StrataError } from '../errors.js';
 import { compareUtf8 } from '../paths.js';
+import type { GitFileMode } from './export-commit.js';
 
-export type GitFileMode = '100644' | '100755';
+export type { GitFileMode };
 const TREE_MODE = '40000';
 
 /** SHA-1 of `blob <size>\0<bytes>`; the bytes are streamed (one chunk at a time on this thread). */

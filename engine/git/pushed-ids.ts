@@ -6,7 +6,8 @@
 // held for exactly the commits that ended up on main, and works them out again otherwise.
 import { StrataError } from '../errors.js';
 import type { ContentHash } from '../types.js';
-import { type GitFileMode, type GitTree, gitCommitId } from './object-ids.js';
+import { gitModeOf } from './export-commit.js';
+import { type GitTree, gitCommitId } from './object-ids.js';
 import type { Continues, ReceivedChange, ReceivedCommit, ReceivedHistory } from './receive-stream.js';
 
 /** Applies one commit's changes; `oidBlobs` names the blobs a change may refer to by id (the project's). */
@@ -17,7 +18,7 @@ export function applyToTree(tree: GitTree, changes: ReceivedChange[], oidBlobs: 
       if ('oid' in change.blob && !oidBlobs.has(id)) {
         throw new StrataError('GIT_NOT_FAST_FORWARD', { message: `The push refers to blob ${id}, which the project does not have`, details: { blob: id } });
       }
-      tree.set(change.path, (change.executable ? '100755' : '100644') as GitFileMode, id);
+      tree.set(change.path, gitModeOf(change), id);
     } else if (change.kind === 'delete') {
       tree.delete(change.path);
     } else if (change.kind === 'deleteall') {

@@ -36,7 +36,8 @@ export interface ReceivedBlob {
 const MANIFEST_PREFIX = Buffer.from('{"format":"strata.da');
 
 export type ReceivedChange =
-  | { kind: 'modify'; path: string; executable: boolean; blob: ReceivedBlob | { oid: string } }
+  /** `symlink`: mode 120000, the blob is the link's target */
+  | { kind: 'modify'; path: string; executable: boolean; symlink: boolean; blob: ReceivedBlob | { oid: string } }
   | { kind: 'delete'; path: string }
   | { kind: 'rename'; from: string; to: string }
   | { kind: 'copy'; from: string; to: string }
@@ -354,8 +355,16 @@ async function receiveBlob(event: BlobEvent, storing: StoreWindow): Promise<Rece
 function toChange(change: CommitEvent['fileChanges'][number], blobsByMark: Map<number, ReceivedBlob>, inline: Map<number, ReceivedBlob>): ReceivedChange {
   switch (change.kind) {
     case 'modify': {
-      if (change.mode !== '100644' && change.mode !== '100755') throw unsupported(`file mode ${change.mode} at ${change.path} (symlinks and submodules are not stored)`);
-      return { kind: 'modify', path: storablePath(change.path), executable: change.mode === '100755', blob: blobOf(change.dataref, blobsByMark, inline) };
+      if (change.mode !== '100644' && change.mode !== '100755' && change.mode !== '120000') {
+        throw unsupported(`file mode ${change.mode} at ${change.path} (submodules and directories as blobs are not stored)`);
+      }
+      return {
+        kind: 'modify',
+        path: storablePath(change.path),
+        executable: change.mode === '100755',
+        symlink: change.mode === '120000',
+        blob: blobOf(change.dataref, blobsByMark, inline),
+      };
     }
     case 'delete':
       return { kind: 'delete', path: change.path };

@@ -11,9 +11,10 @@ const placeholders = (n: number) => Array.from({ length: n }, () => '?').join(',
 
 // Tree comparisons in one SQL statement each: a full outer join on path (SQLite has none, so a LEFT
 // JOIN plus the right side's orphans), filtered first on the integer version_seq (equal version =>
-// equal content, the common case when little changed) and only then on content hash and exec bit.
-// Each side is a primary-key range (snapshot_entries by snap, entries by project), so this is one
-// index probe per path and a sort of the changed paths only. Measured: ~0.2 s for 100,000 unchanged paths.
+// equal content, the common case when little changed) and only then on content hash and the flags
+// (exec bit, symlink, dataset): a file and a link with the same bytes differ. Each side is a
+// primary-key range (snapshot_entries by snap, entries by project), so this is one index probe per
+// path and a sort of the changed paths only. Measured: ~0.2 s for 100,000 unchanged paths.
 
 interface Side {
   table: SnapshotTable | 'entries';
@@ -27,8 +28,8 @@ const currentSide: Side = { table: 'entries', key: 'project_id', param: '@to' };
 function compareSql(a: Side, b: Side): string {
   return `
 SELECT c.path,
-  va.version_id AS a_version_id, va.content_hash AS a_hash, va.size AS a_size, va.executable AS a_executable, va.dataset AS a_dataset,
-  vb.version_id AS b_version_id, vb.content_hash AS b_hash, vb.size AS b_size, vb.timestamp AS b_timestamp, vb.executable AS b_executable, vb.dataset AS b_dataset
+  va.version_id AS a_version_id, va.content_hash AS a_hash, va.size AS a_size, va.executable AS a_executable, va.symlink AS a_symlink, va.dataset AS a_dataset,
+  vb.version_id AS b_version_id, vb.content_hash AS b_hash, vb.size AS b_size, vb.timestamp AS b_timestamp, vb.executable AS b_executable, vb.symlink AS b_symlink, vb.dataset AS b_dataset
 FROM (
   SELECT x.path AS path, x.version_seq AS av, y.version_seq AS bv
   FROM ${a.table} x LEFT JOIN ${b.table} y ON y.${b.key} = ${b.param} AND y.path = x.path
@@ -40,7 +41,7 @@ FROM (
 ) c
 LEFT JOIN versions va ON va.seq = c.av
 LEFT JOIN versions vb ON vb.seq = c.bv
-WHERE va.content_hash IS NOT vb.content_hash OR va.executable IS NOT vb.executable OR va.dataset IS NOT vb.dataset
+WHERE va.content_hash IS NOT vb.content_hash OR va.executable IS NOT vb.executable OR va.symlink IS NOT vb.symlink OR va.dataset IS NOT vb.dataset
 ORDER BY c.path`;
 }
 
@@ -50,25 +51,27 @@ interface CompareRow {
   a_hash: string | null;
   a_size: number | null;
   a_executable: number | null;
+  a_symlink: number | null;
   a_dataset: number | null;
   b_version_id: string | null;
   b_hash: string | null;
   b_size: number | null;
   b_timestamp: string | null;
   b_executable: number | null;
+  b_symlink: number | null;
   b_dataset: number | null;
 }
 
 function sideA(row: CompareRow): SnapshotEntry | null {
   return row.a_version_id === null
     ? null
-    : toSnapshotEntry({ path: row.path, version_id: row.a_version_id, content_hash: row.a_hash!, size: row.a_size!, executable: row.a_executable!, dataset: row.a_dataset! });
+    : toSnapshotEntry({ path: row.path, version_id: row.a_version_id, content_hash: row.a_hash!, size: row.a_size!, executable: row.a_executable!, symlink: row.a_symlink!, dataset: row.a_dataset! });
 }
 
 function sideB(row: CompareRow): SnapshotEntry | null {
   return row.b_version_id === null
     ? null
-    : toSnapshotEntry({ path: row.path, version_id: row.b_version_id, content_hash: row.b_hash!, size: row.b_size!, executable: row.b_executable!, dataset: row.b_dataset! });
+    : toSnapshotEntry({ path: row.path, version_id: row.b_version_id, content_hash: row.b_hash!, size: row.b_size!, executable: row.b_executable!, symlink: row.b_symlink!, dataset: row.b_dataset! });
 }
 
 
@@ -112,6 +115,7 @@ export function createSqliteDiff(db: Database, view: SnapshotView): Pick<Snapsho
               size: row.b_size!,
               timestamp: row.b_timestamp!,
               executable: row.b_executable!,
+              symlink: row.b_symlink!,
               dataset: row.b_dataset!,
             }),
       pinned: sideA(row),
@@ -133,7 +137,7 @@ export function createSqliteDiff(db: Database, view: SnapshotView): Pick<Snapsho
       for (const link of links) if (link.child_mark !== null && link.parent_mark !== null) bySnap.set(link.snap, []);
       if (bySnap.size > 0) {
         const rows = prepared(
-          `SELECT c.snap, c.path, v.version_id, v.content_hash, v.size, v.executable, v.dataset
+          `SELECT c.snap, c.path, v.version_id, v.content_hash, v.size, v.executable, v.symlink, v.dataset
            FROM snapshot_changes c LEFT JOIN versions v ON v.seq = c.version_seq
            WHERE c.snap IN (${placeholders(bySnap.size)}) ORDER BY c.snap, c.path`,
         ).all(...bySnap.keys()) as Array<Omit<EntryRow, 'timestamp' | 'version_id' | 'content_hash'> & { snap: number; version_id: string | null; content_hash: string | null }>;

@@ -257,6 +257,17 @@ ALTER TABLE versions ADD COLUMN base_version_id TEXT;
 ALTER TABLE versions ADD COLUMN pulled INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 9,
+    name: 'symbolic links',
+    // A version may be a symbolic link (issue 15): its content is the link's target. Like the exec bit
+    // (migration 2) it is part of the version and of the entry, and rows written before it existed
+    // were regular files: DEFAULT 0.
+    sql: `
+ALTER TABLE versions ADD COLUMN symlink INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE entries ADD COLUMN symlink INTEGER NOT NULL DEFAULT 0;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

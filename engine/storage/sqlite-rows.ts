@@ -19,11 +19,12 @@ export interface VersionRow {
   kind: string;
   restored_from: string | null;
   executable: number;
+  symlink: number;
   dataset: number;
 }
 
 export const VERSION_COLUMNS =
-  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset';
+  'seq, version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset';
 
 export function toVersion(row: VersionRow): VersionRecord {
   return {
@@ -37,6 +38,7 @@ export function toVersion(row: VersionRow): VersionRecord {
     kind: row.kind as VersionKind,
     restoredFrom: row.restored_from,
     executable: row.executable === 1,
+    symlink: row.symlink === 1,
     dataset: row.dataset === 1,
   };
 }
@@ -48,6 +50,7 @@ export interface EntryRow {
   size: number;
   timestamp: string;
   executable: number;
+  symlink: number;
   dataset: number;
 }
 
@@ -59,6 +62,7 @@ export function toEntry(row: EntryRow): Entry {
     size: row.size,
     timestamp: row.timestamp,
     executable: row.executable === 1,
+    symlink: row.symlink === 1,
     dataset: row.dataset === 1,
   };
 }
@@ -70,6 +74,7 @@ export function toSnapshotEntry(row: Omit<EntryRow, 'timestamp'>): SnapshotEntry
     contentHash: row.content_hash as ContentHash,
     size: row.size,
     executable: row.executable === 1,
+    symlink: row.symlink === 1,
     dataset: row.dataset === 1,
   };
 }

@@ -147,9 +147,9 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     if (snap === undefined) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId } });
     const range = pathRange('se.path', options.prefix ?? '', after);
     const rows = prepared(
-      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable, v.dataset FROM ${view.tableFor(snap)} se JOIN versions v ON v.seq = se.version_seq
+      `SELECT se.path, v.version_id, v.content_hash, v.size, v.executable, v.symlink, v.dataset FROM ${view.tableFor(snap)} se JOIN versions v ON v.seq = se.version_seq
        WHERE se.snap = ? AND ${range.sql} ORDER BY se.path LIMIT ?`,
-    ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number; executable: number; dataset: number }>;
+    ).all(snap, ...range.params, limit + 1) as Array<{ path: string; version_id: string; content_hash: string; size: number; executable: number; symlink: number; dataset: number }>;
     const result: Page<SnapshotEntry> = { items: rows.slice(0, limit).map(toSnapshotEntry) };
     if (rows.length > limit) result.nextCursor = encodeCursor('snapshot-entries', rows[limit - 1]!.path);
     return result;

@@ -7,7 +7,7 @@ import { pathRange, statementCache } from './sqlite-range.js';
 import { createSqliteSyncObjects } from './sqlite-sync-objects.js';
 import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
-const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, dataset';
+const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, symlink, dataset';
 
 /** Told a committed record's version seq, and the size of the entry it replaced (null: none). */
 export type Committed = (seq: number, previousSize: number | null) => void;
@@ -20,14 +20,14 @@ export type Committed = (seq: number, previousSize: number | null) => void;
 export function createCommitter(db: Database): (commit: VersionCommit, committed?: Committed) => VersionCommitResult {
   const currentOf = db.prepare('SELECT version_id, size FROM entries WHERE project_id = ? AND path = ?');
   const insertVersion = db.prepare(
-    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, dataset, base_version_id, pulled)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const upsertEntry = db.prepare(
-    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, dataset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
        content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
-       dataset = excluded.dataset`,
+       symlink = excluded.symlink, dataset = excluded.dataset`,
   );
   const insertShard = db.prepare('INSERT OR IGNORE INTO dataset_shards (manifest_hash, shard_hash) VALUES (?, ?)');
   const deleteEntry = db.prepare('DELETE FROM entries WHERE project_id = ? AND path = ?');
@@ -51,6 +51,7 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
       record.kind,
       record.restoredFrom,
       record.executable ? 1 : 0,
+      record.symlink ? 1 : 0,
       record.dataset ? 1 : 0,
       current,
       commit.pulled === true ? 1 : 0,
@@ -71,6 +72,7 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
       size: record.size,
       timestamp: record.timestamp,
       executable: record.executable,
+      symlink: record.symlink,
       dataset: record.dataset,
     };
     upsertEntry.run(
@@ -82,6 +84,7 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
       entry.size,
       entry.timestamp,
       entry.executable ? 1 : 0,
+      entry.symlink ? 1 : 0,
       entry.dataset ? 1 : 0,
     );
     return { ok: true, entry };

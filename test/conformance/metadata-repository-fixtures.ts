@@ -45,6 +45,7 @@ export function recordMaker(projectId = PROJECT) {
       restoredFrom: null,
       dataset: false,
       executable: false,
+      symlink: false,
     };
   };
   return {

@@ -57,7 +57,7 @@ export function pruneConformance(repo: RepositoryGetter): void {
       expect(left).toStrictEqual([later[2], v[1]]);
       expect((await repo().versions.getEntry(PROJECT, 'f'))?.versionId).toBe(later[2]!.versionId);
       const pinned = await repo().snapshots.entries(uuidFor(1, 9), { limit: 10 });
-      expect(pinned.items).toStrictEqual([{ path: 'f', versionId: v[1]!.versionId, contentHash: hashOf('v2'), size: 2, executable: false, dataset: false }]);
+      expect(pinned.items).toStrictEqual([{ path: 'f', versionId: v[1]!.versionId, contentHash: hashOf('v2'), size: 2, executable: false, symlink: false, dataset: false }]);
     });
 
     it('prunes only the given paths', async () => {

@@ -26,7 +26,7 @@ export function snapshotInput(n: number, projectId = PROJECT): SnapshotCreate {
 }
 
 export function pinOf(record: VersionRecord): SnapshotEntry {
-  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size, executable: record.executable, dataset: record.dataset };
+  return { path: record.path, versionId: record.versionId, contentHash: record.contentHash!, size: record.size, executable: record.executable, symlink: record.symlink, dataset: record.dataset };
 }
 
 export function snapshotConformance(repo: RepositoryGetter): void {

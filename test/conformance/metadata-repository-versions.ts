@@ -21,6 +21,7 @@ function entryOf(record: VersionRecord): Entry {
     size: record.size,
     timestamp: record.timestamp,
     executable: record.executable,
+    symlink: record.symlink,
     dataset: record.dataset,
   };
 }

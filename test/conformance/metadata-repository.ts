@@ -14,6 +14,7 @@ import {
 } from './metadata-repository-fixtures.js';
 import { pruneConformance } from './metadata-repository-prune.js';
 import { snapshotConformance, snapshotInput } from './metadata-repository-snapshots.js';
+import { symlinkConformance } from './metadata-repository-symlink.js';
 import { versionCommitConformance, versionReadConformance } from './metadata-repository-versions.js';
 
 export interface OpenedRepository {
@@ -47,6 +48,7 @@ export function metadataRepositoryConformance(name: string, open: () => Promise<
     snapshotConformance(repo);
     diffConformance(repo);
     execBitConformance(repo);
+    symlinkConformance(repo);
     projectConformance(repo);
     accessConformance(repo);
     cursorConformance(repo);
