@@ -138,6 +138,41 @@ mv nodes/pipe nodes/pipe2`,
     expect((await inMount(m, 'ls nodes')).stdout).toBe('got.txt\n');
   }, 120_000);
 
+  it('version symbolic links as links: ln -s, tar with links, renames, ignored names, a restart', async () => {
+    await inMount(
+      m,
+      `mkdir -p links && echo target > links/t.txt && ln -s t.txt links/rel && ln -s /nowhere/at/all links/dangling
+ln -s ../links links/dirlink && mkdir -p .git && ln -s ../links/t.txt .git/ignored-link
+ln -s t.txt links/moving && mv links/moving links/moved
+src=$(mktemp -d) && mkdir -p "$src/pkg/lib" && echo so > "$src/pkg/lib/libx.so.1" && ln -s libx.so.1 "$src/pkg/lib/libx.so" && ln -s lib "$src/pkg/lib64"
+tar -C "$src" -cf "$src.tar" pkg && tar -xf "$src.tar" -C links && diff -r --no-dereference "$src/pkg" links/pkg && rm -rf "$src" "$src.tar"`,
+    );
+    const expect_ = ['symbolic link t.txt', 'symbolic link /nowhere/at/all', 'symbolic link ../links', 'symbolic link ../links/t.txt', 'symbolic link t.txt', 'symbolic link libx.so.1', 'symbolic link lib'];
+    const paths = ['links/rel', 'links/dangling', 'links/dirlink', '.git/ignored-link', 'links/moved', 'links/pkg/lib/libx.so', 'links/pkg/lib64'];
+    const check = async () => {
+      const shown = (await inMount(m, `for p in ${paths.join(' ')}; do echo "$(stat -c %F "$p") $(readlink "$p")"; done`)).stdout.trim().split('\n');
+      expect(shown).toEqual(expect_);
+      // The kernel follows them: through a versioned link to a versioned file.
+      expect((await inMount(m, 'cat links/rel links/dirlink/t.txt links/pkg/lib64/libx.so')).stdout).toBe('target\ntarget\nso\n');
+    };
+    await check();
+    await m.idle();
+    for (const path of ['links/rel', 'links/moved', 'links/pkg/lib/libx.so']) {
+      const entry = await m.stat(path);
+      expect(entry?.symlink).toBe(true);
+    }
+    expect((await m.read('links/dangling')).toString()).toBe('/nowhere/at/all');
+    expect(await m.stat('links/moving')).toBeNull();
+    expect(await m.stop()).toBe(0);
+    m = await mountProject({ root: m.root });
+    await check();
+    // Replaced by a file, then removed: the history has both.
+    await inMount(m, 'rm links/rel && echo now-a-file > links/rel && rm links/dangling');
+    await m.idle();
+    expect((await m.stat('links/rel'))?.symlink).toBe(false);
+    expect(await m.stat('links/dangling')).toBeNull();
+  }, 120_000);
+
   it('keep modes and owners through chmod, chown and renames, and across a restart', async () => {
     await inMount(
       m,

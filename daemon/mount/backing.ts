@@ -43,6 +43,16 @@ export class Backing {
     await this.giveTo(path, owner);
   }
 
+  async symlink(target: string, path: string, owner?: { uid: number; gid: number }): Promise<void> {
+    await this.ensureParent(path);
+    await fs.symlink(target, this.real(path));
+    await this.giveTo(path, owner);
+  }
+
+  readlink(path: string): Promise<string> {
+    return fs.readlink(this.real(path));
+  }
+
   /** New entries are the daemon's; as root it hands them to the user who created them. */
   async giveTo(path: string, owner?: { uid: number; gid: number }): Promise<void> {
     if (owner === undefined || process.getuid?.() !== 0 || (owner.uid === 0 && owner.gid === 0)) return;

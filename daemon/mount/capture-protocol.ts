@@ -13,7 +13,7 @@ export interface CaptureWorkerData {
 export type WorkerContent = Uint8Array | { file: string; knownHash?: ContentHash; adopt: boolean; size?: number };
 
 export type CaptureRequest =
-  | { id: number; op: 'write'; path: string; content: WorkerContent; executable: boolean }
+  | { id: number; op: 'write'; path: string; content: WorkerContent; executable: boolean; symlink: boolean }
   | { id: number; op: 'remove'; path: string }
   | { id: number; op: 'rename'; from: string; to: string };
 

@@ -109,12 +109,12 @@ class WorkerCaptureThread implements CaptureThread {
     worker.unref();
   }
 
-  write(path: string, content: SinkContent, executable: boolean): Promise<SinkResult> {
-    if (this.failed !== null || !isWorkerContent(content)) return this.inProcess.write(path, content, executable);
+  write(path: string, content: SinkContent, executable: boolean, symlink = false): Promise<SinkResult> {
+    if (this.failed !== null || !isWorkerContent(content)) return this.inProcess.write(path, content, executable, symlink);
     // A buffer that owns its whole ArrayBuffer moves to the worker; anything else is copied first.
     const bytes = content instanceof Uint8Array && (content.byteOffset !== 0 || content.byteLength !== content.buffer.byteLength || !(content.buffer instanceof ArrayBuffer)) ? new Uint8Array(content) : content;
     const transfer = bytes instanceof Uint8Array ? [bytes.buffer as ArrayBuffer] : [];
-    return this.submit({ id: this.nextId++, op: 'write', path, content: bytes, executable }, transfer) as Promise<SinkResult>;
+    return this.submit({ id: this.nextId++, op: 'write', path, content: bytes, executable, symlink }, transfer) as Promise<SinkResult>;
   }
 
   remove(path: string): Promise<{ versionIds: string[] } | 'absent'> {

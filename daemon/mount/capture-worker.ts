@@ -68,7 +68,7 @@ try {
   const handle = async (request: CaptureRequest) => {
     try {
       if (request.op === 'write') {
-        const result = await sink.write(request.path, request.content, request.executable);
+        const result = await sink.write(request.path, request.content, request.executable, request.symlink);
         reply({ id: request.id, result });
       } else if (request.op === 'remove') {
         reply({ id: request.id, result: await sink.remove(request.path) });

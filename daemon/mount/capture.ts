@@ -43,7 +43,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
     let result: SinkResult;
     const started = state.now();
     try {
-      result = await state.sink.write(path, payload, node.executable);
+      result = await state.sink.write(path, payload, node.executable, node.symlink);
       state.logger.debug({ path, size: node.size, ms: state.now() - started, adopted: adopted !== null }, 'mount: captured');
     } catch (error) {
       if (adopted !== null) await recoverStaging(state, node, adopted.file, adopted.hash, adopted.size);
@@ -54,7 +54,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
       await adopted.file.unjournal();
     }
     const { entry } = result;
-    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset };
+    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink };
     node.enginePath = path;
     if (node.generation === generation) {
       node.dirty = false;
@@ -87,7 +87,7 @@ async function recoverStaging(state: MountState, node: FileNode, file: StagingFi
     // The store took the file before the failure (its commit failed after the object was stored):
     // the bytes are an object now, not yet referenced. Serve them from there; the node stays dirty, so
     // the retry versions them from the store (the grace period keeps GC away meanwhile).
-    node.base = { versionId: '', hash, size, executable: node.executable, dataset: false };
+    node.base = { versionId: '', hash, size, executable: node.executable, dataset: false, symlink: false };
     node.enginePath = null;
     node.content = { kind: 'base' };
     return;

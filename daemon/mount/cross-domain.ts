@@ -1,9 +1,10 @@
 // Renames between the versioned tree and the backing directory (ignored names): vim's
 // `rename(file, file~)` before writing a new `file`, or `mv notes.swp notes.txt`. Both sides are on
 // the home's filesystem, so bytes move by rename where they can.
-import { chmod, copyFile, rename, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { createWriteStream } from 'node:fs';
+import { contentForSmall } from './content-reader.js';
 import { FileNode } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import { StagingFile } from './staging-file.js';
@@ -14,6 +15,11 @@ export async function materializeToBacking(state: MountState, node: FileNode, to
   await state.backing.ensureParent(to);
   const dest = state.backing.real(to);
   const content = node.content;
+  if (node.symlink) {
+    const target = content.kind === 'memory' ? content.buf.subarray(0, node.size) : node.base === null ? Buffer.alloc(0) : await contentForSmall(state.source, node.base);
+    await symlink(target.toString(), dest);
+    return;
+  }
   if (content.kind === 'memory') {
     await writeFile(dest, content.buf.subarray(0, node.size));
   } else if (content.kind === 'staged') {
@@ -38,6 +44,12 @@ export async function materializeToBacking(state: MountState, node: FileNode, to
 /** Moves a backing file into the staging directory: it becomes a new versioned node's content. */
 export async function nodeFromBacking(state: MountState, from: string, to: string): Promise<FileNode> {
   const stat = await state.backing.stat(from);
+  if (stat?.isSymbolicLink() === true) {
+    // A link among ignored names moved to a versioned one: a versioned link from now on.
+    const target = Buffer.from(await readlink(state.backing.real(from)));
+    await rm(state.backing.real(from));
+    return FileNode.link(to, target, state.now(), stat.mtimeMs);
+  }
   const stagingPath = state.pool.newPath();
   await rename(state.backing.real(from), stagingPath);
   const file = await StagingFile.adoptExisting(state.pool, stagingPath);

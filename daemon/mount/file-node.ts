@@ -12,6 +12,8 @@ export interface BaseRef {
   executable: boolean;
   /** a dataset: `hash` names its manifest, `size` is the assembled size */
   dataset: boolean;
+  /** a symbolic link: the content is its target */
+  symlink: boolean;
 }
 
 /**
@@ -42,6 +44,8 @@ export class FileNode {
   content: NodeContent = { kind: 'base' };
   size: number;
   executable: boolean;
+  /** a symbolic link (its bytes are the target, in memory): made by symlink(2), never opened or written */
+  symlink: boolean;
   mtimeMs: number;
   ctimeMs: number;
   handles = 0;
@@ -70,8 +74,19 @@ export class FileNode {
     this.enginePath = base === null ? null : path;
     this.size = base?.size ?? 0;
     this.executable = base?.executable ?? false;
+    this.symlink = base?.symlink ?? false;
     this.mtimeMs = mtimeMs ?? nowMs;
     this.ctimeMs = nowMs;
+  }
+
+  /** A new versioned symbolic link: its target in memory, to be captured after the settle delay. */
+  static link(path: string, target: Buffer, nowMs: number, mtimeMs?: number): FileNode {
+    const node = new FileNode(path, null, nowMs, mtimeMs);
+    node.symlink = true;
+    node.content = { kind: 'memory', buf: target };
+    node.size = target.length;
+    node.dirty = true;
+    return node;
   }
 
   touch(nowMs: number): void {

@@ -84,8 +84,8 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fromFuse(path), uid, gid), cb),
     utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fromFuse(path), atime, mtime), cb),
     link: (src, _dest, cb) => run('link', src, () => link(), cb),
-    symlink: (_target, path, cb) => run('symlink', path, () => symlink(), cb),
-    readlink: (path, cb) => run('readlink', path, () => readlink(), cb),
+    symlink: (target, path, cb, creator) => run('symlink', path, () => symlink(state, target, fromFuse(path), creator), cb),
+    readlink: (path, cb) => run('readlink', path, () => readlink(state, fromFuse(path)), cb),
     writeBehind: (fd) => writeBehind(state, fd),
     absorb: (fd, data, mtimeMs, ctimeMs, journaled, perm) => {
       const started = performance.now();

@@ -15,7 +15,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 
 export type JournalRecord =
-  | { op: 'w'; path: string; exec: boolean; size: number }
+  | { op: 'w'; path: string; exec: boolean; size: number; link?: true }
   | { op: 'd'; path: string }
   | { op: 'r'; from: string; to: string }
   // The path's bytes now live in a staging file (with its own record, recovery.ts): the 'w' records

@@ -199,7 +199,7 @@ export class MountState {
     if (node.detached || !node.dirty) return;
     const content = node.content;
     if (content.kind === 'memory') {
-      this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size }, content.buf.subarray(0, node.size));
+      this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size, ...(node.symlink ? { link: true as const } : {}) }, content.buf.subarray(0, node.size));
     } else if (content.kind === 'staged') {
       await this.journalStaged(node, false);
     }
@@ -220,7 +220,7 @@ export class MountState {
     const { entry } = resolved;
     const node = new FileNode(
       path,
-      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset },
+      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink },
       this.now(),
       this.mtimeOf(path, entry),
     );

@@ -27,11 +27,14 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable));
       // Open for writing with local changes: only requests about this file change it (src/attrs.c).
       if (node.writers > 0 && node.dirty && !node.detached) stat.cacheable = true;
+      if (node.symlink) stat.mode = S_IFLNK | 0o777;
       return stat;
     }
     case 'entry': {
       const { entry } = resolved;
-      return state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry), undefined, state.attrs.of(path, 'file', entry.executable));
+      const stat = state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry), undefined, state.attrs.of(path, 'file', entry.executable));
+      if (entry.symlink) stat.mode = S_IFLNK | 0o777;
+      return stat;
     }
     case 'backing-file':
       return toFuseStat(resolved.stat);
@@ -69,6 +72,7 @@ export async function statfs(state: MountState): Promise<FuseStatfs> {
 }
 
 const W_OK = 2;
+const S_IFLNK = 0o120000;
 
 export async function access(state: MountState, path: string, mode: number): Promise<void> {
   const resolved = await state.resolve(path);

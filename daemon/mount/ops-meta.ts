@@ -4,6 +4,9 @@
 import { E, fail } from './errno.js';
 import type { Creator } from './fuse-binding.js';
 import { type MountState, type Resolved, VIRTUAL_DIR } from './mount-state.js';
+import { contentForSmall } from './content-reader.js';
+import { FileNode } from './file-node.js';
+import { placeNode } from './moves.js';
 import { create, release } from './ops-open.js';
 import { isWithin, parentOf } from './paths.js';
 
@@ -126,10 +129,46 @@ export async function link(): Promise<void> {
   fail(E.PERM, 'hard links are not supported');
 }
 
-export async function symlink(): Promise<void> {
-  fail(E.NOTSUP, 'symbolic links are not supported');
+/**
+ * A symbolic link at a versioned name is versioned as a link (the engine's `symlink`: its content is
+ * the target); among ignored names it is a link in the backing directory. Never followed here: the
+ * kernel resolves targets itself, and they may point anywhere.
+ */
+export async function symlink(state: MountState, target: string, path: string, creator?: Creator): Promise<void> {
+  if ((await state.resolve(path)) !== null) fail(E.EXIST);
+  if (isWithin(path, VIRTUAL_DIR)) fail(E.ACCES);
+  const parent = await state.resolve(parentOf(path));
+  if (parent === null) fail(E.NOENT);
+  if (parent.kind !== 'dir') fail(E.NOTDIR);
+  if (!parent.versioned || state.backingCandidate(path, false)) {
+    await state.backing.symlink(target, path, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
+    state.noteIfUnversionable(path, parent.versioned);
+    return;
+  }
+  const node = FileNode.link(path, Buffer.from(target), state.now());
+  state.attrs.created(path, 'file', false, 0o644, creator);
+  placeNode(state, node, path, null);
 }
 
-export async function readlink(): Promise<string> {
-  return fail(E.INVAL);
+export async function readlink(state: MountState, path: string): Promise<string> {
+  const resolved = await state.resolve(path);
+  if (resolved === null) fail(E.NOENT);
+  switch (resolved.kind) {
+    case 'backing-file':
+      if (!resolved.stat.isSymbolicLink()) fail(E.INVAL);
+      return state.backing.readlink(path);
+    case 'node': {
+      const { node } = resolved;
+      if (!node.symlink) fail(E.INVAL);
+      await node.settled();
+      if (node.content.kind === 'memory') return node.content.buf.subarray(0, node.size).toString();
+      if (node.base === null) fail(E.INVAL);
+      return Buffer.from(await contentForSmall(state.source, node.base)).toString();
+    }
+    case 'entry':
+      if (!resolved.entry.symlink) fail(E.INVAL);
+      return Buffer.from(await contentForSmall(state.source, { hash: resolved.entry.contentHash, size: resolved.entry.size, versionId: resolved.entry.versionId, dataset: false })).toString();
+    default:
+      return fail(E.INVAL);
+  }
 }

@@ -53,7 +53,7 @@ export async function rename(state: MountState, from: string, to: string): Promi
     target !== null && (target.kind === 'node' || target.kind === 'entry')
       ? true
       : toParent.versioned && !state.backingCandidate(to, false);
-  if (source.kind === 'backing-file' && !source.stat.isFile()) return renameSpecial(state, from, to, source.stat.mode, target, targetVersioned);
+  if (source.kind === 'backing-file' && !source.stat.isFile() && !(source.stat.isSymbolicLink() && targetVersioned)) return renameSpecial(state, from, to, source.stat.mode, target, targetVersioned);
   if (!sourceVersioned) {
     if (!targetVersioned) {
       if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);

@@ -174,7 +174,7 @@ async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Pr
     if (record.op === 'w' && index < (stagedAt.get(record.path) ?? -1)) continue; // superseded by its staging file
     try {
       if (record.op === 'w') {
-        const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec);
+        const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec, record.link === true);
         if (result.versionIds.length > 0) applied += 1;
       } else if (record.op === 'd') {
         if ((await sink.remove(record.path)) !== 'absent') applied += 1;

@@ -18,7 +18,8 @@ export interface SinkResult {
 }
 
 export interface MountSink {
-  write(path: string, content: SinkContent, executable: boolean): Promise<SinkResult>;
+  /** `symlink`: the content is a symbolic link's target */
+  write(path: string, content: SinkContent, executable: boolean, symlink?: boolean): Promise<SinkResult>;
   /** Tombstone; 'absent' when the engine had nothing there. */
   remove(path: string): Promise<{ versionIds: string[] } | 'absent'>;
   /** One rename record pair, so `to`'s history links back to `from`. */
@@ -34,7 +35,7 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export function createEngineSink(engine: Engine, projectId: string, actor: Actor): MountSink {
   return {
-    async write(path, content, executable) {
+    async write(path, content, executable, symlink = false) {
       const input: WriteInput = {
         projectId,
         path,
@@ -43,6 +44,7 @@ export function createEngineSink(engine: Engine, projectId: string, actor: Actor
           ? { file: content.file, adopt: content.adopt, ...(content.knownHash ? { knownHash: content.knownHash } : {}), ...(content.size === undefined ? {} : { size: content.size }) }
           : content,
         executable,
+        symlink,
         ifChanged: true,
         maxBytes: NO_LIMIT,
       };
