@@ -118,7 +118,7 @@ export interface ProjectHost {
 export type CaptureOutcome =
   /** `conflictCopy`: the edit was recorded there, not at its path (pipeline.ts conflictCopies) */
   | { kind: 'versioned'; version: VersionRecord; entry: Entry | null; conflictCopy?: string }
-  /** content hash and exec bit equal the current entry's: nothing was recorded */
+  /** content hash, exec bit and symlink flag equal the current entry's: nothing was recorded */
   | { kind: 'unchanged'; entry: Entry }
   | { kind: 'ignored' }
   /** a deletion the mass-delete guard held back (nothing recorded, data kept) */
@@ -151,7 +151,9 @@ export interface CapturePipeline {
    * Versions the content of `file` (an absolute path: the file itself in watch mode, the staging file
    * in mount mode) as `path`. Skipped ('unchanged') when the content hash and exec bit equal the
    * current entry's. The file is read by the store in a worker thread; it must not change meanwhile
-   * (the mount passes a finished staging file; watch mode re-checks size/mtime afterwards).
+   * (the mount passes a finished staging file; watch mode re-checks size/mtime afterwards). `file` is
+   * opened without following a symbolic link anywhere on its way: a link there now (or a directory on
+   * the way replaced by one) is 'absent', its event follows.
    */
   captureFile(input: {
     path: string;
@@ -160,6 +162,11 @@ export interface CapturePipeline {
     /** the file's ctime in µs (watch mode): the most recently changed are read first (capture-queue.ts) */
     changedAt?: number;
   }): Promise<CaptureOutcome>;
+  /**
+   * Versions a symbolic link at `path` whose target is `target` (the bytes readlink returned; the
+   * link is never followed). Skipped ('unchanged') when the current entry is that very link.
+   */
+  captureLink(input: { path: string; target: Uint8Array; changedAt?: number }): Promise<CaptureOutcome>;
   /**
    * The path is gone: a tombstone, unless the mass-delete guard holds it back ('guarded'). Deletions
    * wait a short settle time (so the guard sees a mass deletion whole, and a delete followed by a

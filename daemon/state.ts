@@ -17,6 +17,8 @@ export interface IndexRow {
   mtimeNs: string;
   ino: string;
   executable: boolean;
+  /** a symbolic link (its size is the target's length; never executable) */
+  symlink: boolean;
   contentHash: string;
   versionId: string;
 }
@@ -33,6 +35,8 @@ export interface DaemonState {
     all(projectId: string): IndexRow[];
     /** rows strictly below directory `dir` */
     under(projectId: string, dir: string): IndexRow[];
+    /** whether any row may be below `dir` (cheap: no flush; a row staged for removal may still count) */
+    hasBelow(projectId: string, dir: string): boolean;
     /** rows with this inode (rename detection) */
     byIno(projectId: string, ino: string): IndexRow[];
     /** up to `limit` paths after `after` ('' = from the start), in path order */
@@ -72,6 +76,7 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS watch_index (
   project_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL,
   ino TEXT NOT NULL, executable INTEGER NOT NULL, content_hash TEXT NOT NULL, version_id TEXT NOT NULL,
+  symlink INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, path)) WITHOUT ROWID;
 DROP INDEX IF EXISTS watch_index_by_ino;
 CREATE INDEX IF NOT EXISTS watch_index_ino ON watch_index (ino, project_id);
@@ -83,12 +88,22 @@ CREATE TABLE IF NOT EXISTS project_flags (
   project_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (project_id, key)) WITHOUT ROWID;
 `;
 
+/**
+ * Columns added after a table was first created (CREATE TABLE IF NOT EXISTS leaves an old table as it
+ * is): watch_index.symlink came with symbolic links (issue 15); rows from before were regular files.
+ */
+function addMissingColumns(db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('SELECT name FROM pragma_table_info(\'watch_index\')').all();
+  if (!columns.some((column) => column.name === 'symlink')) db.exec('ALTER TABLE watch_index ADD COLUMN symlink INTEGER NOT NULL DEFAULT 0');
+}
+
 interface RawIndexRow {
   path: string;
   size: number;
   mtime_ns: string;
   ino: string;
   executable: number;
+  symlink: number;
   content_hash: string;
   version_id: string;
 }
@@ -100,6 +115,7 @@ function fromRaw(row: RawIndexRow): IndexRow {
     mtimeNs: row.mtime_ns,
     ino: row.ino,
     executable: row.executable === 1,
+    symlink: row.symlink === 1,
     contentHash: row.content_hash,
     versionId: row.version_id,
   };
@@ -114,12 +130,13 @@ export function openDaemonState(file: string): DaemonState {
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
+    addMissingColumns(db);
   } catch (error) {
     throw new StrataError('DAEMON_STATE_ERROR', { message: `cannot open the daemon state ${file}: ${(error as Error).message}`, cause: error });
   }
   const getRow = db.prepare<[string, string], RawIndexRow>('SELECT * FROM watch_index WHERE project_id = ? AND path = ?');
   const putRow = db.prepare(
-    'INSERT OR REPLACE INTO watch_index (project_id, path, size, mtime_ns, ino, executable, content_hash, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    'INSERT OR REPLACE INTO watch_index (project_id, path, size, mtime_ns, ino, executable, symlink, content_hash, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
   const removeRow = db.prepare('DELETE FROM watch_index WHERE project_id = ? AND path = ?');
   const allRows = db.prepare<[string], RawIndexRow>('SELECT * FROM watch_index WHERE project_id = ? ORDER BY path');
@@ -130,13 +147,14 @@ export function openDaemonState(file: string): DaemonState {
   );
   // INDEXED BY: without ANALYZE statistics SQLite prefers the primary key's project_id prefix, which
   // scans the whole project (measured: 43% of the daemon's CPU at 1,000 writes/s on 20,000 files).
+  const anyBelow = db.prepare<[string, string, string], number>('SELECT 1 FROM watch_index WHERE project_id = ? AND path >= ? AND path < ? LIMIT 1').pluck();
   const inoRows = db.prepare<[string, string], RawIndexRow>('SELECT * FROM watch_index INDEXED BY watch_index_ino WHERE ino = ? AND project_id = ?');
   const pathRows = db.prepare<[string, string, number], string>('SELECT path FROM watch_index WHERE project_id = ? AND path > ? ORDER BY path LIMIT ?').pluck();
   const versionRows = db.prepare<[string, string, number], { path: string; versionId: string }>(
     'SELECT path, version_id AS versionId FROM watch_index WHERE project_id = ? AND path > ? ORDER BY path LIMIT ?',
   );
   const put = (projectId: string, r: IndexRow) =>
-    putRow.run(projectId, r.path, r.size, r.mtimeNs, r.ino, r.executable ? 1 : 0, r.contentHash, r.versionId);
+    putRow.run(projectId, r.path, r.size, r.mtimeNs, r.ino, r.executable ? 1 : 0, r.symlink ? 1 : 0, r.contentHash, r.versionId);
   const putMany = db.transaction((projectId: string, rows: IndexRow[]) => {
     for (const row of rows) put(projectId, row);
   });
@@ -203,6 +221,12 @@ export function openDaemonState(file: string): DaemonState {
       remove: (projectId, path) => stage(projectId, path, null),
       all: (projectId) => flushed(() => allRows.all(projectId).map(fromRaw)),
       under: (projectId, dir) => flushed(() => underRows.all(projectId, `${dir}/`, `${dir}0`).map(fromRaw)),
+      // Asked for every new path (a directory replaced by a file or link): overlaid like byIno, no flush.
+      hasBelow: (projectId, dir) => {
+        const prefix = `${dir}/`;
+        for (const staged of pending.values()) if (staged.projectId === projectId && staged.row !== null && staged.path.startsWith(prefix)) return true;
+        return anyBelow.get(projectId, prefix, `${dir}0`) !== undefined;
+      },
       // Called for every new path (rename detection): overlaid, so a burst of new files stays batched.
       byIno: (projectId, ino) => {
         const rows = inoRows.all(ino, projectId).map(fromRaw).filter((row) => !pending.has(keyOf(projectId, row.path)));

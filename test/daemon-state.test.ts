@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type DaemonState, type IndexRow, openDaemonState } from '../daemon/state.js';
 
 const P = 'project-1';
-const row = (path: string, ino: string, size = 1): IndexRow => ({ path, size, mtimeNs: '1', ino, executable: false, contentHash: `blake3:${'0'.repeat(64)}`, versionId: `v-${path}` });
+const row = (path: string, ino: string, size = 1): IndexRow => ({ path, size, mtimeNs: '1', ino, executable: false, symlink: false, contentHash: `blake3:${'0'.repeat(64)}`, versionId: `v-${path}` });
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('daemon state: batched index writes', () => {
@@ -71,5 +71,42 @@ describe('daemon state: batched index writes', () => {
     state.close();
     expect(committed()).toEqual(['a', 'd/x', 'd/y', 'e', 'f']);
     state = openDaemonState(file);
+  });
+});
+
+describe('daemon state: symbolic links in the watch index', () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'strata-state-'));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('an index from before links gains the symlink column; its rows read as files; a link row round-trips', async () => {
+    const file = join(dir, 'state.sqlite');
+    const old = new Database(file);
+    old.exec(`CREATE TABLE watch_index (
+      project_id TEXT NOT NULL, path TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns TEXT NOT NULL,
+      ino TEXT NOT NULL, executable INTEGER NOT NULL, content_hash TEXT NOT NULL, version_id TEXT NOT NULL,
+      PRIMARY KEY (project_id, path)) WITHOUT ROWID`);
+    old.prepare("INSERT INTO watch_index VALUES (?, 'old.txt', 1, '1', '9', 0, ?, 'v-old')").run(P, `blake3:${'0'.repeat(64)}`);
+    old.close();
+    const state = openDaemonState(file);
+    try {
+      expect(state.index.get(P, 'old.txt')).toMatchObject({ path: 'old.txt', symlink: false, executable: false });
+      state.index.put(P, { ...row('link', '10', 9), symlink: true });
+      expect(state.index.hasBelow(P, 'link')).toBe(false);
+      state.index.put(P, row('d/x', '11'));
+      expect(state.index.hasBelow(P, 'd')).toBe(true);
+      expect(state.index.hasBelow(P, 'd/x')).toBe(false);
+      await nextTurn();
+      expect(state.index.get(P, 'link')).toMatchObject({ symlink: true, size: 9 });
+      expect(state.index.hasBelow(P, 'd')).toBe(true);
+    } finally {
+      state.close();
+    }
+    // Opening it again adds nothing twice.
+    openDaemonState(file).close();
   });
 });

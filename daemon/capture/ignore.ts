@@ -7,6 +7,13 @@ import ignore, { type Ignore } from 'ignore';
 
 export const STRATAIGNORE = '.strataignore';
 
+/**
+ * Watch mode creates a link that comes from the project under this temporary name in the link's own
+ * directory, then renames it over the path (materialize.ts): never anything to version, even if a
+ * crash leaves one behind.
+ */
+export const INCOMING_TEMP_PREFIX = '.strata-incoming-';
+
 /** Tool droppings nobody wants versioned: VCS data, editor swap/lock/backup files, caches. */
 export const DEFAULT_IGNORES: readonly string[] = [
   '.git/',
@@ -77,6 +84,7 @@ export function createIgnoreRules(root: string): IgnoreRules {
     ignores(path, dir = false) {
       if (path === '.strata' || path.startsWith('.strata/')) return true;
       if (path === '') return false;
+      if (path.startsWith(INCOMING_TEMP_PREFIX, path.lastIndexOf('/') + 1)) return true;
       return matcher.ignores(dir ? `${path}/` : path);
     },
     reload() {

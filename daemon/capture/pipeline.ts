@@ -3,9 +3,8 @@
 // concurrency, and owns what the modes share: skip unchanged content, ignore rules, the mass-delete
 // guard, and the bookkeeping `strata status` shows.
 
-import { stat } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { Engine } from '../../engine/engine-api.js';
+import type { Engine, WriteInput } from '../../engine/engine-api.js';
 import { conflictCopyPath } from '../../engine/commands/sync-versions.js';
 import { isStrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
@@ -14,6 +13,7 @@ import type { DaemonState } from '../state.js';
 import { CaptureQueue } from './capture-queue.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
+import { openNoFollow } from './open-no-follow.js';
 
 export interface PipelineOptions {
   engine: Engine;
@@ -241,6 +241,42 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     }
   }
 
+  /**
+   * One write of `path`'s new content (ifChanged: the same content and flags are no version), based on
+   * the version the disk had when the pipeline keeps conflict copies.
+   */
+  async function writeContent(path: string, content: WriteInput['content'], flags: { executable: boolean; symlink: boolean }): Promise<CaptureOutcome> {
+    const write = (at: string, baseVersionId?: string | null) =>
+      engine.writeFile({
+        projectId,
+        path: at,
+        actor,
+        content,
+        executable: flags.executable,
+        ...(flags.symlink ? { symlink: true } : {}),
+        ifChanged: true,
+        ...(baseVersionId === undefined ? {} : { baseVersionId }),
+      });
+    const copies = options.conflictCopies;
+    let result: Awaited<ReturnType<typeof write>>;
+    try {
+      result = await write(path, copies?.writeBase(path));
+    } catch (error) {
+      if (copies === undefined || !isStrataError(error, 'STALE_BASE_VERSION')) throw error;
+      if ((await engine.stat({ projectId, path })) === null) {
+        result = await write(path, null);
+      } else {
+        const copy = await freeConflictCopy(path, copies.workstation);
+        result = await write(copy, null);
+        logger.warn({ path, copy }, 'this edit was made on a version changed elsewhere meanwhile: it is kept as a conflict copy');
+        if (result.unchanged !== true) return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+      }
+    }
+    if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+    if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
+    return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+  }
+
   const pipeline: PipelineHandle = {
     isIgnored: (path, dir) => ignore.ignores(path, dir),
 
@@ -251,32 +287,34 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       return serial(path, () =>
         limited(async (): Promise<CaptureOutcome> => {
           try {
-            // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
-            const { size } = await stat(file);
-            const write = (at: string, baseVersionId?: string | null) =>
-              engine.writeFile({ projectId, path: at, actor, content: { file, size }, executable, ifChanged: true, ...(baseVersionId === undefined ? {} : { baseVersionId }) });
-            const copies = options.conflictCopies;
-            let result: Awaited<ReturnType<typeof write>>;
+            // Never through a link (open-no-follow.ts): a link there now is captured as a link by its own event.
+            const opened = await openNoFollow(file);
+            if (opened === null) return { kind: 'absent' };
             try {
-              result = await write(path, copies?.writeBase(path));
-            } catch (error) {
-              if (copies === undefined || !isStrataError(error, 'STALE_BASE_VERSION')) throw error;
-              if ((await engine.stat({ projectId, path })) === null) {
-                result = await write(path, null);
-              } else {
-                const copy = await freeConflictCopy(path, copies.workstation);
-                result = await write(copy, null);
-                logger.warn({ path, copy }, 'this edit was made on a version changed elsewhere meanwhile: it is kept as a conflict copy');
-                if (result.unchanged !== true) return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
-              }
+              // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
+              return await writeContent(path, { file: opened.path, size: opened.size }, { executable, symlink: false });
+            } finally {
+              await opened.handle.close();
             }
-            if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
-            if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
-            return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
           } catch (error) {
             // Gone (or turned into a directory) before we read it: its delete event follows.
             const code = (error as NodeJS.ErrnoException).code;
             if (code === 'ENOENT' || code === 'EISDIR' || code === 'ENOTDIR') return { kind: 'absent' };
+            return failed(path, error);
+          }
+        }, changedAt),
+      );
+    },
+
+    captureLink({ path, target, changedAt }) {
+      if (ignore.ignores(path)) return Promise.resolve({ kind: 'ignored' });
+      cancelDelete(path);
+      release(path);
+      return serial(path, () =>
+        limited(async (): Promise<CaptureOutcome> => {
+          try {
+            return await writeContent(path, target, { executable: false, symlink: true });
+          } catch (error) {
             return failed(path, error);
           }
         }, changedAt),

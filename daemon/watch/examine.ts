@@ -1,11 +1,15 @@
 // Watch mode's decision for one path, made after its events settled (or when a scan finds it): stat
-// it and compare with what was last versioned (the index: size, mtime, inode, exec bit), then
-// capture a new version, a rename, a deletion — or nothing.
+// it and compare with what was last versioned (the index: size, mtime, inode, exec bit, link or not),
+// then capture a new version, a rename, a deletion — or nothing.
+//
+// A symbolic link is versioned as a link (issue 15): lstat, readlink, never followed, wherever it
+// points (inside, outside, nowhere, at itself). A path is only looked at through real directories: a
+// directory on the way that is now a link (or a file) means the path is gone from the project.
 
 import type { BigIntStats } from 'node:fs';
-import { lstat } from 'node:fs/promises';
+import { lstat, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { HostContext } from '../host.js';
+import type { CaptureOutcome, HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 
 /** A file whose mtime is this recent may still change within the same timestamp tick: re-hash next time. */
@@ -18,15 +22,18 @@ export interface ExamineContext {
   onDirectory(path: string): Promise<void>;
   /** directory vanished: stop watching it */
   onDirectoryGone(path: string): void;
-  /** whether `path` is a symbolic link now (links are not versioned: status says so, not silence) */
-  noteLink?(path: string, isLink: boolean): void;
   /** runs `task` after anything else under way on `path` (an event's examine, a materialization) */
   exclusive?<T>(path: string, task: () => Promise<T>): Promise<T>;
 }
 
 export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';
 
-type StatRow = Pick<IndexRow, 'size' | 'mtimeNs' | 'ino' | 'executable'>;
+type StatRow = Pick<IndexRow, 'size' | 'mtimeNs' | 'ino' | 'executable' | 'symlink'>;
+
+/** The exec bit as versioned: a link has none of its own (lstat says 0777 for every link). */
+function executableOf(st: BigIntStats): boolean {
+  return !st.isSymbolicLink() && (st.mode & 0o100n) !== 0n;
+}
 
 export function statRow(st: BigIntStats): StatRow {
   const nowNs = BigInt(Date.now()) * 1_000_000n;
@@ -34,19 +41,30 @@ export function statRow(st: BigIntStats): StatRow {
     size: Number(st.size),
     mtimeNs: nowNs - st.mtimeNs < RACY_NS ? RACY_MTIME : st.mtimeNs.toString(),
     ino: st.ino.toString(),
-    executable: (st.mode & 0o100n) !== 0n,
+    executable: executableOf(st),
+    symlink: st.isSymbolicLink(),
   };
 }
 
-/** Unchanged since it was versioned, as far as size, mtime, inode and mode can tell. */
+/**
+ * Unchanged since it was versioned, as far as size, mtime, inode and mode can tell. A link's size is
+ * its target's length; a new target is a new link (symlink(2) cannot rewrite one in place), so a new
+ * inode or mtime.
+ */
 export function sameAsIndexed(row: IndexRow, st: BigIntStats): boolean {
   return (
     row.mtimeNs !== RACY_MTIME &&
     row.size === Number(st.size) &&
     row.mtimeNs === st.mtimeNs.toString() &&
     row.ino === st.ino.toString() &&
-    row.executable === ((st.mode & 0o100n) !== 0n)
+    row.symlink === st.isSymbolicLink() &&
+    row.executable === executableOf(st)
   );
+}
+
+/** What watch mode versions: regular files and symbolic links (not FIFOs, sockets, devices). */
+export function isVersionable(st: BigIntStats | null): st is BigIntStats {
+  return st !== null && (st.isFile() || st.isSymbolicLink());
 }
 
 /** lstat, or null when nothing is there (a missing path or a parent that is not a directory). */
@@ -60,10 +78,28 @@ export async function lstatOrNull(path: string): Promise<BigIntStats | null> {
   }
 }
 
+/**
+ * lstat of `root/path` reached through real directories only: null when it is gone, or when a
+ * directory on the way is a link or a file by now (`root` is a real path, so the parent's real path
+ * must be exactly its joined path). One realpath call rather than an lstat per component.
+ */
+export async function lstatBeneath(root: string, path: string): Promise<BigIntStats | null> {
+  const st = await lstatOrNull(join(root, path));
+  const slash = path.lastIndexOf('/');
+  if (st === null || slash === -1) return st;
+  const parent = join(root, path.slice(0, slash));
+  try {
+    return (await realpath(parent)) === parent ? st : null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
+    throw error;
+  }
+}
+
 export async function examine(ctx: ExamineContext, path: string): Promise<ExamineResult> {
   const { host } = ctx;
-  const st = await lstatOrNull(join(host.dir, path));
-  ctx.noteLink?.(path, st?.isSymbolicLink() === true && !host.capture.isIgnored(path));
+  const st = await lstatBeneath(host.dir, path);
   if (st?.isDirectory()) {
     if (host.capture.isIgnored(path, true)) return 'ignored';
     // A file replaced by a directory of the same name.
@@ -71,17 +107,29 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
     await ctx.onDirectory(path);
     return 'none';
   }
-  if (st === null || !st.isFile()) {
-    // Gone, or no longer a regular file (symlinks, fifos and sockets are not versioned).
+  if (!isVersionable(st)) {
+    // Gone, or no longer a file or link (fifos and sockets are not versioned).
     return (await vanished(ctx, path)) ? 'deleted' : 'none';
   }
   if (host.capture.isIgnored(path)) return 'ignored';
   const row = host.state.index.get(host.projectId, path);
+  // A directory replaced by a file or link of the same name (`rm -r data; ln -s /scratch/data data`):
+  // what was below it is gone first, or the engine would see a file where its directory is.
+  if (row === undefined && host.state.index.hasBelow(host.projectId, path)) {
+    ctx.onDirectoryGone(path);
+    await Promise.all(host.state.index.under(host.projectId, path).map((below) => deletePath(ctx, below.path)));
+  } else if (row === undefined && st.isSymbolicLink()) {
+    // A directory moved away and a link made in its place (`mv data /scratch; ln -s /scratch/data`):
+    // its watch would report the moved directory's events under this path. (Links are few: the
+    // watcher's walk over its watches costs nothing that matters here.)
+    ctx.onDirectoryGone(path);
+  }
   if (row && sameAsIndexed(row, st)) return 'same';
   const fresh = statRow(st);
   if (!row && (await renamedFrom(ctx, path, st, fresh))) return 'captured';
   const changedAt = Number(st.ctimeNs / 1_000n);
-  const outcome = await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable, changedAt });
+  const outcome = await captureDisk(host, path, st, changedAt);
+  if (outcome === null) return 'none';
   if (outcome.kind === 'versioned' || outcome.kind === 'unchanged') {
     const entry = outcome.entry!;
     host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
@@ -98,7 +146,7 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
 async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, fresh: StatRow): Promise<boolean> {
   const { host } = ctx;
   for (const candidate of host.state.index.byIno(host.projectId, fresh.ino)) {
-    if (candidate.path === path || candidate.size !== Number(st.size) || candidate.mtimeNs !== st.mtimeNs.toString()) continue;
+    if (candidate.path === path || candidate.size !== Number(st.size) || candidate.mtimeNs !== st.mtimeNs.toString() || candidate.symlink !== fresh.symlink) continue;
     if ((await lstatOrNull(join(host.dir, candidate.path))) !== null) continue;
     const outcome = await host.capture.captureRename(candidate.path, path);
     if (outcome.kind !== 'versioned') return false;
@@ -106,12 +154,28 @@ async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, f
     const entry = outcome.entry!;
     host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
     // The exec bit may have changed along with the name.
-    if (entry.executable !== fresh.executable) {
-      await host.capture.captureFile({ path, file: join(host.dir, path), executable: fresh.executable });
-    }
+    if (entry.executable !== fresh.executable) await captureDisk(host, path, st);
     return true;
   }
   return false;
+}
+
+/**
+ * Versions what is on disk at `path` (lstat `st`): a file's content, or a link's target (readlink,
+ * never followed). null when it changed kind meanwhile (a link no more): its own event follows.
+ */
+export async function captureDisk(host: HostContext, path: string, st: BigIntStats, changedAt?: number): Promise<CaptureOutcome | null> {
+  const file = join(host.dir, path);
+  if (!st.isSymbolicLink()) return host.capture.captureFile({ path, file, executable: executableOf(st), ...(changedAt === undefined ? {} : { changedAt }) });
+  let target: Buffer;
+  try {
+    target = await readlink(file, { encoding: 'buffer' });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL') return null;
+    throw error;
+  }
+  return host.capture.captureLink({ path, target, ...(changedAt === undefined ? {} : { changedAt }) });
 }
 
 /** The path no longer holds a file: tombstones for it (or, if it was a directory, everything below). */

@@ -62,8 +62,6 @@ export interface WatchOptions {
 }
 
 const TRACKED_TTL_MS = 1_000;
-/** Symbolic links counted for the status warning, at most (a tree of links must not grow memory). */
-const MAX_LINKS_COUNTED = 10_000;
 
 export function watchHostFactory(options: WatchOptions = {}): HostFactory {
   return (ctx) => new WatchHost(ctx, options);
@@ -83,7 +81,6 @@ class WatchHost implements ProjectHost {
   readonly #timers: SettleTimers;
   readonly #running = new Map<string, { again: boolean; done: Promise<void> }>();
   readonly #warnings: string[] = [];
-  readonly #links = { paths: new Set<string>(), example: null as string | null };
   #watcher: TreeWatcher | null = null;
   #pollTimer: NodeJS.Timeout | undefined;
   #polling = false;
@@ -125,17 +122,6 @@ class WatchHost implements ProjectHost {
         if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
       },
       onDirectoryGone: (path) => this.#watcher?.removeTree(path),
-      noteLink: (path, isLink) => {
-        // A link is neither followed nor versioned (its target may be outside the project, or loop):
-        // `data -> /scratch/run1` must not look protected. Counted once per path while it exists.
-        const links = this.#links;
-        if (!isLink) {
-          if (links.paths.delete(path) && links.example === path) links.example = links.paths.values().next().value ?? null;
-          return;
-        }
-        if (links.paths.size < MAX_LINKS_COUNTED) links.paths.add(path);
-        links.example ??= path;
-      },
     };
   }
 
@@ -375,11 +361,6 @@ class WatchHost implements ProjectHost {
       status.reconcile = this.#reconciler.status();
       const warning = this.#reconciler.warning();
       if (warning) status.warnings.push(warning);
-    }
-    const links = this.#links.paths.size;
-    if (links > 0) {
-      const count = links >= MAX_LINKS_COUNTED ? `${MAX_LINKS_COUNTED}+` : String(links);
-      status.warnings.push(`${count} symbolic link(s) are not versioned (Strata versions regular files; a link is not followed), e.g. ${JSON.stringify(this.#links.example)}`);
     }
     if (this.#error) status.error = this.#error;
     return status;

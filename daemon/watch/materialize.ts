@@ -12,16 +12,25 @@
 // A file arrives whole: written to `.strata/incoming/` (same filesystem, never captured), fsynced,
 // renamed over the path. Its index row is written with the file's stat, so the watcher's events for
 // it find it `same` and do not take the write for a new local change.
+//
+// A symbolic link (issue 15) arrives as a link: made under a temporary name in its own directory
+// (ignored by capture), then renamed over the path, so the path is the old file or link or the new
+// link, never nothing. A file or link that replaces a link replaces the link itself; nothing is ever
+// written through one. Every name is reached through directories opened without following links
+// (beneath.ts): a link where a directory of the path should be is refused (PATH_THROUGH_SYMLINK),
+// whether it was there before or appears while the write is under way.
 import { randomBytes } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
 import { createWriteStream } from 'node:fs';
-import { chmod, lstat, mkdir, rename, rmdir, unlink, utimes } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { chmod, lstat, lutimes, rename, rmdir, symlink, unlink, utimes } from 'node:fs/promises';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Entry } from '../../engine/types.js';
+import { INCOMING_TEMP_PREFIX } from '../capture/ignore.js';
 import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
-import { lstatOrNull, sameAsIndexed, statRow } from './examine.js';
+import { type Beneath, type BeneathDir, openBeneath, throughLink } from './beneath.js';
+import { captureDisk, lstatOrNull, sameAsIndexed, statRow } from './examine.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -32,7 +41,7 @@ export type MaterializeResult =
   | 'removed'
   /** the disk held an unversioned edit: it was versioned and stays (the engine now has it) */
   | 'kept-local'
-  /** not ours to touch: ignored, or in the way of a directory (see the warning) */
+  /** not ours to touch: ignored, or in the way of a directory, or below a link (see the warning) */
   | 'skipped';
 
 /** Where incoming files are written before they are renamed into place. */
@@ -48,11 +57,34 @@ const WRITTEN_MTIME_AGE_MS = 100;
 /** Brings one path on disk to the engine's current state for it. Callers serialize calls per path. */
 export async function materialize(host: HostContext, path: string, warn: (message: string) => void): Promise<MaterializeResult> {
   if (host.capture.isIgnored(path)) return 'skipped';
-  const file = join(host.dir, path);
-  let entry = await host.engine.stat({ projectId: host.projectId, path });
-  const st = await lstatOrNull(file);
+  const { dir, name } = split(path);
+  const entry = await host.engine.stat({ projectId: host.projectId, path });
+  const parent = await openBeneath(host.dir, dir, { create: false });
+  try {
+    if (parent.kind === 'link') {
+      // Nothing below a link is the project's: there is nothing to remove there, and nothing is written.
+      if (entry === null) {
+        if (host.state.index.get(host.projectId, path)) host.state.index.remove(host.projectId, path);
+        return 'same';
+      }
+      refuse(warn, path, parent);
+      return 'skipped';
+    }
+    return await bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn);
+  } finally {
+    if (parent.kind === 'dir') await parent.dir.close();
+  }
+}
+
+/**
+ * The path's directory is `at` (null: it does not exist, or a file is in its place), reached without
+ * links; `wanted` is the engine's entry for the path.
+ */
+async function bringToDisk(host: HostContext, path: string, name: string, at: BeneathDir | null, wanted: Entry | null, warn: (message: string) => void): Promise<MaterializeResult> {
+  let entry = wanted;
+  const st = at === null ? null : await lstatOrNull(at.entry(name));
   const row = host.state.index.get(host.projectId, path);
-  if (st !== null && !st.isFile()) {
+  if (st !== null && !st.isFile() && !st.isSymbolicLink()) {
     if (st.isDirectory() && entry === null) {
       if (row) host.state.index.remove(host.projectId, path);
       return 'same';
@@ -65,8 +97,13 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   if (st !== null && !versioned) {
     // An edit this directory has not versioned yet (or a file the stat cannot vouch for: a racily
     // clean row, a row lost in a crash): into history first. Content the engine has already is no
-    // new version ('unchanged'), and then the disk simply is the engine's state.
-    const outcome = await host.capture.captureFile({ path, file, executable: (st.mode & 0o100n) !== 0n });
+    // new version ('unchanged'), and then the disk simply is the engine's state. A link is versioned
+    // as a link (readlink, never followed).
+    const outcome = await captureDisk(host, path, st);
+    if (outcome === null) {
+      warn(`left ${JSON.stringify(path)} as it is on disk: it changed while it was being versioned`);
+      return 'skipped';
+    }
     if (outcome.kind === 'unchanged') {
       putRow(host, path, st, outcome.entry);
       return 'same';
@@ -101,11 +138,12 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   if (entry === null) {
     if (st === null) return 'same';
     host.state.index.remove(host.projectId, path);
-    await unlink(file).catch(ignoreCode('ENOENT'));
+    // unlink through the directory's descriptor: a link is removed itself, never what it points to.
+    await unlink(at!.entry(name)).catch(ignoreCode('ENOENT'));
     await removeEmptyParents(host.dir, path);
     return 'removed';
   }
-  if (versioned && row!.contentHash === entry.contentHash && row!.executable === entry.executable) {
+  if (versioned && row!.contentHash === entry.contentHash && row!.executable === entry.executable && row!.symlink === entry.symlink) {
     if (row!.versionId !== entry.versionId) host.state.index.put(host.projectId, { ...row!, versionId: entry.versionId });
     return 'same';
   }
@@ -113,52 +151,99 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   return 'written';
 }
 
+function split(path: string): { dir: string; name: string } {
+  const slash = path.lastIndexOf('/');
+  return { dir: slash === -1 ? '' : path.slice(0, slash), name: path.slice(slash + 1) };
+}
+
+function refuse(warn: (message: string) => void, path: string, blocked: Extract<Beneath, { kind: 'link' }>): void {
+  const error = throughLink(path, blocked.at);
+  warn(`could not bring ${JSON.stringify(path)} from the project to disk: ${error.message} (${error.code})`);
+}
+
 function putRow(host: HostContext, path: string, st: BigIntStats, entry: Entry): void {
   host.state.index.put(host.projectId, { path, ...statRow(st), contentHash: entry.contentHash, versionId: entry.versionId } satisfies IndexRow);
 }
 
 async function writeEntry(host: HostContext, path: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void): Promise<void> {
-  const target = join(host.dir, path);
-  try {
-    await mkdir(dirname(target), { recursive: true });
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' || code === 'ENOTDIR') {
-      warn(`could not bring ${JSON.stringify(path)} from the project to disk: a file is where its directory should be`);
-      return;
-    }
-    throw error;
+  const { dir, name } = split(path);
+  const target = await openBeneath(host.dir, dir, { create: true });
+  if (target.kind !== 'dir') {
+    if (target.kind === 'link') refuse(warn, path, target);
+    else warn(`could not bring ${JSON.stringify(path)} from the project to disk: a file is where its directory should be`);
+    return;
   }
-  const incoming = join(host.dir, INCOMING_DIR);
-  await mkdir(incoming, { recursive: true });
-  const temp = join(incoming, `${randomBytes(8).toString('hex')}.part`);
+  try {
+    const written = entry.symlink ? await placeLink(host, target.dir, name, entry) : await placeFile(host, target.dir, name, entry, existing, warn);
+    if (!written) return;
+    putRow(host, path, await lstat(target.dir.entry(name), { bigint: true }), entry);
+  } finally {
+    await target.dir.close();
+  }
+}
+
+/** A file: written whole in `.strata/incoming/`, fsynced, renamed over whatever is at the name (a link included: the link is replaced). */
+async function placeFile(host: HostContext, at: BeneathDir, name: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void): Promise<boolean> {
+  const incoming = await openBeneath(host.dir, INCOMING_DIR, { create: true });
+  if (incoming.kind !== 'dir') {
+    warn(`could not bring ${JSON.stringify(at.path === '' ? name : `${at.path}/${name}`)} from the project to disk: ${INCOMING_DIR} is not a directory (${incoming.kind} at ${JSON.stringify(incoming.at)})`);
+    return false;
+  }
+  const temp = incoming.dir.entry(`${randomBytes(8).toString('hex')}.part`);
   try {
     const { stream } = await host.engine.readFile({ projectId: host.projectId, versionId: entry.versionId });
     // flush: fsync before close — the rename below must never expose a file whose bytes are not down.
     await pipeline(stream, createWriteStream(temp, { mode: entry.executable ? 0o777 : 0o666, flush: true }));
-    if (existing !== null) {
-      // Keep the user's permissions; only the exec bit is versioned.
+    if (existing?.isFile()) {
+      // Keep the user's permissions; only the exec bit is versioned. (A link's 0777 is no file's mode.)
       const mode = Number(existing.mode & 0o7777n);
       await chmod(temp, entry.executable ? mode | ((mode & 0o444) >> 2) : mode & ~0o111);
     }
     const mtime = new Date(Date.now() - WRITTEN_MTIME_AGE_MS);
     await utimes(temp, mtime, mtime);
-    await rename(temp, target);
+    await rename(temp, at.entry(name));
+  } catch (error) {
+    await unlink(temp).catch(() => undefined);
+    throw error;
+  } finally {
+    await incoming.dir.close();
+  }
+  return true;
+}
+
+/** A link: made under a temporary name next to its path (same directory, so the rename is atomic), then renamed over it. */
+async function placeLink(host: HostContext, at: BeneathDir, name: string, entry: Entry): Promise<boolean> {
+  const { stream } = await host.engine.readFile({ projectId: host.projectId, versionId: entry.versionId });
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk as Uint8Array));
+  const linkTarget = Buffer.concat(chunks);
+  const temp = at.entry(`${INCOMING_TEMP_PREFIX}${randomBytes(8).toString('hex')}`);
+  try {
+    // The target as bytes, exactly as stored (a Buffer: no re-encoding of non-UTF-8 names).
+    await symlink(linkTarget, temp);
+    const mtime = new Date(Date.now() - WRITTEN_MTIME_AGE_MS);
+    await lutimes(temp, mtime, mtime);
+    await rename(temp, at.entry(name));
   } catch (error) {
     await unlink(temp).catch(() => undefined);
     throw error;
   }
-  const st = await lstat(target, { bigint: true });
-  putRow(host, path, st, entry);
+  return true;
 }
 
 /** `rm` of the last file of a directory in the engine leaves no directory there either. */
 async function removeEmptyParents(root: string, path: string): Promise<void> {
-  for (let dir = dirname(path); dir !== '.' && dir !== ''; dir = dirname(dir)) {
+  for (let dir = split(path).dir; dir !== ''; dir = split(dir).dir) {
+    const { dir: above, name } = split(dir);
+    const parent = await openBeneath(root, above, { create: false });
+    if (parent.kind !== 'dir') return;
     try {
-      await rmdir(join(root, dir));
+      // rmdir through the parent's descriptor: a link in the directory's place is not a directory (ENOTDIR), and stays.
+      await rmdir(parent.dir.entry(name));
     } catch {
-      return; // not empty (or gone): stop here
+      return; // not empty (or gone, or not a directory): stop here
+    } finally {
+      await parent.dir.close();
     }
   }
 }

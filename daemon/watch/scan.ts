@@ -1,12 +1,12 @@
-// Initial and catch-up scans: walk the tree, compare each file with the index (size, mtime, inode,
-// exec bit — a stat, no read), examine only what differs (hash and version it if the content really
+// Initial and catch-up scans: walk the tree, compare each file or symbolic link with the index (size,
+// mtime, inode, exec bit, link or not — an lstat, no read; links are listed, never entered), examine only what differs (hash and version it if the content really
 // changed), then treat indexed paths the walk did not find as deleted while the daemon was down.
 // Polling mode (network filesystems, exhausted inotify) runs the same scan on an interval.
 
 import { lstat, opendir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ScanProgress } from '../host.js';
-import { type ExamineContext, type ExamineResult, examine, sameAsIndexed } from './examine.js';
+import { type ExamineContext, type ExamineResult, examine, isVersionable, lstatBeneath, sameAsIndexed } from './examine.js';
 
 /** Examinations in flight during a scan: enough to keep the hash workers and batcher busy. */
 const SCAN_WINDOW = 64;
@@ -122,8 +122,8 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
         const paused = options.pace?.();
         if (paused) await paused;
         if (host.capture.isIgnored(path) || options.skip?.(path)) continue;
-        const st = await lstat(join(host.dir, path)).catch(() => null);
-        if (st?.isFile()) continue;
+        // A file or link still there, reached through real directories (not through a link that took a directory's place).
+        if (isVersionable(await lstatBeneath(host.dir, path).catch(() => null))) continue;
         progress.total += 1;
         run(path, true);
         await room();
