@@ -2,6 +2,7 @@
 // link's target bytes. Engine: write, unchanged detection, restore, snapshot restore, diff, rename,
 // never a dataset; the control API (write, read, stat, dir); migration 9 on an old database.
 
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -214,6 +215,51 @@ describe('sqlite migration 9', () => {
       check.close();
     } finally {
       await dir.cleanup();
+    }
+  });
+});
+
+describe('sync/versions: symbolic links', () => {
+  it('stores the flag; refuses a link that is a dataset or whose target no filesystem can hold; the same bytes as a file and as a link conflict', async () => {
+    const h = await openHarness();
+    try {
+      const project = await h.createProject('p');
+      const upload = async (bytes: Buffer) => {
+        const hash = hashBuffer(bytes);
+        const res = await h.request('PUT', `/v1/projects/${project}/sync/objects/${hash}`, { payload: bytes, headers: { 'content-type': 'application/octet-stream' } });
+        expect(res.statusCode).toBeLessThan(300);
+        return hash;
+      };
+      const send = (versions: Array<Record<string, unknown>>) => h.request('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation: 'ws1', versions } });
+      const target = await upload(Buffer.from('runs/7'));
+      const link = { versionId: randomUUID(), path: 'latest', baseVersionId: null, contentHash: target, symlink: true, timestamp: '2026-11-24T16:30:00.000Z' };
+      const applied = await send([link]);
+      expect(applied.json()).toEqual({ results: [{ versionId: link.versionId, result: 'applied', path: 'latest' }] });
+      expect(await h.ok('GET', `/v1/projects/${project}/fs/stat?path=latest`)).toMatchObject({ symlink: true, executable: false, size: 6 });
+      const feed = await h.ok<{ items: Array<{ versionId: string; symlink: boolean }> }>('GET', `/v1/projects/${project}/sync/changes`);
+      expect(feed.items).toEqual([expect.objectContaining({ versionId: link.versionId, symlink: true })]);
+
+      // Refused whole, nothing applied: a link that says it is a dataset, a target with a NUL.
+      const asDataset = await send([{ ...link, versionId: randomUUID(), path: 'x', dataset: true }]);
+      expect(asDataset.statusCode).toBe(422);
+      expect(asDataset.json().error).toMatchObject({ code: 'INVALID_ARGUMENT', details: { field: 'versions[0].dataset' } });
+      const nul = await upload(Buffer.from('a\0b'));
+      const good = { ...link, versionId: randomUUID(), path: 'fine', contentHash: target };
+      const bad = await send([good, { ...link, versionId: randomUUID(), path: 'bad', contentHash: nul }]);
+      expect(bad.statusCode).toBe(422);
+      expect(bad.json().error).toMatchObject({ code: 'INVALID_SYMLINK_TARGET', details: { field: 'versions[1].contentHash', reason: 'NUL byte' } });
+      expect((await h.request('GET', `/v1/projects/${project}/fs/stat?path=fine`)).statusCode).toBe(404);
+
+      // Two workstations from the same base: one makes `latest` a file with the link's very bytes. Not
+      // "the same file made on both sides": a conflict copy keeps it.
+      const otherLink = { versionId: randomUUID(), path: 'latest', baseVersionId: link.versionId, contentHash: await upload(Buffer.from('runs/8')), symlink: true, timestamp: '2026-11-24T16:31:00.000Z' };
+      expect((await send([otherLink])).json().results[0]).toMatchObject({ result: 'applied' });
+      const asFile = { versionId: randomUUID(), path: 'latest', baseVersionId: link.versionId, contentHash: otherLink.contentHash, timestamp: '2026-11-24T16:32:00.000Z' };
+      const result = (await send([asFile])).json().results[0];
+      expect(result).toMatchObject({ result: 'conflict', conflictWith: otherLink.versionId });
+      expect(await h.ok('GET', `/v1/projects/${project}/fs/stat?path=${encodeURIComponent(result.path)}`)).toMatchObject({ symlink: false });
+    } finally {
+      await h.dispose();
     }
   });
 });
