@@ -2,7 +2,7 @@
 // (multi-GB datasets are the normal case), and `cat` pipes the response body to stdout.
 
 import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
+import { lstat, readlink } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CliError, EXIT } from './errors.js';
@@ -17,20 +17,35 @@ export interface UploadSource {
   size: number | undefined;
   /** the local file's exec bit (or --executable) */
   executable: boolean;
+  /** a symbolic link: the body is its target (a local link, never followed; or --symlink) */
+  symlink: boolean;
   /** closes the progress line */
   finish(): void;
 }
 
-/** Opens LOCALFILE ('-' = stdin) as a stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). */
-export async function openUploadSource(localFile: string, label: string, executable: boolean): Promise<UploadSource> {
+/**
+ * Opens LOCALFILE ('-' = stdin) as a stream; a missing file is LOCAL_FILE_NOT_FOUND (exit 3). A local
+ * symbolic link is sent as a link (its target, never what it points to), as watch mode records it.
+ */
+export async function openUploadSource(localFile: string, label: string, executable: boolean, symlink = false): Promise<UploadSource> {
   if (localFile === '-') {
     const progress = createProgress(label, undefined, false);
-    return { body: counted(process.stdin, 'stdin', progress.add), size: undefined, executable, finish: progress.done };
+    return { body: counted(process.stdin, 'stdin', progress.add), size: undefined, executable: executable && !symlink, symlink, finish: progress.done };
   }
   let size: number;
   let mode: number;
   try {
-    const info = await stat(localFile);
+    const info = await lstat(localFile);
+    if (info.isSymbolicLink()) {
+      const target = await readlink(localFile, { encoding: 'buffer' });
+      return { body: Readable.from([target]), size: target.length, executable: false, symlink: true, finish: () => {} };
+    }
+    if (symlink) {
+      throw new CliError('USAGE', `${localFile} is not a symbolic link; --symlink takes the target from stdin (-) or from a link`, {
+        exitCode: EXIT.usage,
+        details: { field: 'localFile' },
+      });
+    }
     if (!info.isFile()) {
       throw new CliError('USAGE', `${localFile} is not a regular file`, { exitCode: EXIT.usage, details: { field: 'localFile' } });
     }
@@ -48,6 +63,7 @@ export async function openUploadSource(localFile: string, label: string, executa
     size,
     // Like git: a script that is executable locally stays executable when restored.
     executable: executable || (mode & 0o111) !== 0,
+    symlink: false,
     finish: progress.done,
   };
 }

@@ -3,7 +3,7 @@
 // file order.
 
 import { createHash } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, type RunResult, runCli, type ServeHandle, startServe, tempDir } from './cli-harness.js';
@@ -256,6 +256,43 @@ describe('strata CLI against a live server', () => {
     expect(gc.objectsScanned).toBeGreaterThan(0);
     const human = await cli(['fsck']);
     expect(human.stdout).toMatch(/^fsck: \d+ objects? and \d+ references? checked: ok$/m);
+  });
+
+  it('puts a local symbolic link as a link (never what it points to); ls, history, cat and diff show it as one', async () => {
+    const before = await ok<{ snapshotId: string }>(['snapshot', 'create', '-m', 'before links']);
+    const link = join(dir.path, 'latest-link');
+    await symlink('../runs/7/out.csv', link);
+    const put = await ok<{ version: Version & { symlink: boolean } }>(['put', link, 'links/latest']);
+    expect(put.version).toMatchObject({ symlink: true, executable: false, size: 17 });
+    const fromStdin = await ok<{ version: Version & { symlink: boolean } }>(['put', '-', 'links/abs', '--symlink'], '/scratch/data');
+    expect(fromStdin.version).toMatchObject({ symlink: true, size: 13 });
+    const plain = await ok<{ version: Version & { symlink: boolean } }>(['put', '-', 'links/file.txt'], 'text\n');
+    expect(plain.version.symlink).toBe(false);
+    const notALink = await cli(['put', join(dir.path, 'run.sh'), 'links/x', '--symlink']);
+    expect(notALink.code).toBe(2);
+    expect(notALink.stderr).toMatch(/not a symbolic link/);
+
+    const ls = await cli(['ls', 'links']);
+    expect(ls.code, ls.stderr).toBe(0);
+    expect(ls.stdout).toMatch(/\blatest -> \.\.\/runs\/7\/out\.csv$/m);
+    expect(ls.stdout).toMatch(/\babs -> \/scratch\/data$/m);
+    expect(ls.stdout).toMatch(/\bfile\.txt$/m);
+    const lsJson = await ok<{ items: Array<{ name: string; symlink: boolean }> }>(['ls', 'links']);
+    expect(lsJson.items.map((item) => [item.name, item.symlink])).toEqual([
+      ['abs', true],
+      ['file.txt', false],
+      ['latest', true],
+    ]);
+    const history = await cli(['history', 'links/latest']);
+    expect(history.stdout).toMatch(/TIME\s+KIND\s+TYPE\s+SIZE/);
+    expect(history.stdout).toMatch(/\bwrite\s+link\s+17 B\b/);
+    expect((await ok<{ items: Array<{ symlink: boolean }> }>(['history', 'links/latest'])).items.map((v) => v.symlink)).toEqual([true]);
+    expect((await cli(['cat', 'links/latest'])).stdout).toBe('../runs/7/out.csv');
+    expect(await ok(['cat', 'links/latest'])).toMatchObject({ symlink: true, content: '../runs/7/out.csv' });
+    expect(await ok(['cat', 'links/file.txt'])).toMatchObject({ symlink: false });
+    const diff = await cli(['snapshot', 'diff', before.snapshotId]);
+    expect(diff.stdout).toMatch(/^A\s+-\s+link\s+links\/latest$/m);
+    expect(diff.stdout).toMatch(/^A\s+-\s+5 B\s+links\/file\.txt$/m);
   });
 
   it('never prints the bootstrap API key from commands that do not create one', () => {

@@ -15,16 +15,17 @@ export function registerFileCommands(program: Command): void {
     .argument('<path>', 'project path, e.g. analysis/fit.m')
     .option('--base-version <versionId>', "only write if PATH's current version is this one ('' = PATH must not exist)")
     .option('--executable', 'record the new version as executable (default: the local file\'s exec bit)')
-    .action(async (localFile: string, pathArg: string, options: { baseVersion?: string; executable?: boolean }, command: Command) => {
+    .option('--symlink', 'record a symbolic link whose target is read from stdin (-); a local link is always sent as a link')
+    .action(async (localFile: string, pathArg: string, options: { baseVersion?: string; executable?: boolean; symlink?: boolean }, command: Command) => {
       const ctx = contextFor(command);
       const path = ctx.filePath(pathArg);
       const client = ctx.client();
       const projectPath = ctx.projectPath('/fs/write');
-      const source = await openUploadSource(localFile, `put ${path}`, options.executable === true);
+      const source = await openUploadSource(localFile, `put ${path}`, options.executable === true, options.symlink === true);
       let result: WriteResult;
       try {
         result = await client.json<WriteResult>('PUT', projectPath, {
-          query: { path, baseVersionId: options.baseVersion, executable: source.executable || undefined },
+          query: { path, baseVersionId: options.baseVersion, executable: source.executable || undefined, symlink: source.symlink || undefined },
           body: source.body,
           // A known length lets the server refuse an oversized file before we send it.
           ...(source.size === undefined ? {} : { headers: { 'content-length': String(source.size) } }),
@@ -37,9 +38,8 @@ export function registerFileCommands(program: Command): void {
       }
       if (result.historyKept === false) ctx.output.warn(historyNotKept(result.version.path, result.version.size));
       ctx.output.result(result, () => {
-        ctx.output.line(
-          `${sanitizeLine(result.version.path)}  ${formatBytes(result.version.size)}  version ${result.version.versionId}`,
-        );
+        const kind = result.version.symlink ? 'link' : formatBytes(result.version.size);
+        ctx.output.line(`${sanitizeLine(result.version.path)}  ${kind}  version ${result.version.versionId}`);
       });
     });
 
@@ -68,6 +68,8 @@ export function registerFileCommands(program: Command): void {
           path,
           versionId: response.headers.get('x-strata-version-id'),
           contentHash: response.headers.get('x-strata-content-hash'),
+          // a link's content is its target
+          symlink: response.headers.get('x-strata-symlink') === 'true',
           size: bytes.byteLength,
           encoding: isText ? 'utf8' : 'base64',
           content: isText ? text : bytes.toString('base64'),
@@ -84,6 +86,11 @@ export function registerFileCommands(program: Command): void {
       const ctx = contextFor(command);
       const dir = ctx.filePath(dirArg);
       const listing = await ctx.client().json<DirectoryListing>('GET', ctx.projectPath('/fs/dir'), { query: { path: dir } });
+      // A link shows as `name -> target` (its content is the target: one small read per link).
+      const targets = new Map<string, string>();
+      if (!ctx.output.json) {
+        for (const item of listing.items) if (item.symlink === true && item.versionId !== undefined) targets.set(item.path, await linkTarget(ctx, item.versionId));
+      }
       ctx.output.result(listing, () => {
         if (listing.items.length === 0) {
           ctx.output.hint(`${listing.path || '/'} is empty`);
@@ -94,7 +101,7 @@ export function registerFileCommands(program: Command): void {
           listing.items.map((item) => [
             item.type === 'directory' ? '-' : formatBytes(item.size ?? 0),
             formatTime(item.timestamp),
-            item.type === 'directory' ? `${item.name}/` : item.name,
+            item.type === 'directory' ? `${item.name}/` : targets.has(item.path) ? `${item.name} -> ${sanitizeLine(targets.get(item.path)!)}` : item.name,
           ]),
           { rightAlign: [0] },
         );
@@ -138,6 +145,12 @@ export function registerFileCommands(program: Command): void {
         );
       });
     });
+}
+
+/** A link version's target, as text for a listing. */
+async function linkTarget(ctx: CommandContext, versionId: string): Promise<string> {
+  const response = await ctx.client().raw('GET', ctx.projectPath('/fs/read'), { query: { versionId }, headers: { accept: '*/*' } });
+  return (await readAll(response.body)).toString('utf8');
 }
 
 /**

@@ -33,16 +33,18 @@ export function registerHistoryCommands(program: Command): void {
           return;
         }
         ctx.output.table(
-          ['TIME', 'KIND', 'SIZE', 'ACTOR', 'VERSION', 'PATH'],
+          ['TIME', 'KIND', 'TYPE', 'SIZE', 'ACTOR', 'VERSION', 'PATH'],
           page.items.map((v) => [
             formatTime(v.timestamp),
             v.kind,
+            // a symbolic link is its own type: its content (and size) is the link's target
+            v.contentHash === null ? '-' : v.symlink ? 'link' : 'file',
             v.contentHash === null ? '-' : formatBytes(v.size),
             v.actor?.name ?? '',
             v.versionId,
             v.path,
           ]),
-          { rightAlign: [2] },
+          { rightAlign: [3] },
         );
         if (page.nextCursor) ctx.output.hint(`(more versions: --limit N or --all)`);
       });

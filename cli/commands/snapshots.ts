@@ -79,7 +79,7 @@ export function registerSnapshotCommands(program: Command): void {
           ctx.output.line('');
           ctx.output.table(
             ['SIZE', 'VERSION', 'PATH'],
-            entries.items.map((e) => [formatBytes(e.size), e.versionId, e.path]),
+            entries.items.map((e) => [e.symlink ? 'link' : formatBytes(e.size), e.versionId, e.path]),
             { rightAlign: [0] },
           );
         }
@@ -106,8 +106,9 @@ export function registerSnapshotCommands(program: Command): void {
           ['', 'BEFORE', 'AFTER', 'PATH'],
           diff.items.map((d) => [
             mark[d.change] ?? d.change,
-            d.before ? formatBytes(d.before.size) : '-',
-            d.after ? formatBytes(d.after.size) : '-',
+            // a link shows as `link`: a file turned into a link with the same bytes is still a change
+            d.before ? (d.before.symlink ? 'link' : formatBytes(d.before.size)) : '-',
+            d.after ? (d.after.symlink ? 'link' : formatBytes(d.after.size)) : '-',
             d.path,
           ]),
           { rightAlign: [1, 2] },
