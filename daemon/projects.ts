@@ -3,9 +3,10 @@
 // `DIR/.strata/project.json` so CLI commands run inside DIR find it the way git finds its repository.
 
 import { mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine-api.js';
 import { writeFileAtomic } from './atomic-file.js';
+import { openBeneath, throughLink } from './beneath.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
 import { type DaemonConfig, type DaemonProjectConfig, readDaemonConfig, writeDaemonConfig } from './config.js';
 import type { ProjectMode } from './host.js';
@@ -66,9 +67,25 @@ export async function readProjectFile(dir: string): Promise<ProjectFile | null> 
   }
 }
 
+async function assertStrataDirWritable(dir: string): Promise<void> {
+  const strata = await openBeneath(dir, dirname(PROJECT_FILE), { create: false });
+  if (strata.kind === 'dir') await strata.dir.close();
+  if (strata.kind === 'link') throw throughLink(PROJECT_FILE, strata.at);
+  if (strata.kind === 'file') throw new StrataError('INVALID_ARGUMENT', { message: `${join(dir, strata.at)} is not a directory`, details: { field: 'dir' } });
+}
+
+/** Written through `.strata` opened without following a link (beneath.ts): a `.strata` link (an unpacked archive's) is refused. */
 async function writeProjectFile(dir: string, content: ProjectFile): Promise<void> {
-  await mkdir(join(dir, '.strata'), { recursive: true });
-  await writeFileAtomic(join(dir, PROJECT_FILE), `${JSON.stringify(content, null, 2)}\n`, 0o644);
+  const strata = await openBeneath(dir, dirname(PROJECT_FILE), { create: true });
+  if (strata.kind !== 'dir') {
+    if (strata.kind === 'link') throw throughLink(PROJECT_FILE, strata.at);
+    throw new StrataError('INVALID_ARGUMENT', { message: `${join(dir, strata.at)} is not a directory`, details: { field: 'dir' } });
+  }
+  try {
+    await writeFileAtomic(strata.dir.entry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`, 0o644);
+  } finally {
+    await strata.dir.close();
+  }
 }
 
 export async function registerProject(registrar: Registrar, input: RegisterInput): Promise<RegisteredProject> {
@@ -118,6 +135,9 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   // Checked before anything is bound: a mount over files would hide them (the mount refuses to start),
   // and a binding that can never start would stand in the way of `strata watch DIR`.
   if (input.mode === 'mount' || input.requireEmpty === true) await assertEmptyDir(dir);
+
+  // Refused before anything is created: .strata/project.json is never written through a link.
+  if (input.mode === 'watch') await assertStrataDirWritable(dir);
 
   // A directory that was bound before (daemon.json lost or edited): keep its project and history.
   let projectId: string | null = null;

@@ -7,7 +7,7 @@ import { lstat, mkdir, readdir, readFile, readlink, rm, symlink, unlink, writeFi
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openNoFollow } from '../daemon/capture/open-no-follow.js';
-import { openBeneath } from '../daemon/watch/beneath.js';
+import { openBeneath } from '../daemon/beneath.js';
 import { openLocalEngine } from '../engine/local.js';
 import type { Entry, VersionRecord } from '../engine/types.js';
 import { sh, waitFor, type WatchedProject, watchProject } from './daemon-harness.js';
@@ -221,6 +221,17 @@ describe('nothing is written through a link that took a directory’s place', ()
     expect(await readlink(join(w.dir, 'sub'))).toBe(outside);
     // and the engine's files below sub/ are still there, in history
     expect((await w.history('sub/secret.txt'))[0]).toMatchObject({ contentHash: expect.any(String) });
+  });
+
+  it('a project directory whose .strata is a link is refused before anything is made, and nothing is written where it points', async () => {
+    const other = join(w.dir, '..', 'linked-strata');
+    await mkdir(other);
+    await symlink(outside, join(other, '.strata'));
+    const projects = async () => (await w.api<{ items: unknown[] }>('GET', '/v1/projects')).items.length;
+    const before = await projects();
+    await expect(w.daemon.addProject({ dir: other, mode: 'watch' })).rejects.toMatchObject({ code: 'PATH_THROUGH_SYMLINK', details: { link: '.strata' } });
+    expect(await projects()).toBe(before);
+    await outsideUntouched();
   });
 
   it('a restore that turns the link back into a directory removes the link itself and makes a real directory', async () => {

@@ -29,7 +29,7 @@ import type { Entry } from '../../engine/types.js';
 import { INCOMING_TEMP_PREFIX } from '../capture/ignore.js';
 import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
-import { type Beneath, type BeneathDir, openBeneath, throughLink } from './beneath.js';
+import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
 import { captureDisk, lstatOrNull, sameAsIndexed, statRow } from './examine.js';
 
 export type MaterializeResult =

@@ -10,7 +10,7 @@
 // Linux only, like the rest of watch mode (inotify) and mount mode (FUSE).
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open } from 'node:fs/promises';
-import { StrataError } from '../../engine/errors.js';
+import { StrataError } from '../engine/errors.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
