@@ -23,7 +23,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
     } else if (content.kind === 'staged') {
       if (node.writers > 0) {
         // Forced while still open for writing (fsync, unmount): the file stays ours, the store copies it.
-        await content.file.drain();
+        await content.file.complete();
         payload = { file: content.file.path, adopt: false, size: node.size };
       } else {
         // Hash already computed by the staging worker as the bytes went by; the store renames the file in.

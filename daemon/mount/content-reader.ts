@@ -5,7 +5,7 @@
 // engine read. A dataset is read through its manifest: each read opens only the shards it covers
 // (positional reads of their spans in the store's pack files), never the whole dataset.
 import { type FileHandle, open } from 'node:fs/promises';
-import { ShardIndex } from '../../engine/datasets/manifest.js';
+import { parseManifest, ShardIndex } from '../../engine/datasets/manifest.js';
 import type { Engine } from '../../engine/engine-api.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { ContentHash } from '../../engine/types.js';
@@ -229,3 +229,66 @@ export async function copyContentInto(
 }
 
 const COPY_PIECE = 1 << 20;
+
+/** A piece of content as a span of a plain local file. */
+export interface ContentSpan {
+  file: string;
+  offset: number;
+  size: number;
+}
+
+/**
+ * Where a stored content's bytes lie, in order, as spans of local files: a loose object is its file,
+ * a dataset the spans of its shards. Null when some part is not a plain local file (packed, remote):
+ * the caller copies through a reader then.
+ */
+export async function contentSpans(store: ContentStore | null, hash: ContentHash, dataset: boolean): Promise<ContentSpan[] | null> {
+  if (store === null) return null;
+  if (!dataset) {
+    const span = store.objectSpan === undefined ? null : await store.objectSpan(hash);
+    return span === null ? null : [span];
+  }
+  if (store.objectSpan === undefined) return null;
+  const manifest = parseManifest(await store.readBuffer(hash), hash);
+  const spans: ContentSpan[] = [];
+  for (const shard of manifest.shards) {
+    const span = await store.objectSpan(shard.hash);
+    if (span === null) return null;
+    spans.push(span);
+  }
+  return spans;
+}
+
+/** A reader over spans of local files (contentSpans), each file opened once. */
+export async function openSpans(spans: ContentSpan[]): Promise<ContentReader> {
+  const handles = new Map<string, FileHandle>();
+  try {
+    for (const { file } of spans) if (!handles.has(file)) handles.set(file, await open(file, 'r'));
+  } catch (error) {
+    await Promise.all([...handles.values()].map((handle) => handle.close()));
+    throw error;
+  }
+  const starts: number[] = [];
+  let at = 0;
+  for (const span of spans) {
+    starts.push(at);
+    at += span.size;
+  }
+  return {
+    async read(into, len, pos) {
+      let done = 0;
+      for (let i = 0; i < spans.length && done < len; i++) {
+        const span = spans[i]!;
+        const from = pos + done - starts[i]!;
+        if (from < 0 || from >= span.size) continue;
+        const got = await new FileReader(handles.get(span.file)!, span.offset, span.size).read(into.subarray(done), Math.min(len - done, span.size - from), from);
+        done += got;
+        if (got === 0) break;
+      }
+      return done;
+    },
+    async close() {
+      await Promise.all([...handles.values()].map((handle) => handle.close()));
+    },
+  };
+}

@@ -23,7 +23,7 @@ export async function materializeToBacking(state: MountState, node: FileNode, to
   if (content.kind === 'memory') {
     await writeFile(dest, content.buf.subarray(0, node.size));
   } else if (content.kind === 'staged') {
-    await content.file.drain();
+    await content.file.complete();
     await copyFile(content.file.path, dest);
   } else if (node.base === null || node.base.size === 0) {
     await writeFile(dest, Buffer.alloc(0));

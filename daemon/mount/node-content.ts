@@ -1,7 +1,7 @@
 // Reading and changing a node's bytes: memory for small files, a staging file past MEMORY_LIMIT,
 // copy-on-write of the base content on the first change that keeps some of it.
-import { contentForSmall, copyContentInto, openContent } from './content-reader.js';
-import { type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
+import { contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
+import { type BaseRef, type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import { StagingFile } from './staging-file.js';
 
@@ -22,13 +22,30 @@ async function makeWritable(state: MountState, node: FileNode, keep: number): Pr
   }
   const file = StagingFile.create(state.pool);
   try {
-    await copyContentInto(state.source, source, file);
+    // A stored object that is a plain file: its bytes are copied in the background, so a write into
+    // (or an append to) a large file costs what was written, not the file's size.
+    if (!(await fillBehind(state, file, base!, kept))) await copyContentInto(state.source, source, file);
   } catch (error) {
     await file.discard();
     throw error;
   }
   node.content = { kind: 'staged', file };
   await journalOpen(state, node, file);
+}
+
+/** Starts a background copy of the base's first `kept` bytes; false when its bytes are not plain local files. */
+async function fillBehind(state: MountState, file: StagingFile, base: BaseRef, kept: number): Promise<boolean> {
+  for (let attempt = 0; ; attempt++) {
+    const spans = await contentSpans(state.source.store, base.hash, base.dataset);
+    if (spans === null) return false;
+    try {
+      await file.fillFrom(spans, base, kept);
+      return true;
+    } catch (error) {
+      // A pack file compacted away between the lookup and the open: look it up once more.
+      if (attempt > 0 || (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
 }
 
 /**

@@ -4,13 +4,14 @@
 // being written when the process died has a record marked `open` (written when it started): its bytes
 // are kept as a version whose actor says it was recovered after a crash, never thrown away. Staging
 // files without any record and records without a file are removed.
-import { readdir, readFile, rm } from 'node:fs/promises';
+import { open, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { StrataError } from '../../engine/errors.js';
 import { isContentHash } from '../../engine/hash.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { ContentHash } from '../../engine/types.js';
+import { contentSpans, openSpans } from './content-reader.js';
 import { JOURNAL_NAME, readJournal } from './journal.js';
 import type { MountSink, SinkContent } from './sink.js';
 
@@ -38,6 +39,51 @@ interface JournalRecord {
   hash: ContentHash | null;
   /** the file was still being written (never closed) when the mount died */
   open: boolean;
+  /** its base's bytes were still being copied in (staging-file.ts fillFrom): what is left to copy */
+  fill: BaseFill | null;
+}
+
+interface BaseFill {
+  hash: ContentHash;
+  dataset: boolean;
+  limit: number;
+  written: Array<[number, number]>;
+}
+
+function parseFill(value: unknown): BaseFill | null {
+  const fill = value as Partial<BaseFill> | null | undefined;
+  if (fill == null || typeof fill.hash !== 'string' || !isContentHash(fill.hash) || !Number.isSafeInteger(fill.limit) || !Array.isArray(fill.written)) return null;
+  const written = fill.written.filter((r): r is [number, number] => Array.isArray(r) && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[1]));
+  return { hash: fill.hash, dataset: fill.dataset === true, limit: fill.limit!, written };
+}
+
+/**
+ * Copies into `file` the base bytes a background fill had not copied yet when the mount died: every
+ * byte below `limit` (and below the file's size) outside the written ranges. Bytes already copied are
+ * copied again (the same bytes), so it does not matter how far the fill got.
+ */
+async function finishFill(file: string, fill: BaseFill, store: ContentStore | null): Promise<boolean> {
+  const spans = await contentSpans(store, fill.hash, fill.dataset).catch(() => null);
+  if (spans === null) return false;
+  const [dest, src] = await Promise.all([open(file, 'r+'), openSpans(spans)]);
+  try {
+    const end = Math.min(fill.limit, (await dest.stat()).size);
+    const buf = Buffer.allocUnsafe(1 << 20);
+    let pos = 0;
+    for (const [a, b] of [...fill.written.filter(([a]) => a < end), [end, end] as [number, number]]) {
+      for (let at = pos; at < Math.min(a, end); ) {
+        const n = await src.read(buf, Math.min(buf.length, a - at), at);
+        if (n === 0) break;
+        await dest.write(buf, 0, n, at);
+        at += n;
+      }
+      pos = Math.max(pos, b);
+    }
+    await dest.sync();
+    return true;
+  } finally {
+    await Promise.all([dest.close(), src.close()]);
+  }
 }
 
 /** What a restart recovered from a crashed run. */
@@ -53,7 +99,7 @@ function parseRecord(text: string): JournalRecord | null {
     const value = JSON.parse(text) as Partial<JournalRecord>;
     if (typeof value.projectId !== 'string' || typeof value.path !== 'string') return null;
     const hash = typeof value.hash === 'string' && isContentHash(value.hash) ? value.hash : null;
-    return { projectId: value.projectId, path: value.path, executable: value.executable === true, hash, open: value.open === true };
+    return { projectId: value.projectId, path: value.path, executable: value.executable === true, hash, open: value.open === true, fill: parseFill((value as { fill?: unknown }).fill) };
   } catch {
     return null;
   }
@@ -97,6 +143,11 @@ export async function recoverStaging(
     }
     if (record.projectId !== options.projectId) continue; // another project's mount recovers it
     try {
+      if (record.fill !== null && !(await finishFill(file, record.fill, options.store))) {
+        // The base is gone from the store: the bytes that were not copied yet cannot be brought back.
+        logger.error({ path: record.path, base: record.fill.hash }, 'a crashed mount was still copying a file\'s earlier content, which this store no longer has; kept as a recovered version, with zeros where that content was');
+        record.open = true;
+      }
       const sink = record.open ? (options.unclosedSink ?? options.sink) : options.sink;
       const written = await sink.write(record.path, { file, adopt: true }, record.executable);
       if (record.open) {

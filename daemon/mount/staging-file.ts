@@ -10,9 +10,11 @@ import { open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentHash } from '../../engine/types.js';
+import type { ContentSpan } from './content-reader.js';
 import { type StagingPool, type StagingReply, type StagingSlot, workerError } from './staging-pool.js';
 
 const CHUNK_BYTES = 1 << 20;
+const MAX_JOURNALED_RANGES = 1000;
 /** Unacknowledged bytes per file before a write waits: bounds memory when the disk is slower than the writer. */
 const MAX_INFLIGHT_BYTES = 8 * CHUNK_BYTES;
 
@@ -53,6 +55,33 @@ export class StagingFile {
     return file;
   }
 
+  /**
+   * Copy-on-write without the wait: the new file takes the first `limit` bytes of the base content
+   * (at `spans`: content-reader.ts contentSpans), copied by the worker in the background (`fill`);
+   * writes and reads go on meanwhile. Until the copy is done, the journal record carries what a
+   * restart needs to finish it (the base's hash, `limit`, the ranges written): recovery.ts.
+   */
+  async fillFrom(spans: ContentSpan[], base: { hash: ContentHash; dataset: boolean }, limit: number): Promise<void> {
+    this.flushChunk();
+    // Awaited (the worker only opens the files before it answers): a file compaction replaced since
+    // the spans were read fails here, and the caller can ask again.
+    await this.pool.request(this.slot, { op: 'fill', sid: this.sid, spans, limit });
+    this.size = limit;
+    this.fill = { hash: base.hash, dataset: base.dataset, limit, written: [] };
+  }
+
+  /** Waits until the file holds all its bytes (a background fill done): before others read it by path. */
+  async complete(): Promise<void> {
+    if (this.fill === null) return this.drain();
+    this.flushChunk();
+    await this.pool.request(this.slot, { op: 'complete', sid: this.sid });
+    this.fill = null;
+    await this.drain();
+  }
+
+  /** A background fill's state as the journal keeps it; null when none was started. */
+  private fill: { hash: ContentHash; dataset: boolean; limit: number; written: Array<[number, number]> } | null = null;
+
   /** Copy-on-write: fill the new file with a stored object's bytes (hashed on the way). */
   async copyFrom(src: string): Promise<void> {
     this.flushChunk();
@@ -62,6 +91,7 @@ export class StagingFile {
 
   async write(offset: number, data: Buffer, len: number): Promise<void> {
     if (this.failure !== null) throw this.failure;
+    if (this.fill !== null && offset < this.fill.limit) this.fill.written = addRange(this.fill.written, offset, Math.min(offset + len, this.fill.limit));
     const chunk = this.chunk;
     if (chunk !== null && offset === chunk.offset + chunk.len && chunk.len + len <= CHUNK_BYTES) {
       chunk.buf.set(data.subarray(0, len), chunk.len);
@@ -94,6 +124,11 @@ export class StagingFile {
     this.flushChunk();
     await this.pool.request(this.slot, { op: 'truncate', sid: this.sid, size });
     this.size = size;
+    const fill = this.fill;
+    if (fill !== null && size < fill.limit) {
+      fill.limit = size;
+      fill.written = fill.written.filter(([a]) => a < size).map(([a, b]) => [a, Math.min(b, size)]);
+    }
   }
 
   /** Waits for every write so far; reports a deferred failure. */
@@ -119,7 +154,9 @@ export class StagingFile {
    * when the file starts (still being written): a crash then keeps its bytes as a recovered version.
    */
   async journal(info: { projectId: string; path: string; executable: boolean; hash?: ContentHash; open?: true }, durable: boolean): Promise<void> {
-    const text = JSON.stringify(info);
+    // Scattered writes would make a long record: the copy is finished instead (rare: random writes).
+    if (this.fill !== null && this.fill.written.length > MAX_JOURNALED_RANGES) await this.complete();
+    const text = JSON.stringify(this.fill === null ? info : { ...info, fill: this.fill });
     if (text === this.journaled && !durable) return;
     const handle = await open(`${this.path}.json`, 'w', 0o600);
     try {
@@ -154,6 +191,7 @@ export class StagingFile {
   async finish(): Promise<{ hash: ContentHash; size: number }> {
     this.flushChunk();
     const reply = await this.pool.request(this.slot, { op: 'finish', sid: this.sid });
+    this.fill = null;
     this.release();
     if (this.failure !== null) throw this.failure;
     return { hash: `blake3:${reply.hash}`, size: reply.size ?? 0 };
@@ -203,4 +241,25 @@ export class StagingFile {
       this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
     });
   }
+}
+
+/** Adds [start, end) to sorted, disjoint ranges (merging what touches it). */
+export function addRange(ranges: Array<[number, number]>, start: number, end: number): Array<[number, number]> {
+  // The common case, appends and sequential writes: extend the last range.
+  const last = ranges[ranges.length - 1];
+  if (last !== undefined && start >= last[0] && start <= last[1]) {
+    last[1] = Math.max(last[1], end);
+    return ranges;
+  }
+  const out: Array<[number, number]> = [];
+  let i = 0;
+  while (i < ranges.length && ranges[i]![1] < start) out.push(ranges[i++]!);
+  while (i < ranges.length && ranges[i]![0] <= end) {
+    start = Math.min(start, ranges[i]![0]);
+    end = Math.max(end, ranges[i]![1]);
+    i++;
+  }
+  out.push([start, end]);
+  while (i < ranges.length) out.push(ranges[i++]!);
+  return out;
 }

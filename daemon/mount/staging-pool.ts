@@ -93,7 +93,10 @@ export class StagingPool {
   }
 
   private spawn(): StagingSlot {
-    const worker = new Worker(STAGING_WORKER_SOURCE, { eval: true, workerData: { blakeModulePath: this.blakeModulePath } });
+    // STRATA_MOUNT_FILL_PAUSE_MS: a pause between the pieces of a background copy (staging-worker-source.ts
+    // `fill`); how the tests crash the mount in the middle of one.
+    const fillPauseMs = Number(process.env['STRATA_MOUNT_FILL_PAUSE_MS'] ?? 0) || 0;
+    const worker = new Worker(STAGING_WORKER_SOURCE, { eval: true, workerData: { blakeModulePath: this.blakeModulePath, fillPauseMs } });
     worker.unref();
     const slot: StagingSlot = { worker, pending: new Map(), files: 0 };
     worker.on('message', (reply: StagingReply) => {

@@ -12,6 +12,13 @@
 // Protocol: every request {id, op, sid, ...} gets exactly one reply {id, ...} or {id, error}.
 //  - open {path, existing}: create (O_EXCL, 0600) or open an existing file (read-write)
 //  - copy {src}: fill the (empty) file with the bytes of src, hashing them (copy-on-write of a base)
+//  - fill {spans, limit}: the same, behind the tool's back, from the base's bytes as spans of local
+//    files ({file, offset, size} in order: a loose object is one, a dataset a span per shard): the file
+//    takes the size `limit` at once, and the copy runs a piece at a time between other messages,
+//    skipping what was written meanwhile; reads of what is not copied yet come from the spans. So
+//    appending a byte to a 1 GiB file is answered at once; `finish`, `fsync` and `complete` copy
+//    what is left first.
+//  - complete {}: finish a fill now
 //  - write {offset, buf, len}: pwrite; the transferred buffer comes back for reuse
 //  - read {offset, len}: pread into a new buffer, transferred back with {n}
 //  - truncate {size}
@@ -56,6 +63,147 @@ function rehash(fd) {
   return { hex: hasher.digest('hex'), size: pos };
 }
 
+// Background fill (op 'fill'): f.fill = { src, limit, pos, written } while bytes of the base are
+// still to be copied. \`written\`: sorted, disjoint [start, end) ranges below \`limit\` the tool wrote
+// (never overwritten by the copy). Bytes below \`pos\` are copied or written; above, unwritten ones
+// still live in src.
+const filling = new Set();
+let fillScheduled = false;
+
+function addRange(ranges, start, end) {
+  const out = [];
+  let i = 0;
+  while (i < ranges.length && ranges[i][1] < start) out.push(ranges[i++]);
+  while (i < ranges.length && ranges[i][0] <= end) {
+    start = Math.min(start, ranges[i][0]);
+    end = Math.max(end, ranges[i][1]);
+    i++;
+  }
+  out.push([start, end]);
+  while (i < ranges.length) out.push(ranges[i++]);
+  return out;
+}
+
+/** The parts of [start, end) that are still the base's: not written, at or above pos, below limit. */
+function gaps(fill, start, end) {
+  start = Math.max(start, fill.pos);
+  end = Math.min(end, fill.limit);
+  const out = [];
+  for (const [a, b] of fill.written) {
+    if (b <= start) continue;
+    if (a >= end) break;
+    if (a > start) out.push([start, a]);
+    start = Math.max(start, b);
+  }
+  if (start < end) out.push([start, end]);
+  return out;
+}
+
+/** The base as one logical file over its spans; every file is opened once, up front (compaction may unlink it later). */
+function openSource(spans) {
+  const fds = new Map();
+  const parts = [];
+  let at = 0;
+  try {
+    for (const span of spans) {
+      if (!fds.has(span.file)) fds.set(span.file, fs.openSync(span.file, 'r'));
+      parts.push({ start: at, fd: fds.get(span.file), offset: span.offset, size: span.size });
+      at += span.size;
+    }
+  } catch (err) {
+    for (const fd of fds.values()) fs.closeSync(fd);
+    throw err;
+  }
+  return { parts, fds: [...fds.values()], size: at };
+}
+
+function closeSource(src) {
+  for (const fd of src.fds) {
+    try { fs.closeSync(fd); } catch {}
+  }
+}
+
+/** pread on the base: up to len bytes at pos into buf at off; the count read (short at its end). */
+function readSource(src, buf, off, len, pos) {
+  const parts = src.parts;
+  let lo = 0;
+  let hi = parts.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (parts[mid].start <= pos) lo = mid;
+    else hi = mid - 1;
+  }
+  let done = 0;
+  for (let i = lo; i < parts.length && done < len; i++) {
+    const part = parts[i];
+    const from = pos + done - part.start;
+    if (from >= part.size) continue;
+    const want = Math.min(len - done, part.size - from);
+    let got = 0;
+    while (got < want) {
+      const n = fs.readSync(part.fd, buf, off + done + got, want - got, part.offset + from + got);
+      if (n === 0) break;
+      got += n;
+    }
+    done += got;
+    if (got < want) break;
+  }
+  return done;
+}
+
+function copyRange(src, fd, buf, start, end) {
+  let pos = start;
+  while (pos < end) {
+    const n = readSource(src, buf, 0, Math.min(buf.length, end - pos), pos);
+    if (n === 0) break;
+    writeAll(fd, buf, 0, n, pos);
+    pos += n;
+  }
+}
+
+/** One piece of a fill: up to CHUNK bytes from pos. True when the fill is done. */
+function fillStep(f, buf) {
+  const fill = f.fill;
+  const end = Math.min(fill.limit, fill.pos + CHUNK);
+  for (const [a, b] of gaps(fill, fill.pos, end)) copyRange(fill.src, f.fd, buf, a, b);
+  fill.pos = end;
+  if (fill.pos < fill.limit) return false;
+  endFill(f);
+  return true;
+}
+
+function endFill(f) {
+  if (!f.fill) return;
+  closeSource(f.fill.src);
+  f.fill = null;
+  filling.delete(f);
+}
+
+function completeFill(f) {
+  if (!f.fill) return;
+  const buf = Buffer.allocUnsafe(CHUNK);
+  while (!fillStep(f, buf)) {}
+}
+
+function scheduleFill() {
+  if (fillScheduled || filling.size === 0) return;
+  fillScheduled = true;
+  const next = workerData.fillPauseMs > 0 ? (fn) => setTimeout(fn, workerData.fillPauseMs) : setImmediate;
+  next(() => {
+    fillScheduled = false;
+    const buf = Buffer.allocUnsafe(CHUNK);
+    for (const f of [...filling]) {
+      try {
+        fillStep(f, buf);
+      } catch {
+        // Left for finish/fsync/complete to meet again (and report) when they copy the rest.
+        filling.delete(f);
+      }
+    }
+    scheduleFill();
+  });
+}
+
 function handle(m) {
   switch (m.op) {
     case 'open': {
@@ -86,9 +234,25 @@ function handle(m) {
         fs.closeSync(src);
       }
     }
+    case 'fill': {
+      const f = get(m.sid);
+      const src = openSource(m.spans);
+      fs.ftruncateSync(f.fd, m.limit);
+      f.fill = { src, limit: m.limit, pos: 0, written: [] };
+      f.seq = false;
+      filling.add(f);
+      scheduleFill();
+      return [{ size: m.limit }];
+    }
+    case 'complete': {
+      const f = get(m.sid);
+      completeFill(f);
+      return [{}];
+    }
     case 'write': {
       const f = get(m.sid);
       const buf = Buffer.from(m.buf, 0, m.len);
+      if (f.fill && m.offset < f.fill.limit) f.fill.written = addRange(f.fill.written, m.offset, Math.min(m.offset + m.len, f.fill.limit));
       if (f.seq) {
         if (m.offset === f.hashed) {
           f.hasher.update(buf);
@@ -109,11 +273,17 @@ function handle(m) {
         if (got === 0) break;
         n += got;
       }
+      if (f.fill) for (const [a, b] of gaps(f.fill, m.offset, m.offset + n)) readSource(f.fill.src, buf, a - m.offset, b - a, a);
       const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + n);
       return [{ buf: ab, n }, [ab]];
     }
     case 'truncate': {
       const f = get(m.sid);
+      if (f.fill && m.size < f.fill.limit) {
+        f.fill.limit = m.size;
+        f.fill.written = f.fill.written.filter(([a]) => a < m.size).map(([a, b]) => [a, Math.min(b, m.size)]);
+        if (f.fill.pos >= f.fill.limit) endFill(f);
+      }
       fs.ftruncateSync(f.fd, m.size);
       if (m.size === 0) {
         f.hasher = new Blake3Hasher();
@@ -125,13 +295,16 @@ function handle(m) {
       return [{}];
     }
     case 'fsync': {
-      fs.fsyncSync(get(m.sid).fd);
+      const f = get(m.sid);
+      completeFill(f);
+      fs.fsyncSync(f.fd);
       return [{}];
     }
     case 'finish': {
       const f = get(m.sid);
       files.delete(m.sid);
       try {
+        completeFill(f);
         fs.fsyncSync(f.fd);
         const size = fs.fstatSync(f.fd).size;
         if (f.seq && f.hashed === size) return [{ hash: f.hasher.digest('hex'), size, rehashed: false }];
@@ -145,6 +318,7 @@ function handle(m) {
       const f = files.get(m.sid);
       files.delete(m.sid);
       if (f) {
+        endFill(f);
         try { fs.closeSync(f.fd); } catch {}
       }
       if (m.unlink) {
