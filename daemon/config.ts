@@ -19,6 +19,13 @@ export interface DaemonProjectConfig {
   mode: ProjectMode;
   /** linked to a server project (issue 14) */
   sync?: SyncLink;
+  /**
+   * Mount mode over a directory that held the project's files (`strata mount DIR --import`): they
+   * were imported, the mount covers them, and every unmount writes the project's tree back there.
+   */
+  inPlace?: boolean;
+  /** Mount mode: `strata unmount DIR` stopped it; the daemon leaves it alone until `strata mount DIR`. */
+  unmounted?: boolean;
 }
 
 export interface DaemonConfig {
@@ -71,7 +78,14 @@ export function readDaemonConfig(home: string): DaemonConfig {
         throw invalid(file, `projects[${i}] needs projectId, dir and mode (watch|mount)`);
       }
       const sync = parseSyncLink(item['sync']);
-      return sync === undefined ? { projectId, dir, mode } : { projectId, dir, mode, sync };
+      return {
+        projectId,
+        dir,
+        mode,
+        ...(sync === undefined ? {} : { sync }),
+        ...(mode === 'mount' && item['inPlace'] === true ? { inPlace: true } : {}),
+        ...(mode === 'mount' && item['unmounted'] === true ? { unmounted: true } : {}),
+      };
     }),
   };
 }

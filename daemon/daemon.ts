@@ -12,7 +12,8 @@ import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { isLoopbackAddress, parseListen } from '../server/serve.js';
 import { loadPepper, resolveEnvironment } from '../server/secrets.js';
-import { type DaemonConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
+import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
+import type { WriteBackReport } from './mount/in-place/write-back.js';
 import { acquireDaemonLock, type DaemonLock } from './lock.js';
 import { ensureLocalOwner, type LocalOwner } from './owner.js';
 import { ProjectRunner, type ProjectStatus } from './project-runner.js';
@@ -41,8 +42,33 @@ export interface RunningDaemon {
   owner: LocalOwner;
   status(): DaemonStatus;
   addProject(input: RegisterInput): Promise<{ project: RegisteredProject; status: ProjectStatus }>;
+  /** `strata unmount`: stops serving a mount project (an in-place one writes its tree back) until it is mounted again. */
+  unmountProject(projectId: string): Promise<UnmountResult>;
   project(projectId: string): ProjectRunner | undefined;
   stop(): Promise<void>;
+}
+
+export interface UnmountResult {
+  projectId: string;
+  dir: string;
+  inPlace: boolean;
+  /** whether this call stopped a mount (false: it was not being served) */
+  wasMounted: boolean;
+  /** in-place: what was written back into the directory */
+  writeBack: WriteBackReport | null;
+}
+
+/** Only the fields daemon.json keeps (a RegisteredProject carries its name and `created` too). */
+function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
+  const { projectId, dir, mode, sync, inPlace, unmounted } = project;
+  return {
+    projectId,
+    dir,
+    mode,
+    ...(sync === undefined ? {} : { sync }),
+    ...(inPlace === true ? { inPlace } : {}),
+    ...(unmounted === true ? { unmounted } : {}),
+  };
 }
 
 export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
@@ -122,8 +148,9 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           input,
         );
         let runner = runners.get(project.projectId);
-        if (runner && JSON.stringify(runner.config.sync) !== JSON.stringify(project.sync)) {
-          // Linked to a server now: the project restarts with its sync.
+        const changed = runner !== undefined && (runner.config.mode !== project.mode || (runner.config.inPlace === true) !== (project.inPlace === true));
+        if (runner && (changed || JSON.stringify(runner.config.sync) !== JSON.stringify(project.sync))) {
+          // Linked to a server now, or switched to an in-place mount: the project restarts that way.
           await runner.stop();
           runners.delete(project.projectId);
           runner = undefined;
@@ -132,12 +159,51 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           await runner.restartSync();
         }
         if (!runner) {
-          const { projectId, dir, mode, sync } = project;
-          runner = new ProjectRunner(sync === undefined ? { projectId, dir, mode } : { projectId, dir, mode, sync }, runnerDeps);
+          runner = new ProjectRunner(configOf(project), runnerDeps);
           runners.set(project.projectId, runner);
           await runner.start();
         }
         return { project, status: runner.status() };
+      },
+      async unmountProject(projectId) {
+        const entry = config.projects.find((p) => p.projectId === projectId);
+        if (entry === undefined) throw new StrataError('PROJECT_NOT_FOUND', { message: 'This daemon has no such project', details: { projectId } });
+        if (entry.mode !== 'mount') {
+          throw new StrataError('INVALID_ARGUMENT', {
+            message: `${entry.dir} is watched, not mounted: there is nothing to unmount (its files are in the directory)`,
+            details: { field: 'dir', dir: entry.dir, mode: entry.mode },
+          });
+        }
+        const runner = runners.get(projectId);
+        const state = runner?.status().state;
+        const wasMounted = state === 'mounted' || state === 'guarded';
+        let writeBack: WriteBackReport | null = null;
+        if (runner !== undefined) {
+          await runner.stop();
+          runners.delete(projectId);
+          writeBack = (runner.host as { writeBackReport?(): WriteBackReport | null } | null)?.writeBackReport?.() ?? null;
+        }
+        const inPlace = entry.inPlace === true;
+        if (inPlace && wasMounted && (writeBack === null || writeBack.failed > 0)) {
+          // The files are all in the project, not all in the directory: serve them again rather than
+          // leave an incomplete directory looking like the project.
+          const again = new ProjectRunner(entry, runnerDeps);
+          runners.set(projectId, again);
+          await again.start();
+          throw new StrataError('STORAGE_ERROR', {
+            message:
+              writeBack === null
+                ? `${entry.dir} could not be unmounted cleanly, so its files were not written back; they are all in the project (see the daemon log)`
+                : `${writeBack.failed} file(s) could not be written back into ${entry.dir} (see \`strata status\` and the daemon log); they are all in the project, which is mounted again: fix the cause and unmount again`,
+            details: { dir: entry.dir, ...(writeBack === null ? {} : { writeBack }) },
+          });
+        }
+        if (entry.unmounted !== true) {
+          const next: DaemonConfig = { ...config, projects: config.projects.map((p) => (p === entry ? { ...entry, unmounted: true } : p)) };
+          await writeDaemonConfig(home, next);
+          config = next;
+        }
+        return { projectId, dir: entry.dir, inPlace, wasMounted, writeBack };
       },
       project: (projectId) => runners.get(projectId),
       stop() {
@@ -193,7 +259,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     }
     logger.info({ url, home }, `strata daemon listening on ${url}`);
 
-    for (const project of config.projects) runners.set(project.projectId, new ProjectRunner(project, runnerDeps));
+    // `strata unmount` stopped these: they wait for `strata mount DIR`.
+    for (const project of config.projects) if (project.unmounted !== true) runners.set(project.projectId, new ProjectRunner(project, runnerDeps));
     await Promise.all([...runners.values()].map((runner) => runner.start()));
     return daemon;
   } catch (error) {

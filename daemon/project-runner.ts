@@ -144,7 +144,8 @@ export class ProjectRunner {
         tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
       });
       this.#pipeline = pipeline;
-      const ctx: HostContext = {
+      // `inPlace`: read by the mount host only (daemon/mount/index.ts MountHostContext).
+      const ctx: HostContext & { inPlace?: boolean } = {
         engine,
         projectId,
         dir,
@@ -155,6 +156,7 @@ export class ProjectRunner {
         home: this.#deps.home,
         stagingDir: this.#deps.stagingDir,
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
+        ...(this.config.inPlace === true ? { inPlace: true } : {}),
       };
       const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, reloadIgnore: () => rules.reload() }) : await mountFactory();
       host = factory(ctx);

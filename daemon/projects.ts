@@ -27,6 +27,11 @@ export interface RegisterInput {
   sync?: SyncLink;
   /** the directory must be empty (`strata clone`: the server's files land there) */
   requireEmpty?: boolean;
+  /**
+   * Mount mode over a directory that has files (`strata mount DIR --import`): they are imported, the
+   * mount goes over them, and unmounting writes the project's tree back there (`inPlace`).
+   */
+  import?: boolean;
 }
 
 export interface RegisteredProject extends DaemonProjectConfig {
@@ -102,18 +107,37 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   const config = registrar.config();
   const same = config.projects.find((p) => p.dir === dir);
   if (same) {
+    if (same.mode === 'watch' && input.mode === 'mount' && input.import === true) {
+      // A watched directory holds the project's files, and its index says which version each one is:
+      // the in-place mount goes over it from there (importing only what changed since).
+      const { unmounted: _, ...rest } = same;
+      const switched: DaemonProjectConfig = { ...rest, mode: 'mount', inPlace: true };
+      await registrar.saveConfig({ ...config, projects: config.projects.map((p) => (p === same ? switched : p)) });
+      const project = await engine.getProject(same.projectId);
+      return { ...switched, name: project.name, created: false };
+    }
     if (same.mode !== input.mode) {
       // Switching would strand one side: a mount hides the files of the directory it covers, and a
       // watched directory does not hold what was written through a mount.
       const error = taken(dir, same, 'is already bound:');
       const how =
         same.mode === 'watch'
-          ? `it is versioned as an ordinary directory (\`strata watch ${dir}\`); to work through FUSE, mount a new empty directory (\`strata mount DIR\`)`
+          ? `it is versioned as an ordinary directory (\`strata watch ${dir}\`); to work on it through FUSE, \`strata mount --import ${dir}\` mounts over it (its files stay in place)`
           : `its files live in the mount (\`strata mount ${dir}\`); to watch an ordinary directory, use another one`;
       throw new StrataError('PROJECT_DIR_TAKEN', { message: `${error.message}: ${how}`, details: error.details });
     }
     const project = await engine.getProject(same.projectId);
     if (same.mode === 'watch') await writeProjectFile(dir, { projectId: same.projectId, home });
+    const toInPlace = same.mode === 'mount' && input.import === true && same.inPlace !== true;
+    if (same.unmounted === true || toInPlace) {
+      // `strata mount DIR` after `strata unmount DIR`: served again (an in-place one imports what
+      // changed meanwhile). `--import` on a mount project whose files live only in Strata: what the
+      // directory holds now is imported too, and from now on unmounting leaves the files in place.
+      const { unmounted: _, ...mounted } = same;
+      const next: DaemonProjectConfig = toInPlace ? { ...mounted, inPlace: true } : mounted;
+      await registrar.saveConfig({ ...config, projects: config.projects.map((p) => (p === same ? next : p)) });
+      return { ...next, name: project.name, created: false };
+    }
     if (input.sync !== undefined && !sameLink(same.sync, input.sync)) {
       if (same.sync !== undefined && (same.sync.server !== input.sync.server || same.sync.remoteProjectId !== input.sync.remoteProjectId)) {
         throw new StrataError('PROJECT_ALREADY_LINKED', {
@@ -134,15 +158,23 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   }
   // Checked before anything is bound: a mount over files would hide them (the mount refuses to start),
   // and a binding that can never start would stand in the way of `strata watch DIR`.
-  if (input.mode === 'mount' || input.requireEmpty === true) await assertEmptyDir(dir);
+  const inPlace = input.mode === 'mount' && input.import === true;
+  if ((input.mode === 'mount' && !inPlace) || input.requireEmpty === true) await assertEmptyDir(dir);
 
   // Refused before anything is created: .strata/project.json is never written through a link.
-  if (input.mode === 'watch') await assertStrataDirWritable(dir);
+  if (input.mode === 'watch' || inPlace) await assertStrataDirWritable(dir);
 
   // A directory that was bound before (daemon.json lost or edited): keep its project and history.
   let projectId: string | null = null;
   let name = input.name ?? basename(dir);
   const previous = await readProjectFile(dir);
+  if (inPlace && previous && (await realpath(previous.home).catch(() => previous.home)) !== realHome) {
+    // Its own home's daemon may be versioning it: two daemons over one directory would fight.
+    throw new StrataError('PROJECT_DIR_TAKEN', {
+      message: `${dir} belongs to project ${previous.projectId} of another Strata home (${previous.home}, per ${join(dir, PROJECT_FILE)}): it is not imported here`,
+      details: { dir, projectId: previous.projectId, home: previous.home },
+    });
+  }
   if (previous && (await realpath(previous.home).catch(() => previous.home)) === realHome) {
     try {
       const project = await engine.getProject(previous.projectId);
@@ -154,7 +186,13 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   }
   if (projectId === null) projectId = (await engine.createProject({ orgId: registrar.orgId, name })).projectId;
 
-  const entry: DaemonProjectConfig = input.sync === undefined ? { projectId, dir, mode: input.mode } : { projectId, dir, mode: input.mode, sync: input.sync };
+  const entry: DaemonProjectConfig = {
+    projectId,
+    dir,
+    mode: input.mode,
+    ...(input.sync === undefined ? {} : { sync: input.sync }),
+    ...(inPlace ? { inPlace: true } : {}),
+  };
   // In mount mode the mount shows this file itself; writing it under the mount point would hide it.
   if (input.mode === 'watch') await writeProjectFile(dir, { projectId, home });
   await registrar.saveConfig({ ...config, projects: [...config.projects, entry] });
@@ -178,8 +216,9 @@ export async function assertEmptyDir(dir: string): Promise<void> {
   const names = (await readdir(dir)).filter((name) => name !== '.strata');
   if (names.length > 0) {
     throw new StrataError('INVALID_ARGUMENT', {
-      message: `${dir} is not empty: mounting would hide its ${names.length} entr${names.length === 1 ? 'y' : 'ies'} (use \`strata watch\` for an existing directory)`,
-      details: { field: 'dir', entries: names.length },
+      message: `${dir} is not empty: mounting would hide its ${names.length} entr${names.length === 1 ? 'y' : 'ies'} (\`strata mount --import ${dir}\` imports them and mounts over them, leaving them in place at unmount; \`strata watch\` versions the directory as it is)`,
+      details: { field: 'dir', entries: names.length, flag: '--import' },
     });
   }
 }
+

@@ -28,6 +28,9 @@ const AddProjectBody = Type.Object(
       ),
     ),
     requireEmpty: Type.Optional(Type.Boolean({ description: 'refuse a directory that has files (a clone)' })),
+    import: Type.Optional(
+      Type.Boolean({ description: 'mount mode over a directory that has files: import them, mount over them, write the tree back there at unmount' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -45,7 +48,7 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
     async (request, reply) => {
       const principal = principalOf(request);
       await authorizeOrg(access, principal, daemon.owner.orgId, 'manage');
-      const { dir, mode, name, sync, requireEmpty } = request.body;
+      const { dir, mode, name, sync, requireEmpty, import: importFiles } = request.body;
       if (!dir.startsWith('/')) {
         throw new StrataError('INVALID_ARGUMENT', { message: 'dir must be an absolute path', details: { field: 'dir' } });
       }
@@ -55,8 +58,21 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
         ...(name === undefined ? {} : { name }),
         ...(sync === undefined ? {} : { sync: { ...sync, server: normalizeServerUrl(sync.server) } }),
         ...(requireEmpty === undefined ? {} : { requireEmpty }),
+        ...(importFiles === undefined ? {} : { import: importFiles }),
       });
       return reply.code(result.project.created ? 201 : 200).send(result);
+    },
+  );
+
+  app.post(
+    '/v1/daemon/projects/:projectId/unmount',
+    {
+      schema: { params: ProjectParams, body: EmptyBody },
+      config: { doc: { summary: 'Stop serving a mount project until it is mounted again (an in-place one writes its files back)', tags } },
+    },
+    async (request) => {
+      await authorizeOrg(access, principalOf(request), daemon.owner.orgId, 'manage');
+      return daemon.unmountProject(request.params.projectId);
     },
   );
 

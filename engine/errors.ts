@@ -66,6 +66,7 @@ export const ERROR_CATALOGUE = {
   SYNC_SERVER_REFUSED: { status: 502, message: 'The sync server refused the request' },
   DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
   DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
+  WRITE_BACK_PENDING: { status: 409, message: "The directory does not hold the project's latest files yet: its in-place mount ended without writing them back" },
   // git interop (issue 4)
   GIT_STREAM_INVALID: { status: 400, message: 'The git fast-import stream is invalid' },
   // datasets (issue 4)

@@ -47,7 +47,7 @@ describe('strata init / daemon / status / watch and project discovery', () => {
     expect(other.code).toBe(4);
     const error = JSON.parse(other.stdout).error as { code: string; message: string };
     expect(error.code).toBe('PROJECT_DIR_TAKEN');
-    expect(error.message).toMatch(/watch mode\).*mount a new empty directory/);
+    expect(error.message).toMatch(/watch mode\).*strata mount --import/);
   });
 
   it('the daemon captures; inside the directory `strata history` finds project and daemon by itself', async () => {

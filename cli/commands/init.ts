@@ -19,6 +19,9 @@ export interface InitResult extends RegisteredProject {
   daemonRunning: boolean;
 }
 
+/** Why the running daemon could not start the project it took (not part of the command's output). */
+export const START_ERROR: unique symbol = Symbol('startError');
+
 export function parseMode(raw: string | undefined): Mode {
   if (raw === undefined || raw === 'watch' || raw === 'mount') return raw ?? 'watch';
   throw usageError(`--mode must be watch or mount, got '${raw}'`, { field: 'mode' });
@@ -27,18 +30,25 @@ export function parseMode(raw: string | undefined): Mode {
 /** Registers DIR in the home: through its running daemon if any, else in-process. */
 export async function initProject(
   home: string,
-  input: { dir: string; mode: Mode; name?: string; sync?: SyncLink; requireEmpty?: boolean },
-): Promise<InitResult> {
+  input: { dir: string; mode: Mode; name?: string; sync?: SyncLink; requireEmpty?: boolean; import?: boolean },
+): Promise<InitResult & { [START_ERROR]?: { code: string; message: string } }> {
   const dir = resolve(input.dir);
   const extra = {
     ...(input.name === undefined ? {} : { name: input.name }),
     ...(input.sync === undefined ? {} : { sync: input.sync }),
     ...(input.requireEmpty === undefined ? {} : { requireEmpty: input.requireEmpty }),
+    ...(input.import === true ? { import: true } : {}),
   };
   const client = await runningDaemon(home);
   if (client) {
-    const { project } = await client.json<{ project: RegisteredProject }>('POST', '/v1/daemon/projects', { json: { dir, mode: input.mode, ...extra } });
-    return { ...project, home, daemonRunning: true };
+    const { project, status } = await client.json<{ project: RegisteredProject; status?: { state: string; error?: { code: string; message: string } } }>(
+      'POST',
+      '/v1/daemon/projects',
+      { json: { dir, mode: input.mode, ...extra } },
+    );
+    const result: InitResult & { [START_ERROR]?: { code: string; message: string } } = { ...project, home, daemonRunning: true };
+    if (status?.state === 'error' && status.error !== undefined) result[START_ERROR] = status.error;
+    return result;
   }
   const { openLocalEngine } = await import('../../engine/local.js');
   const { createIdGenerator } = await import('../../engine/ids.js');

@@ -1,7 +1,11 @@
 // Mount mode's project host (contract: daemon/host.ts). The daemon loads this module with a dynamic
 // import only when a project uses mount mode, so watch-only daemons never load the FUSE addon.
 import type { ContentStore } from '../../engine/ports/content-store.js';
-import { attrRowsIn } from './attrs.js';
+import { type AttrRows, attrRowsIn, MountAttrs } from './attrs.js';
+import { StrataError } from '../../engine/errors.js';
+import { InPlaceDir } from './in-place/in-place.js';
+import type { WriteBackReport } from './in-place/write-back.js';
+import { cleanStaleMount } from './stale-mount.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import type { ExplicitDirStore } from './namespace.js';
 import { MountDeleteGuard } from './delete-guard.js';
@@ -13,14 +17,20 @@ import { createEngineSink } from './sink.js';
 export { loadFuse } from './fuse-binding.js';
 export { cleanStaleMount } from './stale-mount.js';
 
-/** A HostContext may carry the daemon's local content store: reads then use positional file reads. */
-type MountHostContext = HostContext & { store?: ContentStore };
+/**
+ * A HostContext may carry the daemon's local content store (reads then use positional file reads), and
+ * say that the mount goes over the project's own files (`strata mount DIR --import`: in-place/).
+ */
+export type MountHostContext = HostContext & { store?: ContentStore; inPlace?: boolean };
 
 class MountHost implements ProjectHost {
   private project: MountedProject | null = null;
   private state: HostStatus['state'] = 'starting';
   private error: { code: string; message: string } | null = null;
   private guard: MountDeleteGuard | null = null;
+  private inPlace: InPlaceDir | null = null;
+  private readonly warnings: string[] = [];
+  private lastWriteBack: WriteBackReport | null = null;
 
   constructor(private readonly ctx: MountHostContext) {}
 
@@ -29,7 +39,12 @@ class MountHost implements ProjectHost {
     const inProcess = createEngineSink(ctx.engine, ctx.projectId, ctx.actor);
     // Captures run in a thread of their own when it starts (capture-thread.ts), else here.
     const thread = await startCaptureThread({ home: ctx.home, projectId: ctx.projectId, actor: ctx.actor, inProcess, logger: ctx.logger });
+    const attrRows = attrRowsIn(ctx.state.db, ctx.projectId, ctx.logger);
     try {
+      if (ctx.inPlace === true) {
+        this.state = 'scanning';
+        this.inPlace = await this.importDirectory(attrRows);
+      }
       this.project = await MountedProject.start({
         engine: ctx.engine,
         projectId: ctx.projectId,
@@ -38,12 +53,14 @@ class MountHost implements ProjectHost {
         dir: ctx.dir,
         stagingDir: ctx.stagingDir,
         dirStore: batchedDirStore(ctx),
-        attrRows: attrRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
+        attrRows,
         sink: thread ?? inProcess,
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),
         logger: ctx.logger,
+        ...(this.inPlace === null ? {} : { inPlace: { backingRoot: this.inPlace.backingRoot } }),
       });
+      this.inPlace?.markMounted();
       // Wired as soon as the mount is up: MountedProject.start resolves in the same turn as the mount
       // completes, so no unlink reaches the mount before this (the default admits).
       const guard = new MountDeleteGuard(ctx.engine, ctx.projectId, ctx.capture);
@@ -59,11 +76,42 @@ class MountHost implements ProjectHost {
       guard.prime();
       this.state = 'mounted';
     } catch (error) {
-      if (this.project === null) await thread?.close();
+      if (this.project === null) {
+        await thread?.close();
+        await this.inPlace?.close();
+      }
       this.state = 'error';
       this.error = { code: (error as { code?: string }).code ?? 'INTERNAL', message: (error as Error).message };
       throw error;
     }
+  }
+
+  /**
+   * In-place: a stale mount left by a killed run is cleaned first (the directory underneath must be
+   * reachable), then what the directory holds is imported (only what changed since it was last in
+   * sync with the project).
+   */
+  private async importDirectory(attrRows: AttrRows): Promise<InPlaceDir> {
+    const { ctx } = this;
+    const stale = await cleanStaleMount(ctx.dir);
+    if (stale.kind === 'live') {
+      throw new StrataError('PROJECT_DIR_TAKEN', { message: `${ctx.dir} is already mounted (another process serves it)`, details: { dir: ctx.dir } });
+    }
+    if (stale.kind === 'cleaned') {
+      this.warnings.push(`removed a stale mount at ${ctx.dir} left by a process that died`);
+      ctx.logger.warn({ dir: ctx.dir }, 'removed a stale mount left by a crashed run');
+    }
+    const inPlace = await InPlaceDir.open(ctx);
+    try {
+      await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }));
+      // The attribute rows it set are written at the end of an event-loop turn (attrs.ts): the mount
+      // reads them back when it starts.
+      await new Promise((resolve) => setImmediate(resolve));
+    } catch (error) {
+      await inPlace.close();
+      throw error;
+    }
+    return inPlace;
   }
 
   async stop(): Promise<void> {
@@ -71,12 +119,27 @@ class MountHost implements ProjectHost {
     if (project === null) return;
     await project.stop();
     this.state = 'stopped';
+    const inPlace = this.inPlace;
+    if (inPlace !== null) {
+      this.inPlace = null;
+      try {
+        this.lastWriteBack = await inPlace.writeBack({ explicitDirs: project.state.ns.explicitDirs, attrs: project.state.attrs });
+      } finally {
+        this.warnings.push(...inPlace.warnings);
+        await inPlace.close();
+      }
+    }
+  }
+
+  /** In-place: what the last write-back did (null: none, or the mount was still there). */
+  writeBackReport(): WriteBackReport | null {
+    return this.lastWriteBack;
   }
 
   status(): HostStatus {
     const mount = this.project?.status();
     const guard = this.ctx.capture.stats().massDeleteGuard;
-    const warnings = [...(mount?.warnings ?? [])];
+    const warnings = [...this.warnings, ...(this.inPlace?.warnings ?? []), ...(mount?.warnings ?? [])];
     if (guard.tripped) {
       warnings.push(
         `MASS-DELETE GUARD TRIPPED since ${guard.since}: ${guard.missing} deletion(s) through the mount were refused (EPERM); every file is kept. ` +
@@ -86,7 +149,7 @@ class MountHost implements ProjectHost {
     return {
       state: this.state === 'mounted' && guard.tripped ? 'guarded' : this.state,
       backend: 'fuse',
-      scan: null,
+      scan: this.inPlace?.progress ?? null,
       warnings,
       pending: mount?.pending ?? 0,
       ...(mount === undefined
@@ -101,6 +164,8 @@ class MountHost implements ProjectHost {
 
   /** For the mass-delete guard: the engine's count (see delete-guard.ts). */
   trackedFiles(): number {
+    // In-place, before the mount: what the directory held when it was last in sync (the import's deletions count against it).
+    if (this.project === null && this.ctx.inPlace === true) return this.ctx.state.index.count(this.ctx.projectId);
     const local = this.project?.trackedFiles() ?? 0;
     return this.guard?.tracked(local) ?? local;
   }

@@ -57,6 +57,12 @@ export interface MountProjectOptions {
   /** Kernel name cache (seconds; default 1). Safe with attrTimeoutS 0: a cached name still gets a fresh getattr. */
   entryTimeoutS?: number;
   now?: () => number;
+  /**
+   * An in-place mount (in-place/in-place.ts): the directory holds files (imported already) and the
+   * mount goes over them; its backing directory is this path (inside the directory, reached through a
+   * descriptor) instead of one under the home.
+   */
+  inPlace?: { backingRoot: string };
 }
 
 export interface MountStatus extends MountCaptureStatus {
@@ -101,9 +107,9 @@ export class MountedProject {
       warnings.push(`removed a stale mount at ${dir} left by a process that died`);
       logger.warn({ dir }, 'removed a stale mount left by a crashed run');
     }
-    await assertEmptyDir(dir);
+    if (options.inPlace === undefined) await assertEmptyDir(dir);
     await mkdir(options.stagingDir, { recursive: true, mode: 0o700 });
-    const backingRoot = join(options.home, 'daemon', 'mounts', options.projectId, 'unversioned');
+    const backingRoot = options.inPlace?.backingRoot ?? join(options.home, 'daemon', 'mounts', options.projectId, 'unversioned');
     await mkdir(backingRoot, { recursive: true, mode: 0o700 });
     const now = options.now ?? Date.now;
 
