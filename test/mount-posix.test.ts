@@ -56,6 +56,12 @@ describe('the mount, as POSIX tools see it', () => {
     // utimensat on the directory (tar and rsync -t restore a directory's time last).
     await inMount(m, "touch -m -d '2001-02-03 04:05:06 UTC' e && touch -a -d '2002-03-04 05:06:07 UTC' e");
     expect(await stat('%Y %X', 'e')).toEqual([`${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000} ${Date.UTC(2002, 2, 4, 5, 6, 7) / 1000}`]);
+    // A file keeps an atime of its own (in memory), past 2038 too, whether it has local state or not.
+    await inMount(m, "touch -a -d '2002-03-04 05:06:07 UTC' e/x.txt && touch -m -d '2106-02-07 06:28:16 UTC' e/x.txt");
+    const expected = `${Date.UTC(2106, 1, 7, 6, 28, 16) / 1000} ${Date.UTC(2002, 2, 4, 5, 6, 7) / 1000}`;
+    expect(await stat('%Y %X', 'e/x.txt')).toEqual([expected]);
+    await m.idle();
+    expect(await stat('%Y %X', 'e/x.txt')).toEqual([expected]);
   }, 60_000);
 
   it('that exist only in the backing directory keep the mode chmod gives them', async () => {
@@ -92,6 +98,18 @@ ${script}
 PY
 )"`);
     expect(result.stdout.trim()).toBe('0 ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG 0');
+  }, 60_000);
+
+  it('show a file removed while open with nlink 0 to its open descriptor', async () => {
+    const out = await inMount(m, `python3 -c "
+import os
+fd = os.open('open-then-gone.txt', os.O_CREAT | os.O_RDWR, 0o644)
+os.write(fd, b'still here')
+print(os.fstat(fd).st_nlink)
+os.unlink('open-then-gone.txt')
+print(os.fstat(fd).st_nlink, os.pread(fd, 10, 0).decode())
+os.close(fd)"`);
+    expect(out.stdout).toBe('1\n0 still here\n');
   }, 60_000);
 
   it('let other users in, owning what they create, with the kernel checking permissions', async () => {

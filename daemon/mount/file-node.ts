@@ -47,6 +47,8 @@ export class FileNode {
   /** a symbolic link (its bytes are the target, in memory): made by symlink(2), never opened or written */
   symlink: boolean;
   mtimeMs: number;
+  /** set by utimensat; the mtime when undefined (kept in memory only) */
+  atimeMs: number | undefined = undefined;
   ctimeMs: number;
   handles = 0;
   writers = 0;

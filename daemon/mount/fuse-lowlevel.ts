@@ -363,6 +363,8 @@ export class LowLevelSession {
         return;
       }
       this.inodes.detach(parent, name);
+      // What native/fuse would answer for it by itself (nlink 1) is out of date: getattr asks JS again.
+      if (this.handle !== null) this.native.attrDrop(this.handle, ino);
       node.name = hiddenName;
       node.hidden = true;
       this.inodes.setChild(parent, hiddenName, ino);

@@ -66,8 +66,8 @@ export class MountState {
   readonly handles = new Map<number, Handle>();
   /** directories that exist only in the backing directory (found or created there) */
   readonly backingDirs = new Set<string>();
-  /** mtimes set with utimens on files without local state, valid while the version is current */
-  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number }>();
+  /** times set with utimens on files without local state, valid while the version is current (atime: mtime when not set) */
+  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number; atimeMs?: number | undefined }>();
   reconciler!: Reconciler;
   /** kernel requests answered in the current and the previous activity window */
   private opsNow = 0;
@@ -224,8 +224,15 @@ export class MountState {
       this.now(),
       this.mtimeOf(path, entry),
     );
+    node.atimeMs = this.atimeOf(path, entry);
     this.ns.nodes.set(path, node);
     return node;
+  }
+
+  /** A file's atime, kept in memory when set (utimensat): its mtime otherwise. */
+  atimeOf(path: string, entry: Entry): number | undefined {
+    const override = this.mtimes.get(path);
+    return override !== undefined && override.versionId === entry.versionId ? override.atimeMs : undefined;
   }
 
   mtimeOf(path: string, entry: Entry): number {
@@ -260,7 +267,7 @@ export class MountState {
     }
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
-    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs });
+    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs });
     this.ns.nodes.delete(node.path);
   }
 
@@ -282,7 +289,7 @@ export class MountState {
   }
 
   /** A versioned file's attributes; `attrs` from MountAttrs (else the defaults: 0644/0755, the mount's owner). */
-  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs, attrs?: PathAttrs): FuseStat {
+  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs, attrs?: PathAttrs, atimeMs = mtimeMs): FuseStat {
     return {
       mode: 0o100000 | (attrs?.perm ?? (executable ? 0o755 : 0o644)),
       uid: attrs?.uid ?? this.deps.uid,
@@ -291,7 +298,7 @@ export class MountState {
       nlink: 1,
       blksize: BLOCK_SIZE,
       blocks: Math.ceil(size / 512),
-      atime: mtimeMs,
+      atime: atimeMs,
       mtime: mtimeMs,
       ctime: ctimeMs,
     };

@@ -5,7 +5,7 @@ import { toFuseStat } from './backing.js';
 import { E, fail } from './errno.js';
 import type { FuseStat, FuseStatfs } from './fuse-binding.js';
 import { type MountState, VIRTUAL_DIR } from './mount-state.js';
-import { baseName } from './paths.js';
+import { baseName, isFuseHidden } from './paths.js';
 
 export async function getattr(state: MountState, path: string): Promise<FuseStat> {
   const resolved = await state.resolve(path);
@@ -24,15 +24,18 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       return { ...state.fileStat(resolved.data.length, false, state.now()), mode: 0o100444 };
     case 'node': {
       const { node } = resolved;
-      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable));
+      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
       // Open for writing with local changes: only requests about this file change it (src/attrs.c).
       if (node.writers > 0 && node.dirty && !node.detached) stat.cacheable = true;
       if (node.symlink) stat.mode = S_IFLNK | 0o777;
+      // Removed while open (kept as `.fuse_hidden*` until its last close): no name links to it.
+      if (node.detached || isFuseHidden(path)) stat.nlink = 0;
       return stat;
     }
     case 'entry': {
       const { entry } = resolved;
-      const stat = state.fileStat(entry.size, entry.executable, state.mtimeOf(path, entry), undefined, state.attrs.of(path, 'file', entry.executable));
+      const mtimeMs = state.mtimeOf(path, entry);
+      const stat = state.fileStat(entry.size, entry.executable, mtimeMs, mtimeMs, state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       return stat;
     }

@@ -46,7 +46,7 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
   }
 }
 
-/** Times in ms; NaN keeps that time (versioned files keep no atime at all). */
+/** Times in ms; NaN keeps that time. A versioned file's times are kept in memory, not versioned. */
 export async function utimens(state: MountState, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
@@ -62,11 +62,19 @@ export async function utimens(state: MountState, path: string, atimeMs: number, 
       return backingUtimens(state, path, atimeMs, mtimeMs);
     case 'node':
       if (!Number.isNaN(mtimeMs)) resolved.node.mtimeMs = mtimeMs;
+      if (!Number.isNaN(atimeMs)) resolved.node.atimeMs = atimeMs;
       resolved.node.ctimeMs = state.now();
       return;
-    case 'entry':
-      // No local state needed: remember the time for this version (tar, rsync -t, make rely on it).
-      if (!Number.isNaN(mtimeMs)) state.mtimes.set(path, { versionId: resolved.entry.versionId, mtimeMs });
+    case 'entry': {
+      // No local state needed: remember the times for this version (tar, rsync -t, make rely on them).
+      const { entry } = resolved;
+      const current = state.mtimeOf(path, entry);
+      state.mtimes.set(path, {
+        versionId: entry.versionId,
+        mtimeMs: Number.isNaN(mtimeMs) ? current : mtimeMs,
+        atimeMs: Number.isNaN(atimeMs) ? (state.atimeOf(path, entry) ?? current) : atimeMs,
+      });
+    }
   }
 }
 
