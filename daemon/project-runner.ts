@@ -41,6 +41,8 @@ export interface ProjectStatus extends CaptureStats {
   incoming: IncomingStatus | null;
   /** linked to a server project: replication state (null when not linked) */
   sync: SyncStatus | null;
+  /** mount mode over the project's own files (`strata mount --import`): unmounting leaves them there */
+  inPlace?: boolean;
 }
 
 const MAX_ERRORS = 20;
@@ -253,6 +255,7 @@ export class ProjectRunner {
       mount: host?.mount ?? null,
       incoming: host?.incoming ?? null,
       sync: this.#sync?.status() ?? null,
+      ...(this.config.inPlace === true ? { inPlace: true } : {}),
     };
     const error = this.#startError ?? host?.error;
     if (error) status.error = error;

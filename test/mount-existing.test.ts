@@ -119,7 +119,7 @@ afterAll(async () => {
       await waitExit(daemon, 10_000);
     }
   } finally {
-    await forceUnmount(dir);
+    for (const at of [dir, join(root, 'watched'), join(root, 'plain')]) await forceUnmount(at);
     await rm(root, { recursive: true, force: true }).catch(() => undefined);
   }
 }, 60_000);
@@ -253,4 +253,68 @@ describe('strata mount --import over a directory that holds a project', () => {
     expect(result.code).toBe(3);
     expect(JSON.parse(result.stdout).error.code).toBe('PROJECT_NOT_FOUND');
   }, 60_000);
+});
+
+describe('--import on a directory bound already', () => {
+  let call: ReturnType<typeof api>;
+  const projectOf = async (at: string) => {
+    const config = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { projects: Array<{ projectId: string; dir: string }> };
+    return config.projects.find((p) => p.dir === at)!.projectId;
+  };
+  const versions = async (at: string, path: string) =>
+    (await call<{ items: VersionRecord[] }>('GET', `/v1/projects/${await projectOf(at)}/history?path=${encodeURIComponent(path)}`)).items;
+  const idle = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor('captures', async () => ((await call<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status')).projects.every((p) => p.pending === 0) ? true : undefined), 20_000);
+  };
+
+  beforeAll(async () => {
+    const started = await startListening(['daemon', '--home', home, '--listen', '127.0.0.1:0'], env, 60_000);
+    daemon = started.child;
+    call = api(started.url, (await readFile(join(home, 'secrets', 'local-owner.key'), 'utf8')).trim());
+  }, 60_000);
+
+  afterAll(async () => {
+    daemon?.kill('SIGTERM');
+    if (daemon !== null) await waitExit(daemon, 60_000);
+  }, 70_000);
+
+  it('a watched directory becomes an in-place mount without importing its files again', async () => {
+    const watched = join(root, 'watched');
+    await mkdir(join(watched, 'sub'), { recursive: true });
+    await writeFile(join(watched, 'a.txt'), 'a\n');
+    await writeFile(join(watched, 'sub', 'b.txt'), 'b\n');
+    expect((await strata(['watch', watched, '--json'])).code).toBe(0);
+    await waitFor('the watch to version both files', async () => ((await versions(watched, 'a.txt')).length === 1 && (await versions(watched, 'sub/b.txt')).length === 1 ? true : undefined), 20_000);
+    const result = await strata(['mount', '--import', watched, '--json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ dir: watched, mode: 'mount', inPlace: true, created: false });
+    expect(await isMounted(watched)).toBe(true);
+    expect((await versions(watched, 'a.txt')).length).toBe(1);
+    await run(watched, `printf 'c\\n' > c.txt && rm a.txt`);
+    await idle();
+    expect((await strata(['unmount', watched, '--json'])).code).toBe(0);
+    expect(await isMounted(watched)).toBe(false);
+    expect((await sh('ls', ['-A', watched])).stdout.split('\n').filter(Boolean).sort()).toEqual(['.strata', 'c.txt', 'sub']);
+    expect(await readFile(join(watched, 'sub', 'b.txt'), 'utf8')).toBe('b\n');
+  }, 120_000);
+
+  it('a mount project whose files lived only in Strata becomes in-place: unmounting writes them into the directory', async () => {
+    const plain = join(root, 'plain');
+    expect((await strata(['mount', plain, '--json'])).code).toBe(0);
+    await run(plain, `printf 'p\\n' > p.txt && mkdir d && printf 'q\\n' > d/q.txt && mkdir .git && printf 'x\\n' > .git/x`);
+    await idle();
+    const result = await strata(['mount', '--import', plain, '--json']);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ mode: 'mount', inPlace: true });
+    expect(await isMounted(plain)).toBe(true);
+    // The ignored file moved from the home's backing directory to the one in the directory.
+    expect(await readFile(join(plain, '.git', 'x'), 'utf8')).toBe('x\n');
+    expect((await versions(plain, 'p.txt')).length).toBe(1);
+    expect((await strata(['unmount', plain, '--json'])).code).toBe(0);
+    expect(await isMounted(plain)).toBe(false);
+    expect(await readFile(join(plain, 'p.txt'), 'utf8')).toBe('p\n');
+    expect(await readFile(join(plain, 'd', 'q.txt'), 'utf8')).toBe('q\n');
+    expect(await readFile(join(plain, '.git', 'x'), 'utf8')).toBe('x\n');
+  }, 120_000);
 });

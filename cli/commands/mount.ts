@@ -32,13 +32,17 @@ export function registerMountCommand(program: Command): void {
       // Fail here, with FUSE_UNAVAILABLE and the pointer to watch mode, before binding anything.
       const { loadFuse } = await import('../../daemon/mount/fuse-binding.js');
       await loadFuse();
+      const home = await localHome(options.home);
       // A mount left by a crashed run makes every access to DIR fail (ENOTCONN), binding it included.
       const { cleanStaleMount } = await import('../../daemon/mount/stale-mount.js');
       const stale = await cleanStaleMount(resolve(dir));
       if (stale.kind === 'cleaned') {
         process.stderr.write(`strata: removed a stale mount at ${resolve(dir)} left by a process that died\n`);
       }
-      const home = await localHome(options.home);
+      if (stale.kind === 'live' && !(await servedHere(home, dir))) {
+        // Not this home's daemon: binding DIR would import (or hide) another filesystem's files.
+        throw new CliError('PROJECT_DIR_TAKEN', `${resolve(dir)} is already mounted by another process: unmount it first`, { exitCode: EXIT.conflict });
+      }
       const importing = options.import === true;
       const stopProgress = importing ? await showImportProgress(home, dir) : () => {};
       let project: Awaited<ReturnType<typeof initProject>>;
@@ -91,6 +95,15 @@ export function registerMountCommand(program: Command): void {
         } else ctx.output.line(`unmounted ${at} (its files stay in Strata; \`strata mount ${at}\` shows them again)`);
       });
     });
+}
+
+/** Whether this home's running daemon is the one serving the mount at `dir` (a second `strata mount DIR` is no error). */
+async function servedHere(home: string, dir: string): Promise<boolean> {
+  const client = await runningDaemon(home);
+  if (client === null) return false;
+  const { readDaemonConfig } = await import('../../daemon/config.js');
+  const real = await realpath(resolve(dir)).catch(() => resolve(dir));
+  return readDaemonConfig(home).projects.some((p) => p.dir === real && p.mode === 'mount' && p.unmounted !== true);
 }
 
 /**
