@@ -3,7 +3,7 @@
 // key, an ignored log and a `.git/`) are imported — one version each — and shown through the mount;
 // git works inside it; edits, additions, deletions and renames through the mount are in the directory
 // after `strata unmount` (compared with an expected copy the same commands changed: diff -r
-// --no-dereference, and types, modes and link targets); mounting again imports nothing twice (an
+// --no-dereference, and types, modes and link targets; a FIFO stays a FIFO); mounting again imports nothing twice (an
 // edit made while unmounted is one version); a kill -9 while mounted loses nothing, and the restarted
 // daemon mounts over the directory again. Without --import the refusal names the flag.
 
@@ -149,6 +149,10 @@ describe('strata mount --import over a directory that holds a project', () => {
     expect((await m.read('link')).toString()).toBe('src/main.py');
     // Ignored: in the mount (its backing directory), not in history.
     expect(await m.history('build.log')).toEqual([]);
+    expect((await run(dir, 'cat build.log')).stdout).toBe('first run\n');
+    // A FIFO is no version either, but it is there, as one made through the mount would be.
+    expect((await sh('test', ['-p', join(dir, 'pipe')], { allowFail: true })).code).toBe(0);
+    expect(await m.history('pipe')).toEqual([]);
     expect(await m.history('.git/HEAD')).toEqual([]);
     const status = await run(dir, 'git status --porcelain && git log --oneline');
     expect(status.stdout.split('\n').filter((line) => line !== '' && line !== '?? .strata/')).toEqual([expect.stringMatching(/^[0-9a-f]+ one$/)]);

@@ -78,7 +78,8 @@ class MountHost implements ProjectHost {
     } catch (error) {
       if (this.project === null) {
         await thread?.close();
-        await this.inPlace?.close();
+        await this.inPlace?.abandon();
+        this.inPlace = null;
       }
       this.state = 'error';
       this.error = { code: (error as { code?: string }).code ?? 'INTERNAL', message: (error as Error).message };
@@ -108,7 +109,7 @@ class MountHost implements ProjectHost {
       // reads them back when it starts.
       await new Promise((resolve) => setImmediate(resolve));
     } catch (error) {
-      await inPlace.close();
+      await inPlace.abandon();
       throw error;
     }
     return inPlace;

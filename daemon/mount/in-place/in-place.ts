@@ -21,7 +21,7 @@ import { mountsAt } from '../stale-mount.js';
 import { DirHandle } from './dir-handle.js';
 import { moveEntry } from './move.js';
 import { type SyncInReport, syncIn } from './sync-in.js';
-import { type WriteBackReport, writeBack } from './write-back.js';
+import { moveOut, type WriteBackReport, writeBack } from './write-back.js';
 
 export const IN_PLACE_FLAG = 'mount.inPlace';
 export const BACKING_DIR = '.strata/unversioned';
@@ -151,6 +151,21 @@ export class InPlaceDir {
     const log = complete ? this.ctx.logger.info.bind(this.ctx.logger) : this.ctx.logger.error.bind(this.ctx.logger);
     log({ dir, ...report }, complete ? `wrote the project back into ${dir}` : `could not write everything back into ${dir}`);
     return report;
+  }
+
+  /**
+   * The mount did not start after all (the import failed, FUSE refused): what moved into the backing
+   * directory goes back, so `.git/` and the rest are where the user left them.
+   */
+  async abandon(): Promise<void> {
+    try {
+      await moveOut({ root: this.root, displace: (path) => this.displace(path), warn: (message) => this.warn(message) }, this.backing, createIgnoreRules(this.ctx.dir));
+      const marker = await this.root.child('.strata');
+      if (marker !== null) await rmdir(marker.entry('unversioned')).catch(() => undefined).finally(() => marker.close());
+    } catch (error) {
+      this.ctx.logger.error({ dir: this.ctx.dir, err: (error as Error).message }, `could not move everything back out of ${BACKING_DIR}`);
+    }
+    await this.close();
   }
 
   async close(): Promise<void> {

@@ -11,8 +11,8 @@
 // on the directory's own filesystem, so each move is a rename): ignored entries (`.git/`, `.strataignore`
 // patterns) and names the engine cannot store. Directories become the mount's explicit directories
 // (an empty one stays), and modes and owners other than the mount's defaults become its attribute rows
-// (a 0600 key stays 0600 through the mount). FIFOs, sockets and devices at versionable names are
-// left where they are, unversioned (hidden while mounted).
+// (a 0600 key stays 0600 through the mount). FIFOs, sockets and devices are not versioned: they move
+// into the backing directory too, as if made through the mount (attrs.ts markSpecial).
 import { lstat } from 'node:fs/promises';
 import type { ScanProgress, HostContext } from '../../host.js';
 import type { IgnoreRules } from '../../capture/ignore.js';
@@ -47,7 +47,7 @@ export interface SyncInReport {
   versioned: number;
   /** ignored entries and unstorable names moved into the backing directory */
   movedToBacking: number;
-  /** FIFOs, sockets and devices left where they are */
+  /** FIFOs, sockets and devices: not versioned, moved into the backing directory */
   skippedSpecial: number;
 }
 
@@ -94,8 +94,11 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
             report.examined += 1;
             await onFile(path);
           } else {
+            // A FIFO, socket or device: not versioned; it lives in the backing directory like one
+            // made through the mount, found at its versionable name through its attribute row.
             report.skippedSpecial += 1;
-            if (report.skippedSpecial <= 5) deps.warn(`left ${JSON.stringify(path)} in place, unversioned and hidden while mounted: FIFOs, sockets and devices are not imported`);
+            const st = await lstat(dir.entry(entry.name)).catch(() => null);
+            if (st !== null && (await toBacking(deps, dir, entry.name, path)) === 'moved') deps.attrs.markSpecial(path, st.mode);
           }
         }
       } finally {

@@ -169,7 +169,7 @@ async function inWindow(paths: string[], task: (path: string) => Promise<void>):
  * not ignored directory there only holds ignored entries below a versioned directory (`src/` for
  * `src/__pycache__/`): its entries go back one by one, everything else moves whole.
  */
-async function moveOut(deps: WriteBackDeps, from: DirHandle, rules: WriteBackDeps['rules']): Promise<number> {
+export async function moveOut(deps: Pick<WriteBackDeps, 'root' | 'displace' | 'warn'>, from: DirHandle, rules: Pick<IgnoreRules, 'ignores'>): Promise<number> {
   let moved = 0;
   for (const entry of await from.list()) {
     const path = from.childPath(entry.name);
