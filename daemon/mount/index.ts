@@ -31,10 +31,17 @@ class MountHost implements ProjectHost {
   private inPlace: InPlaceDir | null = null;
   private readonly warnings: string[] = [];
   private lastWriteBack: WriteBackReport | null = null;
+  private starting: Promise<void> | null = null;
+  private stopRequested = false;
 
   constructor(private readonly ctx: MountHostContext) {}
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    this.starting ??= this.startOnce();
+    return this.starting;
+  }
+
+  private async startOnce(): Promise<void> {
     const { ctx } = this;
     const inProcess = createEngineSink(ctx.engine, ctx.projectId, ctx.actor);
     // Captures run in a thread of their own when it starts (capture-thread.ts), else here.
@@ -43,7 +50,9 @@ class MountHost implements ProjectHost {
     try {
       if (ctx.inPlace === true) {
         this.state = 'scanning';
-        this.inPlace = await this.importDirectory(attrRows);
+        await this.importDirectory(attrRows);
+        // Stopped while it imported (a large tree): no mount after all.
+        if (this.stopRequested) throw new StrataError('SHUTTING_DOWN', { message: `${ctx.dir} was stopped before it was mounted` });
       }
       this.project = await MountedProject.start({
         engine: ctx.engine,
@@ -92,7 +101,7 @@ class MountHost implements ProjectHost {
    * reachable), then what the directory holds is imported (only what changed since it was last in
    * sync with the project).
    */
-  private async importDirectory(attrRows: AttrRows): Promise<InPlaceDir> {
+  private async importDirectory(attrRows: AttrRows): Promise<void> {
     const { ctx } = this;
     const stale = await cleanStaleMount(ctx.dir);
     if (stale.kind === 'live') {
@@ -103,19 +112,19 @@ class MountHost implements ProjectHost {
       ctx.logger.warn({ dir: ctx.dir }, 'removed a stale mount left by a crashed run');
     }
     const inPlace = await InPlaceDir.open(ctx);
-    try {
-      await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }));
-      // The attribute rows it set are written at the end of an event-loop turn (attrs.ts): the mount
-      // reads them back when it starts.
-      await new Promise((resolve) => setImmediate(resolve));
-    } catch (error) {
-      await inPlace.abandon();
-      throw error;
-    }
-    return inPlace;
+    // Set before the import: a stop meanwhile aborts it (stop()), a failure moves everything back (start()).
+    this.inPlace = inPlace;
+    await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }));
+    // The attribute rows it set are written at the end of an event-loop turn (attrs.ts): the mount
+    // reads them back when it starts.
+    await new Promise((resolve) => setImmediate(resolve));
   }
 
   async stop(): Promise<void> {
+    this.stopRequested = true;
+    this.inPlace?.abort();
+    // A start under way (an in-place import) ends first: its mount, if it got that far, is stopped below.
+    await this.starting?.catch(() => undefined);
     const project = this.project;
     if (project === null) return;
     await project.stop();

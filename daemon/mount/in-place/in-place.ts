@@ -40,6 +40,7 @@ export class InPlaceDir {
   readonly progress: ScanProgress;
   readonly warnings: string[] = [];
   #warned = 0;
+  #aborted = false;
   private readonly stamp = new Date().toISOString().replace(/[:.]/g, '-');
 
   private constructor(
@@ -77,6 +78,9 @@ export class InPlaceDir {
 
   /** Imports what the directory holds (only what changed since it was last in sync). */
   async syncIn(attrs: MountAttrs): Promise<SyncInReport> {
+    // From the first move on, the directory alone is not the project (`.git/` may be in the backing
+    // directory): a kill from here on is a session to finish, like one while mounted.
+    this.markMounted();
     await this.adoptHomeBacking();
     const rules = createIgnoreRules(this.ctx.dir);
     const host: HostContext = { ...this.ctx, capture: { ...this.ctx.capture, isIgnored: (path, dir) => rules.ignores(path, dir) } };
@@ -89,6 +93,7 @@ export class InPlaceDir {
       progress: this.progress,
       displace: (path) => this.displace(path),
       warn: (message) => this.warn(message),
+      aborted: () => this.#aborted,
     });
     this.ctx.logger.info({ dir: this.ctx.dir, ...report }, `imported ${this.ctx.dir}: ${report.examined} files looked at, ${report.versioned} versioned`);
     return report;
@@ -115,6 +120,11 @@ export class InPlaceDir {
       await from.close();
     }
     await rmdir(old).catch(() => undefined);
+  }
+
+  /** The project is being stopped while it imports: the scan ends at the next file. */
+  abort(): void {
+    this.#aborted = true;
   }
 
   /** From here on the mount has the files (also when the daemon is killed). */
@@ -162,6 +172,8 @@ export class InPlaceDir {
       await moveOut({ root: this.root, displace: (path) => this.displace(path), warn: (message) => this.warn(message) }, this.backing, createIgnoreRules(this.ctx.dir));
       const marker = await this.root.child('.strata');
       if (marker !== null) await rmdir(marker.entry('unversioned')).catch(() => undefined).finally(() => marker.close());
+      // What the import versioned is what the directory holds (the index says so): it is whole again.
+      this.setState({ session: 'written' });
     } catch (error) {
       this.ctx.logger.error({ dir: this.ctx.dir, err: (error as Error).message }, `could not move everything back out of ${BACKING_DIR}`);
     }

@@ -14,6 +14,7 @@
 // (a 0600 key stays 0600 through the mount). FIFOs, sockets and devices are not versioned: they move
 // into the backing directory too, as if made through the mount (attrs.ts markSpecial).
 import { lstat } from 'node:fs/promises';
+import { StrataError } from '../../../engine/errors.js';
 import type { ScanProgress, HostContext } from '../../host.js';
 import type { IgnoreRules } from '../../capture/ignore.js';
 import { type ExamineContext, examine, RACY_MTIME } from '../../watch/examine.js';
@@ -38,6 +39,8 @@ export interface SyncInDeps {
   /** entries found in both places are moved aside here */
   displace: (path: string) => Promise<DirHandle>;
   warn: (message: string) => void;
+  /** true once the project is being stopped: the scan ends early (what it versioned stays) */
+  aborted: () => boolean;
 }
 
 export interface SyncInReport {
@@ -112,7 +115,12 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
     host.logger.info({ dir: host.dir, done: progress.done, total: progress.total, versioned: progress.captured }, `importing ${host.dir}: ${progress.done} of ${progress.total} files looked at`);
   }, PROGRESS_LOG_MS);
   try {
-    await scanTree(ctx, walk, progress);
+    await scanTree(ctx, walk, progress, {
+      pace: () => {
+        if (deps.aborted()) throw new StrataError('SHUTTING_DOWN', { message: `the import of ${host.dir} was stopped` });
+        return undefined;
+      },
+    });
   } finally {
     clearInterval(timer);
   }

@@ -14,8 +14,8 @@
 // Safe to stop at any point (a kill -9 in the middle): every step leaves whole files and correct
 // index rows, the next start imports nothing twice (what was written is what the engine has), and the
 // next unmount finishes the job.
-import { constants } from 'node:fs';
-import { chmod, chown, open, rmdir } from 'node:fs/promises';
+import { constants, type Stats } from 'node:fs';
+import { chmod, chown, lstat, open, rmdir } from 'node:fs/promises';
 import { writeFileAtomic } from '../../atomic-file.js';
 import { type IgnoreRules, STRATAIGNORE } from '../../capture/ignore.js';
 import type { HostContext } from '../../host.js';
@@ -66,14 +66,13 @@ export interface WriteBackReport {
   failed: number;
   /** backing entries (ignored, unstorable names, FIFOs) moved back */
   movedBack: number;
-  dirsCreated: number;
   dirsRemoved: number;
   /** files and directories whose mode or owner was set to what the mount showed */
   attrsSet: number;
 }
 
 export async function writeBack(deps: WriteBackDeps): Promise<WriteBackReport> {
-  const report: WriteBackReport = { written: 0, removed: 0, keptLocal: 0, skipped: 0, failed: 0, movedBack: 0, dirsCreated: 0, dirsRemoved: 0, attrsSet: 0 };
+  const report: WriteBackReport = { written: 0, removed: 0, keptLocal: 0, skipped: 0, failed: 0, movedBack: 0, dirsRemoved: 0, attrsSet: 0 };
   const { host } = deps;
   const count = (result: MaterializeResult) => {
     if (result === 'written') report.written += 1;
@@ -234,8 +233,23 @@ async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<stri
   }
 }
 
-/** chown, then chmod (a chown clears setuid/setgid), through an O_PATH descriptor that cannot follow a link. */
+/**
+ * The mode and owner the mount showed. An lstat first (almost every entry is right already); a change
+ * goes through an O_PATH descriptor that cannot follow a link: chown, then chmod (a chown clears
+ * setuid/setgid).
+ */
 async function applyAttrs(deps: WriteBackDeps, at: string, path: string, kind: 'file' | 'dir', report: WriteBackReport): Promise<void> {
+  const root = process.getuid?.() === 0;
+  const differs = (st: Stats) => {
+    const want = deps.attrs.of(path, kind, kind === 'file' && (st.mode & 0o100) !== 0);
+    return { want, owner: root && (st.uid !== want.uid || st.gid !== want.gid), mode: (st.mode & 0o7777) !== want.perm };
+  };
+  try {
+    const seen = differs(await lstat(at));
+    if (!seen.owner && !seen.mode) return;
+  } catch {
+    return;
+  }
   let handle: Awaited<ReturnType<typeof open>>;
   try {
     handle = await open(at, O_PATH | constants.O_NOFOLLOW);
@@ -245,18 +259,11 @@ async function applyAttrs(deps: WriteBackDeps, at: string, path: string, kind: '
   try {
     const st = await handle.stat();
     if (kind === 'file' ? !st.isFile() : !st.isDirectory()) return;
-    const want = deps.attrs.of(path, kind, kind === 'file' && (st.mode & 0o100) !== 0);
+    const { want, owner } = differs(st);
     const self = `/proc/self/fd/${handle.fd}`;
-    let changed = false;
-    if (process.getuid?.() === 0 && (st.uid !== want.uid || st.gid !== want.gid)) {
-      await chown(self, want.uid, want.gid);
-      changed = true;
-    }
-    if (changed || (st.mode & 0o7777) !== want.perm) {
-      await chmod(self, want.perm);
-      changed = true;
-    }
-    if (changed) report.attrsSet += 1;
+    if (owner) await chown(self, want.uid, want.gid);
+    if ((st.mode & 0o7777) !== want.perm || owner) await chmod(self, want.perm);
+    report.attrsSet += 1;
   } catch (error) {
     deps.warn(`could not set the mode of ${JSON.stringify(path)}: ${(error as Error).message}`);
   } finally {
