@@ -160,6 +160,20 @@ describe('strata mount --import over a directory that holds a project', () => {
     expect(daemonStatus.projects[0]).toMatchObject({ state: 'mounted', scan: { kind: 'initial', captured: IMPORTED.length, finished: true } });
   }, 120_000);
 
+  it('refused with PROJECT_DIR_TAKEN: a directory another process mounts, and one that is another home\'s project', async () => {
+    const otherHome = join(root, 'other-home');
+    const mounted = await sh(execPath, [MAIN, 'mount', '--import', dir, '--home', otherHome, '--json'], { cwd: root, env, allowFail: true, timeoutMs: 60_000 });
+    expect(mounted.code).toBe(4);
+    expect(JSON.parse(mounted.stdout).error).toMatchObject({ code: 'PROJECT_DIR_TAKEN', message: expect.stringMatching(/already mounted by another process/) });
+    const foreign = join(root, 'foreign');
+    await mkdir(foreign);
+    await writeFile(join(foreign, 'a.txt'), 'a\n');
+    expect((await sh(execPath, [MAIN, 'init', foreign, '--home', otherHome, '--json'], { cwd: root, env, allowFail: true, timeoutMs: 60_000 })).code).toBe(0);
+    const taken = await strata(['mount', '--import', foreign, '--json']);
+    expect(taken.code).toBe(4);
+    expect(JSON.parse(taken.stdout).error).toMatchObject({ code: 'PROJECT_DIR_TAKEN', message: expect.stringMatching(/of another Strata home/) });
+  }, 60_000);
+
   it('changes made through the mount: edits, new files, deletions, renames, links, modes, directories, git commits', async () => {
     await both(`
       printf 'more\\n' >> README.md
