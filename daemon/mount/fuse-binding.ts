@@ -131,6 +131,8 @@ export interface FuseMount {
   unmount(): Promise<void>;
   /** Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry. */
   invalidate(path: string): Promise<void>;
+  /** The same for everything the kernel knows of the mount. */
+  invalidateAll(): Promise<void>;
   /** Kernel requests received so far, by kind (Lookup, Getattr, ...). */
   requestCounts(): Record<string, number>;
 }
@@ -196,6 +198,7 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       return unmounted;
     },
     invalidate: (path) => session.invalidate(path),
+    invalidateAll: () => session.invalidateAll(),
     requestCounts: () => {
       const out: Record<string, number> = {};
       session.requests.forEach((n, op) => {

@@ -37,6 +37,11 @@ export class InodeTable {
     this.children.delete(`${parent}/${name}`);
   }
 
+  /** Every inode the kernel knows. */
+  inodes(): number[] {
+    return [...this.nodes.keys()];
+  }
+
   inoOf(path: string): number | undefined {
     let ino = ROOT;
     for (const name of path.split('/')) {

@@ -94,6 +94,18 @@ export class LowLevelSession {
     return (stat.mode & S_IFMT) === S_IFDIR ? this.options.dirAttrTimeoutS : this.options.attrTimeoutS;
   }
 
+  /** Drops everything the kernel cached about every inode (the engine changed more than we track). */
+  async invalidateAll(): Promise<void> {
+    const handle = this.handle;
+    if (handle === null) return;
+    await Promise.all(
+      this.inodes.inodes().map((ino) => {
+        this.native.attrDrop(handle, ino);
+        return this.native.invalidate(handle, ino, null);
+      }),
+    );
+  }
+
   private writeStat(stat: FuseStat): void {
     const s = this.scratch;
     s[0] = stat.mode;

@@ -189,7 +189,11 @@ export class MountState {
     if (node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path) this.detach(node);
     this.mtimes.delete(path);
     this.onCaptured(path);
+    this.forgetInKernel(path);
   }
+
+  /** Set by the mount once FUSE is up: drops what the kernel cached about `path` (its attributes, pages, name). */
+  forgetInKernel: (path: string) => void = () => {};
 
   /**
    * A closed node waiting for its capture is journaled, so a crash in the settle delay loses nothing:

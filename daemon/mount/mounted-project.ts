@@ -47,11 +47,11 @@ export interface MountProjectOptions {
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
   /**
-   * Kernel attribute cache (seconds; default 0): a restore through the API changes a file's size and
-   * content under the kernel, and the mount learns of it only when it is asked (Namespace polls the
-   * engine's history on access), so only a fresh getattr makes reads see the new size at once. With
-   * the low-level binding a longer cache would save one getattr request per file in an untar (21,021
-   * of ~196,000), but needs the engine to push changes to the mount first.
+   * Kernel attribute cache (seconds; default 1, as bindfs and libfuse's default). A change the engine
+   * makes behind the mount (a restore through the API, a sync pull) reaches the mount through the
+   * engine's change listener, which tells the kernel to forget that path (Namespace.start,
+   * MountState.forgetInKernel); a change by another process on the same home shows within this time.
+   * At 0 every lstat was a request: `git status` over 50,000 files asked 50,000 times.
    */
   attrTimeoutS?: number;
   /** Kernel name cache (seconds; default 1). Safe with attrTimeoutS 0: a cached name still gets a fresh getattr. */
@@ -162,15 +162,16 @@ export class MountedProject {
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: [...FUSE_MOUNT_OPTIONS, ...sharing.options],
-        // 0: the kernel asks for attributes each time. A longer cache would go stale when the engine
-        // changes a file behind the mount (a restore), and nothing invalidates it yet.
-        attrTimeoutS: options.attrTimeoutS ?? 0,
+        attrTimeoutS: options.attrTimeoutS ?? 1,
         entryTimeoutS: options.entryTimeoutS ?? 1,
         dirAttrTimeoutS: options.entryTimeoutS ?? 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
         unmount: detachMount,
       });
+      const fuse = project.fuse;
+      state.forgetInKernel = (path) => void fuse.invalidate(path).catch(() => undefined);
+      ns.onResync = () => void fuse.invalidateAll().catch(() => undefined);
     } catch (error) {
       // A mount that half-happened (mounted, then libfuse refused an option) must not stay behind.
       await cleanStaleMount(dir).catch(() => {});
@@ -185,6 +186,7 @@ export class MountedProject {
     this.stopping ??= (async () => {
       const fuse = this.fuse;
       this.fuse = null;
+      this.state.ns.stop();
       const requests = fuse?.requestCounts() ?? {};
       if (fuse !== null) {
         try {

@@ -78,6 +78,38 @@ export class Namespace {
     const page = await this.engine.history({ projectId: this.projectId, limit: 1 });
     this.lastSeen = page.items[0]?.versionId ?? null;
     this.lastPollMs = this.now();
+    // A change made through this process's engine (a restore through the API, a sync pull) is looked
+    // at right away, not at the next access: the kernel caches attributes for a second and would not
+    // ask before then (onExternalChange tells it to forget them).
+    this.unsubscribe = this.engine.onFilesChanged((projectId) => {
+      if (projectId === this.projectId) this.pollSoon();
+    });
+  }
+
+  stop(): void {
+    this.unsubscribe();
+  }
+
+  private unsubscribe: () => void = () => {};
+  /** Set by the mount: the engine changed more than a poll reads; every kernel cache must go. */
+  onResync: () => void = () => {};
+  private pollAgain = false;
+
+  private pollSoon(): void {
+    if (this.polling !== null) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = this.poll()
+      .catch(() => undefined)
+      .finally(() => {
+        this.lastPollMs = this.now();
+        this.polling = null;
+        if (this.pollAgain) {
+          this.pollAgain = false;
+          this.pollSoon();
+        }
+      });
   }
 
   /** The kind of a versioned path, or null. '' is the root. */
@@ -229,6 +261,7 @@ export class Namespace {
       this.own.clear();
       this.deferred = [];
       for (const path of this.nodes.keys()) this.onExternalChange(path);
+      this.onResync();
       return;
     }
     const records = this.deferred.length === 0 ? fresh : [...this.deferred, ...fresh];
