@@ -8,4 +8,5 @@ export { DEFAULT_POLICY, isVersioned } from './policy.js';
 export type { ContentStore, ObjectInfo, PutResult, ReadRange } from './ports/content-store.js';
 export type { MetadataRepository } from './ports/metadata-repository.js';
 export { type Clock, type IdGenerator, systemClock } from './ports/world.js';
+export { checkSymlinkTarget, MAX_SYMLINK_TARGET_BYTES } from './symlink-target.js';
 export type * from './types.js';
