@@ -9,6 +9,7 @@
 import type { BigIntStats } from 'node:fs';
 import { lstat, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
+import { openBeneath } from '../beneath.js';
 import type { CaptureOutcome, HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 
@@ -165,15 +166,21 @@ async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, f
  * never followed). null when it changed kind meanwhile (a link no more): its own event follows.
  */
 export async function captureDisk(host: HostContext, path: string, st: BigIntStats, changedAt?: number): Promise<CaptureOutcome | null> {
-  const file = join(host.dir, path);
-  if (!st.isSymbolicLink()) return host.capture.captureFile({ path, file, executable: executableOf(st), ...(changedAt === undefined ? {} : { changedAt }) });
+  if (!st.isSymbolicLink()) return host.capture.captureFile({ path, file: join(host.dir, path), executable: executableOf(st), ...(changedAt === undefined ? {} : { changedAt }) });
+  // The link is read in its directory, opened without following links (a directory on the way that
+  // became a link meanwhile is not read through either).
+  const slash = path.lastIndexOf('/');
+  const parent = await openBeneath(host.dir, slash === -1 ? '' : path.slice(0, slash), { create: false });
+  if (parent.kind !== 'dir') return null;
   let target: Buffer;
   try {
-    target = await readlink(file, { encoding: 'buffer' });
+    target = await readlink(parent.dir.entry(path.slice(slash + 1)), { encoding: 'buffer' });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'EINVAL') return null;
     throw error;
+  } finally {
+    await parent.dir.close();
   }
   return host.capture.captureLink({ path, target, ...(changedAt === undefined ? {} : { changedAt }) });
 }
