@@ -48,6 +48,9 @@ interface Row {
   extra?: Record<string, Summary>;
 }
 
+/** What each mount answered (STRATA_MOUNT_OPSTATS), in the order the rows ran: where its time went. */
+const mountOps: Array<Record<string, { n: number; ms: number; avgUs: number }>> = [];
+
 /** A Strata mount of a fresh home for `work`, stopped and removed afterwards. */
 async function withMount<T>(root: string, work: (mnt: string, mount: Awaited<ReturnType<typeof startMount>>) => Promise<T>): Promise<T> {
   const home = join(root, 'strata-home');
@@ -58,7 +61,8 @@ async function withMount<T>(root: string, work: (mnt: string, mount: Awaited<Ret
   try {
     return await work(mnt, mount);
   } finally {
-    await mount.stop();
+    const ops = await mount.stop();
+    if (ops !== null) mountOps.push(ops);
     removeDir(home);
   }
 }
@@ -187,7 +191,7 @@ async function main(): Promise<void> {
     row.what.startsWith('append') ? target(`${row.what}: strata / raw time`, row.ratio.median, '<=', 2, 'x') : target(`${row.what}: strata vs ${row.peer}`, row.ratio.median, '>=', row.what.startsWith('dd') ? 0.7 : 1.0, 'x'),
   );
   for (const t of targets) console.log(`${t.met ? 'met' : 'MISSED'}: ${t.name} = ${t.value} (target ${t.target})`);
-  const file = writeResult('mount-io', { machine, benchTmp: BENCH_TMP, rounds: ROUNDS, mb: MB, appendMb: APPEND_MB, files: FILES, rows: rows.map((row) => ({ ...row, ratio: { ...row.ratio, samples: row.ratio.samples.map(round3) } })), targets });
+  const file = writeResult('mount-io', { machine, benchTmp: BENCH_TMP, rounds: ROUNDS, mb: MB, appendMb: APPEND_MB, files: FILES, mountOps, rows: rows.map((row) => ({ ...row, ratio: { ...row.ratio, samples: row.ratio.samples.map(round3) } })), targets });
   console.log(`\nresult: ${file}`);
 }
 

@@ -31,9 +31,9 @@ export interface FuseStat {
   dev?: number;
   rdev?: number;
   /**
-   * These attributes change only through requests about this file (it is open for writing with local
-   * changes, which restores do not replace): native/fuse may answer getattr, and a chown or chmod that
-   * changes nothing, with them until the next request about the file reaches JS (src/attrs.c).
+   * A file's attributes (not a directory's): they change only through requests about the file, a
+   * rename, or a change the mount hears of and drops them for (src/attrs.c). native/fuse may answer
+   * getattr, and a chown or chmod that changes nothing, with them until then (at most 5 s).
    */
   cacheable?: boolean;
 }

@@ -428,6 +428,12 @@ export class LowLevelSession {
       rename(src, dest, (errno) => {
       if (errno === 0) {
         const ino = this.inodes.child(parent, name);
+        // The moved file's ctime, and whatever was replaced: what native/fuse keeps for them is out of date.
+        const replaced = this.inodes.child(newParent, newName);
+        if (this.handle !== null) {
+          if (ino !== undefined) this.native.attrDrop(this.handle, ino);
+          if (replaced !== undefined) this.native.attrDrop(this.handle, replaced);
+        }
         this.inodes.detach(newParent, newName);
         this.inodes.detach(parent, name);
         const node = ino === undefined ? undefined : this.inodes.node(ino);

@@ -89,7 +89,7 @@ export class MountState {
     this.ns = deps.ns;
     this.backing = deps.backing;
     this.pool = deps.pool;
-    this.sink = deps.sink;
+    this.sink = forgettingSink(deps.sink, (path) => this.ns.forgetEntry(path));
     this.journal = deps.journal;
     this.attrs = deps.attrs;
     this.logger = deps.logger;
@@ -163,8 +163,12 @@ export class MountState {
       if (kind === 'file') {
         const raced = this.ns.nodes.get(path);
         if (raced !== undefined) return { kind: 'node', node: raced };
-        const entry = await this.engine.stat({ projectId: this.projectId, path });
-        if (entry !== null) return { kind: 'entry', entry };
+        const epoch = this.ns.entryEpoch;
+        const entry = this.ns.cachedEntry(path) ?? (await this.engine.stat({ projectId: this.projectId, path }));
+        if (entry !== null) {
+          this.ns.rememberEntry(path, entry, epoch);
+          return { kind: 'entry', entry };
+        }
         this.ns.invalidate(parentOf(path)); // the listing was stale
       }
     }
@@ -188,6 +192,7 @@ export class MountState {
     const node = this.ns.nodes.get(path);
     if (node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path) this.detach(node);
     this.mtimes.delete(path);
+    this.ns.forgetEntry(path);
     this.onCaptured(path);
     this.forgetInKernel(path);
   }
@@ -339,3 +344,21 @@ export class MountState {
   }
 }
 
+
+/**
+ * The sink, telling the namespace to forget its copy of a path's entry once the engine changed it (a
+ * capture, a removal, a rename): Namespace.cachedEntry never serves an entry the mount replaced.
+ */
+function forgettingSink(sink: MountSink, forget: (path: string) => void): MountSink {
+  return {
+    write: (path, content, executable, symlink) => sink.write(path, content, executable, symlink).finally(() => forget(path)),
+    remove: (path) => sink.remove(path).finally(() => forget(path)),
+    rename: (from, to) =>
+      sink.rename(from, to).finally(() => {
+        forget(from);
+        forget(to);
+      }),
+    ...(sink.busy === undefined ? {} : { busy: (path: string) => sink.busy!(path) }),
+    ...(sink.close === undefined ? {} : { close: () => sink.close!() }),
+  };
+}

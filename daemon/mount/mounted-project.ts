@@ -54,7 +54,12 @@ export interface MountProjectOptions {
    * At 0 every lstat was a request: `git status` over 50,000 files asked 50,000 times.
    */
   attrTimeoutS?: number;
-  /** Kernel name cache (seconds; default 1). Safe with attrTimeoutS 0: a cached name still gets a fresh getattr. */
+  /**
+   * Kernel name cache (seconds; default 10). Names change through the mount's own requests (the kernel
+   * knows) or behind it, which drops the name (forgetInKernel); another process on the same home
+   * shows within this time. At 1 s a `git status` a second after the last one looked up every file
+   * again (a LOOKUP each, always answered in JS).
+   */
   entryTimeoutS?: number;
   now?: () => number;
   /**
@@ -163,8 +168,8 @@ export class MountedProject {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: [...FUSE_MOUNT_OPTIONS, ...sharing.options],
         attrTimeoutS: options.attrTimeoutS ?? 1,
-        entryTimeoutS: options.entryTimeoutS ?? 1,
-        dirAttrTimeoutS: options.entryTimeoutS ?? 1,
+        entryTimeoutS: options.entryTimeoutS ?? 10,
+        dirAttrTimeoutS: 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,
         unmount: detachMount,

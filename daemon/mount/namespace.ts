@@ -8,6 +8,7 @@
 // the repository orders by commit sequence: polling its newest record is one indexed query, and
 // everything newer than the last record seen invalidates the listings of the directories it touched.
 import type { Engine } from '../../engine/engine-api.js';
+import type { Entry } from '../../engine/types.js';
 import { StrataError } from '../../engine/errors.js';
 import type { FileNode, GoneMarker } from './file-node.js';
 import { ancestorsOf, baseName, parentOf } from './paths.js';
@@ -39,6 +40,14 @@ export class Namespace {
   /** subdirectory counts of loaded listings, valid for the epoch they were counted at */
   private readonly subdirs = new Map<string, { epoch: number; count: number }>();
   readonly nodes = new Map<string, FileNode>();
+  /**
+   * Engine entries of files, as a lookup found them: a `git status` over 50,000 files asked the engine
+   * 50,000 times a run. Forgotten whenever the path may have changed (the mount's own changes and
+   * captures, external changes); `entryEpoch` moves on each forget, so an answer that raced one is
+   * not kept.
+   */
+  private readonly entries = new Map<string, Entry>();
+  entryEpoch = 0;
   readonly gone = new Map<string, GoneMarker>();
   readonly explicitDirs: Set<string>;
   /** versions this mount committed: the change feed skips them */
@@ -139,7 +148,22 @@ export class Namespace {
     this.bump(dir);
   }
 
+  cachedEntry(path: string): Entry | undefined {
+    return this.entries.get(path);
+  }
+
+  /** Keeps `entry` if nothing was forgotten since `epoch` (read before asking the engine). */
+  rememberEntry(path: string, entry: Entry, epoch: number): void {
+    if (epoch === this.entryEpoch) this.entries.set(path, entry);
+  }
+
+  forgetEntry(path: string): void {
+    this.entries.delete(path);
+    this.entryEpoch++;
+  }
+
   setEntry(path: string, kind: Kind): void {
+    this.forgetEntry(path);
     const parent = parentOf(path);
     const listing = this.dirs.get(parent);
     if (listing?.get(baseName(path)) !== kind) this.entriesChanged(parent);
@@ -148,6 +172,7 @@ export class Namespace {
   }
 
   deleteEntry(path: string): void {
+    this.forgetEntry(path);
     const parent = parentOf(path);
     this.dirs.get(parent)?.delete(baseName(path));
     this.entriesChanged(parent);
@@ -198,6 +223,9 @@ export class Namespace {
   /** Forget a directory's listing (and those of its subdirectories when `deep`). */
   invalidate(dir: string, deep = false): void {
     this.dirs.delete(dir);
+    // Rare (a stale listing, an external change, a directory moved): every cached entry goes.
+    this.entries.clear();
+    this.entryEpoch++;
     this.entriesChanged(dir);
     this.bump(dir);
     if (!deep) return;
@@ -258,6 +286,8 @@ export class Namespace {
     if (!reachedLastSeen) {
       // More changed than we are willing to read: start over from the engine.
       this.dirs.clear();
+      this.entries.clear();
+      this.entryEpoch++;
       this.own.clear();
       this.deferred = [];
       for (const path of this.nodes.keys()) this.onExternalChange(path);

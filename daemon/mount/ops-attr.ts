@@ -25,8 +25,8 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'node': {
       const { node } = resolved;
       const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
-      // Open for writing with local changes: only requests about this file change it (src/attrs.c).
-      if (node.writers > 0 && node.dirty && !node.detached) stat.cacheable = true;
+      // native/fuse may answer with these until a request about this file reaches JS (src/attrs.c).
+      if (!node.detached) stat.cacheable = true;
       if (node.symlink) stat.mode = S_IFLNK | 0o777;
       // Removed while open (kept as `.fuse_hidden*` until its last close): no name links to it.
       if (node.detached || isFuseHidden(path)) stat.nlink = 0;
@@ -37,6 +37,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       const mtimeMs = state.mtimeOf(path, entry);
       const stat = state.fileStat(entry.size, entry.executable, mtimeMs, mtimeMs, state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
+      stat.cacheable = true;
       return stat;
     }
     case 'backing-file':

@@ -5,9 +5,11 @@
 // chown/chmod that change nothing Strata stores cost a full JS dispatch each (~3 of ~11 requests per
 // file), for an answer JS already gave: the attributes of the file it just created or touched.
 //
-// Coherence: JS marks an attribute reply cacheable only for a file open for writing with local
-// changes (fuse-lowlevel.ts): such a file changes only through requests on its own inode (external
-// restores do not replace local changes; captures of open files wait for the last writer). So:
+// Coherence: JS marks a file's attribute replies cacheable (ops-attr.ts): a file's attributes change
+// only through requests on its own inode, through a rename (fuse-lowlevel.ts drops both inodes
+// then), or behind the mount's back (a restore, a sync pull: JS drops the inode, MountState
+// forgetInKernel). A change by another process on the same home is not seen that way: no entry is
+// answered from for more than MAX_AGE_S, after which JS is asked (and polls the history). So:
 // - every request about an inode that goes to JS makes its cached attributes invalid, and counts as
 //   in flight until its reply;
 // - a reply fills the cache only when no other request about that inode is in flight (a reply computed
@@ -16,12 +18,20 @@
 #include "fuse_ll.h"
 
 #define BUCKETS 4096u
+#define MAX_AGE_S 5.0
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
 
 typedef struct attr_entry {
   fuse_ino_t ino;
   unsigned inflight;
   int valid;
   double timeout;
+  double filled;  // CLOCK_MONOTONIC_COARSE seconds
   struct stat st;
   struct attr_entry *next;
 } attr_entry;
@@ -97,6 +107,7 @@ void attr_fill(attr_table_t *t, fuse_ino_t ino, const struct stat *st, double ti
   }
   e->st = *st;
   e->timeout = timeout;
+  e->filled = now_s();
   e->valid = 1;
 }
 
@@ -113,6 +124,7 @@ const struct stat *attr_get(attr_table_t *t, fuse_ino_t ino, double *timeout) {
   if (t == NULL) return NULL;
   attr_entry *e = find(t, ino, NULL);
   if (e == NULL || !e->valid) return NULL;
+  if (now_s() - e->filled > MAX_AGE_S) return NULL;
   *timeout = e->timeout;
   return &e->st;
 }
