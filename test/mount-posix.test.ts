@@ -100,6 +100,18 @@ PY
     expect(result.stdout.trim()).toBe('0 ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG 0');
   }, 60_000);
 
+  it('move the ctime of a file on chown and utimensat, also when it has no local state', async () => {
+    await inMount(m, 'echo c > ctime.txt');
+    await m.idle();
+    const ctime = async () => (await stat('%z', 'ctime.txt'))[0]!;
+    const before = await ctime();
+    await inMount(m, 'chown 4242 ctime.txt');
+    const afterChown = await ctime();
+    expect(afterChown).not.toBe(before);
+    await inMount(m, "touch -m -d '2001-01-01 00:00:00 UTC' ctime.txt");
+    expect(await ctime()).not.toBe(afterChown);
+  }, 60_000);
+
   it('show a file removed while open with nlink 0 to its open descriptor', async () => {
     const out = await inMount(m, `python3 -c "
 import os

@@ -67,7 +67,7 @@ export class MountState {
   /** directories that exist only in the backing directory (found or created there) */
   readonly backingDirs = new Set<string>();
   /** times set with utimens on files without local state, valid while the version is current (atime: mtime when not set) */
-  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number; atimeMs?: number | undefined }>();
+  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number; atimeMs?: number | undefined; ctimeMs?: number | undefined }>();
   reconciler!: Reconciler;
   /** kernel requests answered in the current and the previous activity window */
   private opsNow = 0;
@@ -234,8 +234,22 @@ export class MountState {
       this.mtimeOf(path, entry),
     );
     node.atimeMs = this.atimeOf(path, entry);
+    node.ctimeMs = this.ctimeOf(path, entry);
     this.ns.nodes.set(path, node);
     return node;
+  }
+
+  /** A file's ctime: when the mount last changed its attributes (chown, utimensat), else its mtime. */
+  ctimeOf(path: string, entry: Entry): number {
+    const override = this.mtimes.get(path);
+    return (override !== undefined && override.versionId === entry.versionId ? override.ctimeMs : undefined) ?? this.mtimeOf(path, entry);
+  }
+
+  /** Sets times of a file without local state (NaN or absent keeps one); its ctime becomes now. */
+  touchEntry(path: string, entry: Entry, times: { mtimeMs?: number; atimeMs?: number } = {}): void {
+    const mtimeMs = times.mtimeMs === undefined || Number.isNaN(times.mtimeMs) ? this.mtimeOf(path, entry) : times.mtimeMs;
+    const atimeMs = times.atimeMs === undefined || Number.isNaN(times.atimeMs) ? this.atimeOf(path, entry) : times.atimeMs;
+    this.mtimes.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() });
   }
 
   /** A file's atime, kept in memory when set (utimensat): its mtime otherwise. */
@@ -276,7 +290,7 @@ export class MountState {
     }
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
-    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs });
+    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs });
     this.ns.nodes.delete(node.path);
   }
 

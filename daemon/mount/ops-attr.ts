@@ -35,7 +35,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'entry': {
       const { entry } = resolved;
       const mtimeMs = state.mtimeOf(path, entry);
-      const stat = state.fileStat(entry.size, entry.executable, mtimeMs, mtimeMs, state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
+      const stat = state.fileStat(entry.size, entry.executable, mtimeMs, state.ctimeOf(path, entry), state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       stat.cacheable = true;
       return stat;

@@ -65,16 +65,9 @@ export async function utimens(state: MountState, path: string, atimeMs: number, 
       if (!Number.isNaN(atimeMs)) resolved.node.atimeMs = atimeMs;
       resolved.node.ctimeMs = state.now();
       return;
-    case 'entry': {
+    case 'entry':
       // No local state needed: remember the times for this version (tar, rsync -t, make rely on them).
-      const { entry } = resolved;
-      const current = state.mtimeOf(path, entry);
-      state.mtimes.set(path, {
-        versionId: entry.versionId,
-        mtimeMs: Number.isNaN(mtimeMs) ? current : mtimeMs,
-        atimeMs: Number.isNaN(atimeMs) ? (state.atimeOf(path, entry) ?? current) : atimeMs,
-      });
-    }
+      state.touchEntry(path, resolved.entry, { mtimeMs, atimeMs });
   }
 }
 
@@ -105,6 +98,7 @@ export async function chown(state: MountState, path: string, uid: number, gid: n
       return;
     case 'entry':
       state.attrs.set(path, 'file', resolved.entry.executable, change);
+      state.touchEntry(path, resolved.entry);
   }
 }
 
