@@ -74,6 +74,7 @@ export class LowLevelSession {
     const ino = this.inodes.inoOf(path);
     const work: Promise<number>[] = [];
     if (ino !== undefined) this.native.attrDrop(handle, ino);
+    if (parent !== undefined) this.native.attrDrop(handle, parent);
     if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
     if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
     await Promise.all(work);
@@ -136,7 +137,7 @@ export class LowLevelSession {
   }
 
   /** Answers a request that created or found `name` in `parent` with its entry (after a getattr). */
-  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number, cacheable: number) => void): (errno: number) => void {
+  private entry(id: number, parent: number, name: string, path: string, onAttr?: (ino: number, cacheable: number) => void, created = false): (errno: number) => void {
     return (errno) => {
       if (errno !== 0) {
         this.native.replyErr(id, -errno);
@@ -152,8 +153,23 @@ export class LowLevelSession {
         const cacheable = stat.cacheable === true ? 1 : 0;
         if (onAttr !== undefined) onAttr(ino, cacheable);
         else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.attrTimeout(stat), cacheable);
+        if (created) this.refillDir(parent, path.slice(0, path.lastIndexOf('/')) || '/');
       });
     };
+  }
+
+  /**
+   * After a create or removal in a directory the kernel drops the directory's attributes, and with
+   * default_permissions asks for them again before its next permission check there (an untar: one
+   * getattr per file). The new attributes go to native/fuse now, which then answers that getattr.
+   */
+  private refillDir(ino: number, path: string): void {
+    this.ops.getattr(path, (err, stat) => {
+      const handle = this.handle;
+      if (err !== 0 || stat === undefined || stat.cacheable !== true || handle === null) return;
+      this.writeStat(stat);
+      this.native.attrFill(handle, ino, this.attrTimeout(stat));
+    });
   }
 
   private handleRequest(op: Op, id: number, ino: number, n1: number, n2: number, s1: string | null, s2: string | Buffer | null): void {
@@ -215,11 +231,11 @@ export class LowLevelSession {
         return;
       case Op.Mknod:
         if (ops.mknod === undefined) native.replyErr(id, ENOSYS);
-        else ops.mknod(path, n1, n2, this.entry(id, ino, name, path), this.creator());
+        else ops.mknod(path, n1, n2, this.entry(id, ino, name, path, undefined, true), this.creator());
         return;
       case Op.Mkdir:
         if (ops.mkdir === undefined) native.replyErr(id, ENOSYS);
-        else ops.mkdir(path, n1, this.entry(id, ino, name, path), this.creator());
+        else ops.mkdir(path, n1, this.entry(id, ino, name, path, undefined, true), this.creator());
         return;
       case Op.Unlink:
         if (this.inodes.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
@@ -230,7 +246,7 @@ export class LowLevelSession {
         return;
       case Op.Symlink:
         if (ops.symlink === undefined) native.replyErr(id, ENOSYS);
-        else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path), this.creator());
+        else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path, undefined, true), this.creator());
         return;
       case Op.Rename:
         this.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
@@ -264,7 +280,7 @@ export class LowLevelSession {
             const { entryTimeoutS, attrTimeoutS } = this.options;
             if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.opened(newIno, 1);
             else ops.release(path, fd, () => {});
-          })(0);
+          }, true)(0);
         }, this.creator());
         return;
       case Op.Read: {
@@ -350,6 +366,7 @@ export class LowLevelSession {
     call(path, (errno) => {
       if (errno === 0) this.inodes.detach(parent, name);
       this.native.replyErr(id, -errno);
+      if (errno === 0) this.refillDir(parent, path.slice(0, path.lastIndexOf('/')) || '/');
     });
   }
 
@@ -433,6 +450,8 @@ export class LowLevelSession {
         if (this.handle !== null) {
           if (ino !== undefined) this.native.attrDrop(this.handle, ino);
           if (replaced !== undefined) this.native.attrDrop(this.handle, replaced);
+          // The request was about `parent`: the other directory's kept attributes are dropped here.
+          this.native.attrDrop(this.handle, newParent);
         }
         this.inodes.detach(newParent, newName);
         this.inodes.detach(parent, name);

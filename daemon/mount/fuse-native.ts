@@ -45,6 +45,8 @@ export interface NativeFuse {
   /** mknod(2) on a real path: 0 or the errno (src/serve.c). */
   mknod(path: string, mode: number, dev: number): number;
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
+  /** The attributes in scratch are what the C side may answer for `ino` (src/replies.c attrFill). */
+  attrFill(handle: NativeHandle, ino: number, attrTimeoutS: number): void;
   /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
   attrDrop(handle: NativeHandle, ino: number): void;
   /**

@@ -12,11 +12,13 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
   if (resolved === null) fail(E.NOENT);
   switch (resolved.kind) {
     case 'dir': {
-      if (resolved.versioned) return state.versionedDirStat(path);
+      // A directory changes through requests about it (or a rename into it, a change behind the
+      // mount: both drop what native/fuse keeps), so native/fuse may answer for it meanwhile.
+      if (resolved.versioned) return { ...(await state.versionedDirStat(path)), cacheable: true };
       // Only in the backing directory: what that filesystem says (modes, owners, times, links).
       const stat = await state.backing.stat(path);
       if (stat === null) fail(E.NOENT);
-      return toFuseStat(stat);
+      return { ...toFuseStat(stat), cacheable: true };
     }
     case 'virtual-dir':
       return state.dirStat(false);

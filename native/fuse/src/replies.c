@@ -3,9 +3,8 @@
 // ignored and the call returns false.
 #include "fuse_ll.h"
 
-static void fill_stat(fuse_req_t req, struct stat *st, double ino) {
+static void stat_of_scratch(const double *s, struct stat *st, double ino) {
   memset(st, 0, sizeof *st);
-  const double *s = ((mount_t *)fuse_req_userdata(req))->scratch;
   st->st_mode = (mode_t)s[0];
   st->st_uid = (uid_t)s[1];
   st->st_gid = (gid_t)s[2];
@@ -22,6 +21,28 @@ static void fill_stat(fuse_req_t req, struct stat *st, double ino) {
   }
   st->st_rdev = (dev_t)s[10];
   st->st_ino = (ino_t)ino;
+}
+
+static void fill_stat(fuse_req_t req, struct stat *st, double ino) {
+  stat_of_scratch(((mount_t *)fuse_req_userdata(req))->scratch, st, ino);
+}
+
+// attrFill(handle, ino, attrTimeout) with the stat in scratch: JS vouches for these attributes of
+// `ino` without a request (a directory's, right after a create in it answered: the kernel asks for
+// them before its next permission check there). Ignored while a request about `ino` is in flight.
+static napi_value js_attr_fill(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  mount_t *m = mount_of(env, argv[0]);
+  if (m == NULL || m->destroyed) return NULL;
+  double ino = 0, timeout = 0;
+  napi_get_value_double(env, argv[1], &ino);
+  napi_get_value_double(env, argv[2], &timeout);
+  struct stat st;
+  stat_of_scratch(m->scratch, &st, ino);
+  attr_fill(m->attrs, (fuse_ino_t)ino, &st, timeout);
+  return NULL;
 }
 
 // Reply helpers: the first argument is the request slot. A slot already answered is ignored (returns false).
@@ -275,6 +296,7 @@ static napi_value js_invalidate(napi_env env, napi_callback_info info) {
 void define_replies(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"invalidate", NULL, js_invalidate, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"attrFill", NULL, js_attr_fill, NULL, NULL, NULL, napi_enumerable, NULL},
     {"replyErr", NULL, js_reply_err, NULL, NULL, NULL, napi_enumerable, NULL},
     {"replyEntry", NULL, js_reply_entry, NULL, NULL, NULL, napi_enumerable, NULL},
     {"replyCreate", NULL, js_reply_create, NULL, NULL, NULL, napi_enumerable, NULL},
