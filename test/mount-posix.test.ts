@@ -56,6 +56,9 @@ describe('the mount, as POSIX tools see it', () => {
     // utimensat on the directory (tar and rsync -t restore a directory's time last).
     await inMount(m, "touch -m -d '2001-02-03 04:05:06 UTC' e && touch -a -d '2002-03-04 05:06:07 UTC' e");
     expect(await stat('%Y %X', 'e')).toEqual([`${Date.UTC(2001, 1, 3, 4, 5, 6) / 1000} ${Date.UTC(2002, 2, 4, 5, 6, 7) / 1000}`]);
+    // A directory made again at a removed one's name starts with times of its own.
+    await inMount(m, "mkdir again && touch -a -d '2002-03-04 05:06:07 UTC' again && rmdir again && mkdir again");
+    expect(Number((await stat('%X', 'again'))[0])).toBeGreaterThan(Date.UTC(2020, 0, 1) / 1000);
     // A file keeps an atime of its own (in memory), past 2038 too, whether it has local state or not.
     await inMount(m, "touch -a -d '2002-03-04 05:06:07 UTC' e/x.txt && touch -m -d '2106-02-07 06:28:16 UTC' e/x.txt");
     const expected = `${Date.UTC(2106, 1, 7, 6, 28, 16) / 1000} ${Date.UTC(2002, 2, 4, 5, 6, 7) / 1000}`;

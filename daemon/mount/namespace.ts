@@ -144,6 +144,7 @@ export class Namespace {
   /** A directory created here starts loaded and empty: nothing to ask the engine. */
   markNewDir(dir: string): void {
     this.dirs.set(dir, new Map());
+    this.dirTimes.delete(dir); // a directory removed earlier at this name left its times behind
     this.entriesChanged(dir);
     this.bump(dir);
   }
