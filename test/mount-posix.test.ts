@@ -103,7 +103,7 @@ PY
     expect(result.stdout.trim()).toBe('0 ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG ENAMETOOLONG 0');
   }, 60_000);
 
-  it('move the ctime of a file on chown and utimensat, also when it has no local state', async () => {
+  it('move the ctime of a file on chown and utimensat, also when it has no local state, and of a directory', async () => {
     await inMount(m, 'echo c > ctime.txt');
     await m.idle();
     const ctime = async () => (await stat('%z', 'ctime.txt'))[0]!;
@@ -113,6 +113,15 @@ PY
     expect(afterChown).not.toBe(before);
     await inMount(m, "touch -m -d '2001-01-01 00:00:00 UTC' ctime.txt");
     expect(await ctime()).not.toBe(afterChown);
+    // A directory's too, on chmod and chown.
+    await inMount(m, 'mkdir ctime-dir');
+    const dirCtime = async () => (await stat('%z', 'ctime-dir'))[0]!;
+    const made = await dirCtime();
+    await inMount(m, 'chmod 700 ctime-dir');
+    const afterChmod = await dirCtime();
+    expect(afterChmod).not.toBe(made);
+    await inMount(m, 'chown 4242 ctime-dir');
+    expect(await dirCtime()).not.toBe(afterChmod);
   }, 60_000);
 
   it('show a file removed while open with nlink 0 to its open descriptor', async () => {

@@ -23,7 +23,10 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
   switch (resolved.kind) {
     case 'dir':
       if (!resolved.versioned) await state.backing.chmod(path, mode);
-      else state.attrs.set(path, 'dir', false, { perm: mode });
+      else {
+        state.attrs.set(path, 'dir', false, { perm: mode });
+        state.ns.setDirTimes(path, Number.NaN, Number.NaN, state.startMs); // ctime
+      }
       return;
     case 'backing-file':
       return state.backing.chmod(path, mode);
@@ -88,7 +91,10 @@ export async function chown(state: MountState, path: string, uid: number, gid: n
   switch (resolved.kind) {
     case 'dir':
       if (!resolved.versioned) await state.backing.chown(path, uid, gid);
-      else state.attrs.set(path, 'dir', false, change);
+      else {
+        state.attrs.set(path, 'dir', false, change);
+        state.ns.setDirTimes(path, Number.NaN, Number.NaN, state.startMs); // ctime
+      }
       return;
     case 'backing-file':
       return state.backing.chown(path, uid, gid);
