@@ -2,8 +2,7 @@
 // each with its own home, directory and `strata daemon`, linked with `strata init --server` and
 // `strata clone`, driven by writing files the way tools do. After each scene both trees are equal,
 // histories are complete on the server, and `strata fsck` is clean on every home.
-import { existsSync } from 'node:fs';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson } from './cli-harness.js';
@@ -176,7 +175,12 @@ describe('two workstations and a server', () => {
       60_000,
     );
     expect(held.sync.state).toBe('held');
-    expect(existsSync(join(b.dir, 'batch', 'f0001.txt'))).toBe(true);
+    // What is held is still on B's disk. (Deletions A recorded before its own guard tripped are
+    // ordinary ones and reach B as such: on a loaded machine its watcher sees the rm in several
+    // batches, and which files go first is rm's order, so no particular file can be named here.)
+    const left = (await readdir(join(b.dir, 'batch'))).length;
+    expect(left).toBeGreaterThan(0);
+    expect(left).toBeGreaterThanOrEqual(held.sync.held!.deletes);
     const status = await b.cli(['sync', 'status']);
     expect(status.stdout).toContain('strata sync confirm');
     const wait = await b.cli(['sync', 'wait', '--timeout', '30']);
