@@ -67,6 +67,8 @@ export interface MountCaptureStatus {
   staged: number;
   /** FUSE requests answered since the mount started, per operation (time: callback to answer, queueing included) */
   ops: Record<string, { count: number; totalMs: number; avgUs: number }>;
+  /** kernel requests received, per kind, and those native/fuse answered without JS (e.g. 'Read (served in C)') */
+  requests: Record<string, number>;
 }
 
 /** What a host reports; the daemon adds the capture pipeline's stats (pending, last version, errors). */

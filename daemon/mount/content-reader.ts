@@ -260,7 +260,7 @@ export async function contentSpans(store: ContentStore | null, hash: ContentHash
 }
 
 /** A reader over spans of local files (contentSpans), each file opened once. */
-export async function openSpans(spans: ContentSpan[]): Promise<ContentReader> {
+export async function openSpans(spans: ContentSpan[]): Promise<SpanReader> {
   const handles = new Map<string, FileHandle>();
   try {
     for (const { file } of spans) if (!handles.has(file)) handles.set(file, await open(file, 'r'));
@@ -268,27 +268,44 @@ export async function openSpans(spans: ContentSpan[]): Promise<ContentReader> {
     await Promise.all([...handles.values()].map((handle) => handle.close()));
     throw error;
   }
-  const starts: number[] = [];
-  let at = 0;
-  for (const span of spans) {
-    starts.push(at);
-    at += span.size;
+  return new SpanReader(spans, handles);
+}
+
+export class SpanReader implements ContentReader {
+  private readonly starts: number[] = [];
+
+  constructor(
+    private readonly spans: ContentSpan[],
+    private readonly handles: Map<string, FileHandle>,
+  ) {
+    let at = 0;
+    for (const span of spans) {
+      this.starts.push(at);
+      at += span.size;
+    }
   }
-  return {
-    async read(into, len, pos) {
-      let done = 0;
-      for (let i = 0; i < spans.length && done < len; i++) {
-        const span = spans[i]!;
-        const from = pos + done - starts[i]!;
-        if (from < 0 || from >= span.size) continue;
-        const got = await new FileReader(handles.get(span.file)!, span.offset, span.size).read(into.subarray(done), Math.min(len - done, span.size - from), from);
-        done += got;
-        if (got === 0) break;
-      }
-      return done;
-    },
-    async close() {
-      await Promise.all([...handles.values()].map((handle) => handle.close()));
-    },
-  };
+
+  async read(into: Buffer, len: number, pos: number): Promise<number> {
+    let done = 0;
+    for (let i = 0; i < this.spans.length && done < len; i++) {
+      const span = this.spans[i]!;
+      const from = pos + done - this.starts[i]!;
+      if (from < 0 || from >= span.size) continue;
+      const got = await new FileReader(this.handles.get(span.file)!, span.offset, span.size).read(into.subarray(done), Math.min(len - done, span.size - from), from);
+      done += got;
+      if (got === 0) break;
+    }
+    return done;
+  }
+
+  /** The spans as [descriptor, offset in its file, size] triples, in content order (native/fuse readMap). */
+  table(): Float64Array {
+    const table = new Float64Array(this.spans.length * 3);
+    for (const [i, span] of this.spans.entries()) table.set([this.handles.get(span.file)!.fd, span.offset, span.size], i * 3);
+    return table;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.handles.values()].map((handle) => handle.close()));
+  }
 }

@@ -35,13 +35,23 @@ export interface GoneMarker {
   dir: boolean;
 }
 
+export interface MappedReads {
+  handles: Set<number>;
+  unmap(fh: number): void;
+}
+
 export class FileNode {
-  base: BaseRef | null;
+  #base: BaseRef | null = null;
+  #content: NodeContent = { kind: 'base' };
+  /**
+   * The handles whose reads of this node's stored content native/fuse serves (mapped-reads.ts). Any
+   * change of `content` or `base` unmaps them: their next reads come to JS again.
+   */
+  mappedReads: MappedReads | null = null;
   /** the path of `base` in the engine; differs from `path` after a rename not yet recorded */
   enginePath: string | null;
   /** the gone marker left at `enginePath` by a rename; valid while that path still holds it */
   originMarker: GoneMarker | null = null;
-  content: NodeContent = { kind: 'base' };
   size: number;
   executable: boolean;
   /** a symbolic link (its bytes are the target, in memory): made by symlink(2), never opened or written */
@@ -89,6 +99,30 @@ export class FileNode {
     node.size = target.length;
     node.dirty = true;
     return node;
+  }
+
+  get base(): BaseRef | null {
+    return this.#base;
+  }
+
+  set base(base: BaseRef | null) {
+    this.#base = base;
+    this.contentChanged();
+  }
+
+  get content(): NodeContent {
+    return this.#content;
+  }
+
+  set content(content: NodeContent) {
+    this.#content = content;
+    this.contentChanged();
+  }
+
+  private contentChanged(): void {
+    const mapped = this.mappedReads;
+    this.mappedReads = null;
+    if (mapped !== null) for (const fh of mapped.handles) mapped.unmap(fh);
   }
 
   touch(nowMs: number): void {

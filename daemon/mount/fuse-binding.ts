@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
 import { LowLevelSession } from './fuse-lowlevel.js';
 import { type NativeFuse, Op } from './fuse-native.js';
+import type { ContentMaps } from './mapped-reads.js';
 
 /** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
@@ -135,6 +136,8 @@ export interface FuseMount {
   invalidateAll(): Promise<void>;
   /** Kernel requests received so far, by kind (Lookup, Getattr, ...). */
   requestCounts(): Record<string, number>;
+  /** Handles whose reads native/fuse serves from stored content by itself (mapped-reads.ts). */
+  contentMaps: ContentMaps;
 }
 
 /** The device the kernel side needs; STRATA_FUSE_DEVICE lets tests simulate a machine without FUSE. */
@@ -199,18 +202,20 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
     },
     invalidate: (path) => session.invalidate(path),
     invalidateAll: () => session.invalidateAll(),
+    contentMaps: { map: (fh, table, size) => session.readMap(fh, table, size), unmap: (fh) => session.readUnmap(fh) },
     requestCounts: () => {
       const out: Record<string, number> = {};
       session.requests.forEach((n, op) => {
         if (n > 0) out[Op[op] ?? String(op)] = n;
       });
-      const [getattr = 0, setattr = 0, writes = 0, times = 0, handovers = 0, flushes = 0] = session.answered();
+      const [getattr = 0, setattr = 0, writes = 0, times = 0, handovers = 0, flushes = 0, reads = 0] = session.answered();
       if (getattr > 0) out['Getattr (answered in C)'] = getattr;
       if (setattr > 0) out['Setattr (answered in C)'] = setattr;
       if (writes > 0) out['Write (kept in C)'] = writes;
       if (times > 0) out['Setattr of times (kept in C)'] = times;
       if (handovers > 0) out['Write-behind hand-overs to JS'] = handovers;
       if (flushes > 0) out['Flush (journaled in C)'] = flushes;
+      if (reads > 0) out['Read (served in C)'] = reads;
       return out;
     },
   };

@@ -58,6 +58,14 @@ export class LowLevelSession {
     this.markClosed();
   }
 
+  readMap(fh: number, spans: Float64Array, size: number): number {
+    return this.handle === null ? -107 : this.native.readMap(this.handle, fh, spans, size);
+  }
+
+  readUnmap(fh: number): void {
+    if (this.handle !== null) this.native.readUnmap(this.handle, fh);
+  }
+
   /** What native/fuse answered without JS (fuse-native.ts `answered`). */
   answered(): number[] {
     return this.handle === null ? [] : this.native.answered(this.handle);

@@ -50,10 +50,17 @@ export interface NativeFuse {
   /** Forgets the attributes the C side would answer for `ino` by itself (src/attrs.c). */
   attrDrop(handle: NativeHandle, ino: number): void;
   /**
-   * [getattr, setattr, write, setattr of times, hand-overs, flush]: requests the C side answered
-   * without JS (from those attributes, and by write-behind), and write-behind's hand-overs to JS.
+   * [getattr, setattr, write, setattr of times, hand-overs, flush, read]: requests the C side answered
+   * without JS (from those attributes, by write-behind, from mapped content), and write-behind's
+   * hand-overs to JS.
    */
   answered(handle: NativeHandle): number[];
+  /**
+   * Serves `fh`'s reads from these spans of local files ([descriptor, offset, size] each, in content
+   * order; the descriptors are duplicated) without JS (src/read_maps.c): 0 or -errno.
+   */
+  readMap(handle: NativeHandle, fh: number, spans: Float64Array, size: number): number;
+  readUnmap(handle: NativeHandle, fh: number): void;
   /** Hands over every new file's bytes and times native/fuse kept (src/write_behind.c), synchronously. */
   spillAll(handle: NativeHandle): void;
   replyErr(id: number, errno: number): boolean;

@@ -12,6 +12,7 @@ import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { FileNode, type Handle } from './file-node.js';
 import type { MountJournal } from './journal.js';
+import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
 import type { Namespace } from './namespace.js';
 import { isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
@@ -199,6 +200,9 @@ export class MountState {
 
   /** Set by the mount once FUSE is up: drops what the kernel cached about `path` (its attributes, pages, name). */
   forgetInKernel: (path: string) => void = () => {};
+
+  /** Set by the mount once FUSE is up: handles whose reads native/fuse serves (mapped-reads.ts). */
+  contentMaps: ContentMaps | null = null;
 
   /**
    * A closed node waiting for its capture is journaled, so a crash in the settle delay loses nothing:

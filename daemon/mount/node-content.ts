@@ -3,6 +3,7 @@
 import { contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
 import { type BaseRef, type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
 import type { MountState } from './mount-state.js';
+import { openMapped } from './mapped-reads.js';
 import { StagingFile } from './staging-file.js';
 
 /** Makes the node's content changeable (memory or staged), copying the base bytes it must keep. */
@@ -136,7 +137,9 @@ export async function readNode(state: MountState, handle: Handle, node: FileNode
     // A restore changed the base under this handle: the old reader goes (a read still in flight on
     // it may fail; the next one reads the new content).
     if (handle.reader !== null) void state.closeReader(handle);
-    const opening = openContent(state.source, { hash: base.hash, size: base.size, versionId: base.versionId, dataset: base.dataset });
+    const opening = openMapped(state, handle, node, base).then(
+      (mapped) => mapped ?? openContent(state.source, { hash: base.hash, size: base.size, versionId: base.versionId, dataset: base.dataset }),
+    );
     handle.reader = opening;
     handle.readerHash = base.hash;
     // A failed open is not cached: the next read tries again.

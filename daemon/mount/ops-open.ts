@@ -8,6 +8,7 @@ import { FileNode, type Handle } from './file-node.js';
 import type { Creator, WriteBehind } from './fuse-binding.js';
 import type { JournalRecord } from './journal.js';
 import type { MountState } from './mount-state.js';
+import { unmapHandle } from './mapped-reads.js';
 import { truncateNode, writeNode } from './node-content.js';
 import { isWithin, parentOf } from './paths.js';
 
@@ -224,6 +225,7 @@ export async function release(state: MountState, fh: number): Promise<void> {
   await state.closeReader(handle);
   if (handle.closed) node.closedWriters -= 1;
   node.handles -= 1;
+  unmapHandle(node, handle);
   if (handle.writable) node.writers -= 1;
   if (node.detached) {
     if (node.handles === 0) await state.discardContent(node);

@@ -34,6 +34,8 @@ export interface FsInfo {
   fsType: string;
   source: string;
   network: boolean;
+  /** the filesystem's device, `major:minor` (its /sys/class/bdi entry) */
+  device: string;
 }
 
 /** Octal escapes in mountinfo paths: `\040` is a space. */
@@ -56,7 +58,7 @@ export function fsInfoFromMountinfo(mountinfo: string, path: string): FsInfo | n
     const contains = mountPoint === '/' || path === mountPoint || path.startsWith(`${mountPoint}/`);
     // Later lines win ties: a mount stacked on the same point hides the earlier one.
     if (contains && (best === null || mountPoint.length >= best.mountPoint.length)) {
-      best = { mountPoint, fsType, source: unescapeOctal(right[1] ?? ''), network: NETWORK_FS_TYPES.has(fsType) };
+      best = { mountPoint, fsType, source: unescapeOctal(right[1] ?? ''), network: NETWORK_FS_TYPES.has(fsType), device: left[2] ?? '' };
     }
   }
   return best;

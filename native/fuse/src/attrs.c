@@ -142,17 +142,18 @@ static napi_value js_attr_drop(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
-// answered(handle) -> [getattr, setattr, write, setattr-times, hand-overs, flush]: requests answered
-// from the attribute cache, and by write_behind.c, without JS; and write_behind.c's hand-overs to JS.
+// answered(handle) -> [getattr, setattr, write, setattr-times, hand-overs, flush, read]: requests
+// answered from the attribute cache, by write_behind.c and by read_maps.c, without JS; and
+// write_behind.c's hand-overs to JS.
 static napi_value js_answered(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], out, v;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   mount_t *m = mount_of(env, argv[0]);
   if (m == NULL) return NULL;
-  double counts[6] = {m->answered[0], m->answered[1], m->wb_counts[0], m->wb_counts[1], m->wb_counts[2], m->wb_counts[3]};
-  CHECK(napi_create_array_with_length(env, 6, &out));
-  for (uint32_t i = 0; i < 6; i++) {
+  double counts[7] = {m->answered[0], m->answered[1], m->wb_counts[0], m->wb_counts[1], m->wb_counts[2], m->wb_counts[3], m->maps_read};
+  CHECK(napi_create_array_with_length(env, 7, &out));
+  for (uint32_t i = 0; i < 7; i++) {
     CHECK(napi_create_double(env, m->destroyed ? 0 : counts[i], &v));
     CHECK(napi_set_element(env, out, i, v));
   }

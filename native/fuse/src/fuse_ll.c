@@ -173,7 +173,9 @@ static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   dispatch(req, OP_OPEN, (double)ino, fi->flags, 0, NULL, NULL, NULL, 0);
 }
 static void ll_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi) {
-  ((mount_t *)fuse_req_userdata(req))->scratch[0] = (double)off;
+  mount_t *m = fuse_req_userdata(req);
+  if (m->nmaps > 0 && maps_read(m, req, fi->fh, size, off)) return;
+  m->scratch[0] = (double)off;
   dispatch(req, OP_READ, (double)ino, (double)fi->fh, (double)size, NULL, NULL, NULL, 0);
 }
 static void ll_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,

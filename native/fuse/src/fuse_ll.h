@@ -1,6 +1,6 @@
 // Shared by the binding's files: serve.c (the session: mount/close, the poll loop), fuse_ll.c (requests
-// in), replies.c (replies out, cache invalidation), attrs.c, write_behind.c and slots.c. Everything runs
-// on the JS thread except notify_execute.
+// in), replies.c (replies out, cache invalidation), attrs.c, write_behind.c, read_maps.c and slots.c.
+// Everything runs on the JS thread except notify_execute and read_maps.c's read_execute.
 #ifndef STRATA_FUSE_LL_H
 #define STRATA_FUSE_LL_H
 #define FUSE_USE_VERSION 314
@@ -76,6 +76,9 @@ typedef struct mount_s {
   double replied_at;    // when on_readable last went back to sleep (us, CLOCK_MONOTONIC)
   wb_file_t *wb;        // new files whose writes and times write_behind.c keeps (usually 0 or 1)
   double wb_counts[4];  // writes kept, setattrs answered, hand-overs to JS, closes journaled here
+  struct map_slot *maps;  // read_maps.c: handles whose reads are served here, by fh
+  unsigned nmaps, capmaps;
+  double maps_read;     // READs read_maps.c answered
 } mount_t;
 
 #define CHECK(call)                                                        \
@@ -109,5 +112,10 @@ void wb_spill(mount_t *m, fuse_ino_t ino);
 void wb_spill_all(mount_t *m);
 void wb_free_all(mount_t *m);
 void define_write_behind_exports(napi_env env, napi_value exports);
+
+// read_maps.c: reads of stored content served on the thread pool, without JS.
+int maps_read(mount_t *m, fuse_req_t req, uint64_t fh, size_t size, off_t off);
+void maps_free_all(mount_t *m);
+void define_read_map_exports(napi_env env, napi_value exports);
 
 #endif

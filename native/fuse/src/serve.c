@@ -43,6 +43,7 @@ static void dispatch_later(mount_t *m) {
 static void mount_free(mount_t *m) {
   fail_pending(m);
   wb_free_all(m);
+  maps_free_all(m);
   attr_table_free(m->attrs);
   m->attrs = NULL;
   free(m->later);
@@ -313,6 +314,7 @@ static napi_value init_module(napi_env env, napi_value exports) {
   define_replies(env, exports);
   define_attr_exports(env, exports);
   define_write_behind_exports(env, exports);
+  define_read_map_exports(env, exports);
   return exports;
 }
 
