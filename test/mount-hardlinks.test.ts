@@ -147,6 +147,41 @@ print(open('hl/o2.txt').read(), end='')"`,
     expect((await m.read('v2.txt')).toString()).toBe('first\nsecond\n');
   }, 120_000);
 
+  it('are ordinary files to git export; a restore of one name makes it a file of its own', async () => {
+    const p = (suffix: string) => `/v1/projects/${m.projectId}${suffix}`;
+    await writeFile(at('g1.txt'), 'one\n');
+    await m.idle();
+    await link(at('g1.txt'), at('g2.txt'));
+    await m.idle(); // g2's first version: 'one'
+    await writeFile(at('g2.txt'), 'two\n', { flag: 'a' });
+    await m.idle();
+    const snapshot = await m.api<{ snapshotId: string }>('POST', p('/fs/snapshots'), { message: 'links' });
+    const response = await fetch(`${m.url}${p(`/fs/snapshots/${snapshot.snapshotId}/git-export`)}`, { headers: { authorization: `Bearer ${m.apiKey}` } });
+    const stream = await response.text();
+    expect(response.status).toBe(200);
+    // Git has no hard links: two regular files (mode 100644) with the same content.
+    expect(stream).toMatch(/^M 100644 \S+ g1\.txt$/m);
+    expect(stream).toMatch(/^M 100644 \S+ g2\.txt$/m);
+
+    const history = await m.history('g2.txt');
+    expect(history.length).toBe(2);
+    const first = history.at(-1)!;
+    await m.api('POST', p('/history/restore'), { versionId: first.versionId });
+    await waitFor(
+      'the restored name to be a file of its own',
+      async () => {
+        const [one, two] = await Promise.all([stat(at('g1.txt')), stat(at('g2.txt'))]);
+        const text = await readFile(at('g2.txt'), 'utf8');
+        return one.nlink === 1 && two.nlink === 1 && one.ino !== two.ino && text === 'one\n' ? true : undefined;
+      },
+      10_000,
+    );
+    expect(await readFile(at('g1.txt'), 'utf8')).toBe('one\ntwo\n');
+    // Writes through one no longer reach the other.
+    await writeFile(at('g1.txt'), 'three\n', { flag: 'a' });
+    expect(await readFile(at('g2.txt'), 'utf8')).toBe('one\n');
+  }, 120_000);
+
   it('keep links, nlink and modes across a restart of the daemon', async () => {
     await writeFile(at('r1.txt'), 'kept\n');
     await link(at('r1.txt'), at('r2.txt'));

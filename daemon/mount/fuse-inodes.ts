@@ -52,16 +52,16 @@ export class InodeTable {
     const ino = this.children.get(key);
     this.children.delete(key);
     const node = ino === undefined ? undefined : this.nodes.get(ino);
-    if (node?.aliases === undefined) return;
-    node.aliases.delete(key);
+    if (node === undefined || node.link === undefined) return;
+    node.aliases?.delete(key);
     if (`${node.parent}/${node.name}` !== key) return;
-    const [next] = node.aliases;
+    const [next] = node.aliases ?? [];
     if (next === undefined) {
       // No name left that the kernel knows: a new file may reuse the backing inode number of its key.
-      if (node.link !== undefined && this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
+      if (this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
       return;
     }
-    node.aliases.delete(next);
+    node.aliases!.delete(next);
     const slash = next.indexOf('/');
     node.parent = Number(next.slice(0, slash));
     node.name = next.slice(slash + 1);
@@ -87,10 +87,17 @@ export class InodeTable {
     node.aliases.add(key);
   }
 
+  hasAliases(ino: number): boolean {
+    return (this.nodes.get(ino)?.aliases?.size ?? 0) > 0;
+  }
+
   /** The file's names may all be unknown to the kernel now while it is still open: `path` still reaches it. */
   keepReachable(ino: number, path: string): void {
     const node = this.nodes.get(ino);
-    if (node !== undefined && this.children.get(`${node.parent}/${node.name}`) !== ino) node.fallback = path;
+    if (node === undefined || this.children.get(`${node.parent}/${node.name}`) === ino) return;
+    node.fallback = path;
+    // A lookup of that name finds this inode again.
+    if (node.link !== undefined) this.byLink.set(node.link, ino);
   }
 
   /** Answers for `ino` carry this link key: later lookups of its other names find the same inode. */

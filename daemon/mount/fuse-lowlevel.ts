@@ -72,6 +72,9 @@ export class LowLevelSession {
     const name = path.slice(slash + 1);
     const parent = this.inodes.inoOf(parentPath);
     const ino = this.inodes.inoOf(path);
+    // One name of a hard-linked file changed behind the mount (a restore): it may be a file of its own
+    // now, so its next lookup decides its inode afresh (the same one again while it is still linked).
+    if (ino !== undefined && parent !== undefined && this.inodes.hasAliases(ino)) this.inodes.detach(parent, name);
     const work: Promise<number>[] = [];
     if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (parent !== undefined) this.native.attrDrop(handle, parent);
