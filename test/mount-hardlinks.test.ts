@@ -6,7 +6,7 @@
 import { chmod, chown, link, mkdir, readFile, rename, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inMount, type MountedDir, mountProject, waitFor } from './mount-harness.js';
+import { inMount, type MountedDir, mountProject, waitExit, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 const at = (name: string) => join(m.dir, name);
@@ -202,5 +202,27 @@ print(open('hl/o2.txt').read(), end='')"`,
     await m.idle();
     expect((await m.read('r3.txt')).toString()).toBe('changed after the restart\n');
     expect((await m.history('r2.txt')).length).toBe(2);
+  }, 120_000);
+
+  it('version both names after a kill -9 right after the link (nothing captured yet)', async () => {
+    // A settle delay of a minute: the kill lands before any capture; the journal and the link rows are what is left.
+    const first = await mountProject({ env: { STRATA_MOUNT_SETTLE_MS: '60000' } });
+    try {
+      await inMount(first, 'echo crash > k1.txt && ln k1.txt k2.txt && stat -c %h k2.txt');
+      first.child.kill('SIGKILL');
+      await waitExit(first.child, 10_000);
+      const again = await mountProject({ root: first.root });
+      try {
+        await again.idle();
+        expect((await again.read('k1.txt')).toString()).toBe('crash\n');
+        expect((await again.read('k2.txt')).toString()).toBe('crash\n');
+        const [k1, k2] = await Promise.all([stat(join(again.dir, 'k1.txt')), stat(join(again.dir, 'k2.txt'))]);
+        expect([k1.nlink, k2.nlink, k2.ino]).toEqual([2, 2, k1.ino]);
+      } finally {
+        await again.dispose();
+      }
+    } finally {
+      await first.dispose();
+    }
   }, 120_000);
 });
