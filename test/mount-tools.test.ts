@@ -243,11 +243,14 @@ f.close()
     }
   });
 
-  it('hard links are refused (EPERM); symbolic links work (test/mount-posix.test.ts)', async () => {
-    await inMount(m, 'echo x > links.txt');
-    const hard = await sh('ln', [join(m.dir, 'links.txt'), join(m.dir, 'hard.txt')], { allowFail: true });
-    expect(hard.code).not.toBe(0);
-    expect(hard.stderr).toMatch(/Operation not permitted/);
+  it('ln makes hard links (test/mount-hardlinks.test.ts), not into ignored names (EXDEV); ln -s works (test/mount-posix.test.ts)', async () => {
+    await inMount(m, 'echo x > links.txt && mkdir -p .git');
+    await sh('ln', [join(m.dir, 'links.txt'), join(m.dir, 'hard.txt')]);
+    expect((await inMount(m, 'cat hard.txt && stat -c %h links.txt')).stdout).toBe('x\n2\n');
+    // A versioned file and a plain file of the backing directory cannot be one inode.
+    const across = await sh('ln', [join(m.dir, 'links.txt'), join(m.dir, '.git/hard.txt')], { allowFail: true });
+    expect(across.code).not.toBe(0);
+    expect(across.stderr).toMatch(/Invalid cross-device link/);
     const soft = await sh('ln', ['-s', 'links.txt', join(m.dir, 'soft.txt')]);
     expect(soft.code).toBe(0);
   });

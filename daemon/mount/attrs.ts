@@ -8,6 +8,7 @@
 // keep theirs in that filesystem.
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import { batchedRows } from './batched-rows.js';
 import { isWithin, parentOf } from './paths.js';
 
 export interface PathAttrs {
@@ -123,40 +124,17 @@ export function defaultPerm(kind: 'file' | 'dir', executable: boolean): number {
   return kind === 'dir' || executable ? 0o755 : 0o644;
 }
 
-/**
- * The rows in the daemon's state DB. What one event-loop turn sets is written in one transaction at
- * its end, the last value per path: tar creates each file 0600 and then sets the archive's mode, and a
- * write per call (~40 us each, on the thread that answers the kernel) made an untar of 20,000 files
- * 1.9x slower. A kill of the daemon inside that turn (a few milliseconds) loses what it set.
- */
+/** The rows in the daemon's state DB, written at the end of the event-loop turn that set them (batched-rows.ts). */
 export function attrRowsIn(db: Database.Database, projectId: string, logger: Logger): AttrRows {
   db.exec(`CREATE TABLE IF NOT EXISTS mount_attrs (
     project_id TEXT NOT NULL, path TEXT NOT NULL, perm INTEGER NOT NULL, uid INTEGER NOT NULL, gid INTEGER NOT NULL,
     PRIMARY KEY (project_id, path)) WITHOUT ROWID`);
   const put = db.prepare('INSERT OR REPLACE INTO mount_attrs (project_id, path, perm, uid, gid) VALUES (?, ?, ?, ?, ?)');
   const remove = db.prepare('DELETE FROM mount_attrs WHERE project_id = ? AND path = ?');
-  const pending = new Map<string, PathAttrs | null>();
-  const flush = db.transaction(() => {
-    for (const [path, attrs] of pending) {
-      if (attrs === null) remove.run(projectId, path);
-      else put.run(projectId, path, attrs.perm, attrs.uid, attrs.gid);
-    }
-    pending.clear();
+  const queue = batchedRows<PathAttrs>(db, logger, 'file modes and owners', (path, attrs) => {
+    if (attrs === null) remove.run(projectId, path);
+    else put.run(projectId, path, attrs.perm, attrs.uid, attrs.gid);
   });
-  const queue = (path: string, attrs: PathAttrs | null) => {
-    if (pending.size === 0) {
-      setImmediate(() => {
-        try {
-          flush();
-        } catch (error) {
-          pending.clear();
-          logger.warn({ err: (error as Error).message }, 'mount: recording file modes and owners failed');
-        }
-      });
-    }
-    pending.delete(path); // re-inserted last: a path's changes stay in the order they were made
-    pending.set(path, attrs);
-  };
   return {
     list: () =>
       db.prepare<[string], { path: string } & PathAttrs>('SELECT path, perm, uid, gid FROM mount_attrs WHERE project_id = ?').all(projectId),

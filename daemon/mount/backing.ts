@@ -143,6 +143,12 @@ export class Backing {
     return fs.unlink(this.real(path));
   }
 
+  /** A hard link: the backing filesystem keeps the inode, its modes and nlink for both names. */
+  async link(from: string, to: string): Promise<void> {
+    await this.ensureParent(to);
+    await fs.link(this.real(from), this.real(to));
+  }
+
   async rename(from: string, to: string): Promise<void> {
     await this.ensureParent(to);
     this.#forgetSubdirs();

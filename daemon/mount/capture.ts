@@ -2,7 +2,7 @@
 // the current entry's — the engine checks that with `ifChanged`).
 import { access } from 'node:fs/promises';
 import type { ContentHash } from '../../engine/types.js';
-import type { FileNode } from './file-node.js';
+import type { BaseRef, FileNode } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import type { SinkContent, SinkResult } from './sink.js';
 import { StagingFile } from './staging-file.js';
@@ -37,7 +37,7 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
         payload = { file: content.file.path, knownHash: hash, adopt: true, size };
       }
     } else {
-      payload = await baseContent(state, node);
+      payload = await baseContent(state, node.base);
     }
 
     let result: SinkResult;
@@ -64,9 +64,8 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
   });
 }
 
-/** Unchanged bytes under a new name or exec bit: the stored object itself is the content. */
-async function baseContent(state: MountState, node: FileNode): Promise<SinkContent> {
-  const base = node.base;
+/** Unchanged bytes under a new name or exec bit (or a hard link's other name): the stored object itself is the content. */
+export async function baseContent(state: MountState, base: BaseRef | null): Promise<SinkContent> {
   if (base === null || base.size === 0) return new Uint8Array(0);
   const store = state.source.store;
   // A dataset's object is its manifest; its bytes come assembled from the engine (below).

@@ -1,6 +1,6 @@
 // The mount's view of one file that has local state: open, written, or waiting for its capture. Files
 // without local state are not represented: the engine's current entry is the truth for them.
-import type { ContentHash } from '../../engine/types.js';
+import type { ContentHash, Entry } from '../../engine/types.js';
 import type { ContentReader } from './content-reader.js';
 import type { StagingFile } from './staging-file.js';
 
@@ -14,6 +14,10 @@ export interface BaseRef {
   dataset: boolean;
   /** a symbolic link: the content is its target */
   symlink: boolean;
+}
+
+export function baseOf(entry: Entry): BaseRef {
+  return { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink };
 }
 
 /**

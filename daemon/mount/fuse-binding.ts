@@ -37,6 +37,11 @@ export interface FuseStat {
    * getattr, and a chown or chmod that changes nothing, with them until then (at most 5 s).
    */
   cacheable?: boolean;
+  /**
+   * Set for a file with more than one name (hard links): every name that answers with the same key is
+   * one inode for the kernel (fuse-inodes.ts), as link(2) promises.
+   */
+  link?: string;
 }
 
 export interface FuseStatfs {
@@ -81,6 +86,8 @@ export interface FuseOps {
   unlink?(path: string, cb: Done): void;
   rename?(src: string, dest: string, cb: Done): void;
   link?(src: string, dest: string, cb: Done): void;
+  /** Another name of the file at `path`, or null (synchronous): an unlink of an open file with one is no removal of the file. */
+  otherName?(path: string): string | null;
   symlink?(target: string, path: string, cb: Done, creator?: Creator): void;
   readlink?(path: string, cb: (errno: number, target?: string) => void): void;
   mkdir?(path: string, mode: number, cb: Done, creator?: Creator): void;

@@ -1,5 +1,7 @@
 // The inode table of a mount: the numbers the kernel knows (lookup counts, forget) and the path each
-// stands for (parent + name, so renaming a directory moves everything below it at once).
+// stands for (parent + name, so renaming a directory moves everything below it at once). A file with
+// several names (hard links) is one inode: requests about it use its first name the kernel knows,
+// and the others are kept as aliases to take over when that one goes.
 
 const ROOT = 1;
 const S_IFMT = 0o170000;
@@ -13,12 +15,23 @@ export interface Inode {
   opens: number;
   /** renamed to a `.fuse_hidden*` name because it was removed while open; unlinked at the last release */
   hidden: boolean;
+  /** its other names the kernel knows (`parent/name` keys), for a file with several */
+  aliases?: Set<string>;
+  /** the key every name of this file answers with (FuseStat.link) */
+  link?: string;
+  /**
+   * A name of the file the kernel has not looked up (after a restart), as a path: requests about it
+   * use this once its known names are gone.
+   */
+  fallback?: string;
 }
 
 /** Serves one mount: the inode table and the request → FuseOps translation. */
 export class InodeTable {
   private readonly nodes = new Map<number, Inode>([[ROOT, { parent: 0, name: '', nlookup: 1, type: 0o040000, opens: 0, hidden: false }]]);
   private readonly children = new Map<string, number>();
+  /** FuseStat.link → the inode of that file */
+  private readonly byLink = new Map<string, number>();
   private nextIno = ROOT + 1;
 
   node(ino: number): Inode | undefined {
@@ -33,8 +46,67 @@ export class InodeTable {
     this.children.set(`${parent}/${name}`, ino);
   }
 
+  /** `name` in `parent` is gone; a file's alias takes over as its name when it was the one used. */
   detach(parent: number, name: string): void {
-    this.children.delete(`${parent}/${name}`);
+    const key = `${parent}/${name}`;
+    const ino = this.children.get(key);
+    this.children.delete(key);
+    const node = ino === undefined ? undefined : this.nodes.get(ino);
+    if (node === undefined || node.link === undefined) return;
+    node.aliases?.delete(key);
+    if (`${node.parent}/${node.name}` !== key) return;
+    const [next] = node.aliases ?? [];
+    if (next === undefined) {
+      // No name left that the kernel knows: a new file may reuse the backing inode number of its key.
+      if (this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
+      return;
+    }
+    node.aliases!.delete(next);
+    const slash = next.indexOf('/');
+    node.parent = Number(next.slice(0, slash));
+    node.name = next.slice(slash + 1);
+  }
+
+  /** `name` in `parent` is (now) a name of `ino` too (a link, a rename onto it). */
+  addName(ino: number, parent: number, name: string): void {
+    const node = this.nodes.get(ino);
+    if (node === undefined) return;
+    const key = `${parent}/${name}`;
+    const current = this.children.get(key);
+    if (current !== undefined && current !== ino) this.detach(parent, name);
+    this.children.set(key, ino);
+    node.fallback = undefined;
+    const primary = `${node.parent}/${node.name}`;
+    if (primary === key) return;
+    if (this.children.get(primary) !== ino) {
+      node.parent = parent;
+      node.name = name;
+      return;
+    }
+    node.aliases ??= new Set();
+    node.aliases.add(key);
+  }
+
+  hasAliases(ino: number): boolean {
+    return (this.nodes.get(ino)?.aliases?.size ?? 0) > 0;
+  }
+
+  /** The file's names may all be unknown to the kernel now while it is still open: `path` still reaches it. */
+  keepReachable(ino: number, path: string): void {
+    const node = this.nodes.get(ino);
+    if (node === undefined || this.children.get(`${node.parent}/${node.name}`) === ino) return;
+    node.fallback = path;
+    // A lookup of that name finds this inode again.
+    if (node.link !== undefined) this.byLink.set(node.link, ino);
+  }
+
+  /** Answers for `ino` carry this link key: later lookups of its other names find the same inode. */
+  noteLink(ino: number, link: string | undefined): void {
+    if (link === undefined) return;
+    const node = this.nodes.get(ino);
+    if (node === undefined || node.link === link) return;
+    node.link = link;
+    this.byLink.set(link, ino);
   }
 
   /** Every inode the kernel knows. */
@@ -58,6 +130,7 @@ export class InodeTable {
     for (let current = ino; current !== ROOT; ) {
       const node = this.nodes.get(current);
       if (node === undefined) return null;
+      if (node.fallback !== undefined) return node.fallback;
       path = `/${node.name}${path}`;
       current = node.parent;
     }
@@ -71,11 +144,19 @@ export class InodeTable {
   }
 
   /** The inode for `name` in `parent`, counted as looked up once more (the kernel now holds it). */
-  remember(parent: number, name: string, mode: number): number {
+  remember(parent: number, name: string, mode: number, link?: string): number {
     const key = `${parent}/${name}`;
     const type = mode & S_IFMT;
     let ino = this.children.get(key);
     let node = ino === undefined ? undefined : this.nodes.get(ino);
+    // Another name of a file the kernel knows already: the same inode (link(2) made them one file).
+    const shared = link === undefined ? undefined : this.byLink.get(link);
+    const sharedNode = shared === undefined ? undefined : this.nodes.get(shared);
+    if (shared !== undefined && sharedNode !== undefined && shared !== ino && sharedNode.type === type) {
+      this.addName(shared, parent, name);
+      ino = shared;
+      node = sharedNode;
+    }
     // A path that changed kind (a restore put a file where a directory was) gets a new inode: the
     // kernel treats an inode whose type changed as bad.
     if (ino === undefined || node === undefined || node.type !== type) {
@@ -85,6 +166,7 @@ export class InodeTable {
       this.children.set(key, ino);
     }
     node.nlookup += 1;
+    this.noteLink(ino, link);
     return ino;
   }
 
@@ -94,8 +176,8 @@ export class InodeTable {
     node.nlookup -= count;
     if (node.nlookup > 0) return;
     this.nodes.delete(ino);
-    const key = `${node.parent}/${node.name}`;
-    if (this.children.get(key) === ino) this.children.delete(key);
+    for (const key of [`${node.parent}/${node.name}`, ...(node.aliases ?? [])]) if (this.children.get(key) === ino) this.children.delete(key);
+    if (node.link !== undefined && this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
   }
 
   /** The open file named `name` in `parent`, if any. */

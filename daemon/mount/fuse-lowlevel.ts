@@ -80,6 +80,9 @@ export class LowLevelSession {
     const name = path.slice(slash + 1);
     const parent = this.inodes.inoOf(parentPath);
     const ino = this.inodes.inoOf(path);
+    // One name of a hard-linked file changed behind the mount (a restore): it may be a file of its own
+    // now, so its next lookup decides its inode afresh (the same one again while it is still linked).
+    if (ino !== undefined && parent !== undefined && this.inodes.hasAliases(ino)) this.inodes.detach(parent, name);
     const work: Promise<number>[] = [];
     if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (parent !== undefined) this.native.attrDrop(handle, parent);
@@ -157,7 +160,7 @@ export class LowLevelSession {
           return;
         }
         this.writeStat(stat);
-        const ino = this.inodes.remember(parent, name, stat.mode);
+        const ino = this.inodes.remember(parent, name, stat.mode, stat.link);
         const cacheable = stat.cacheable === true ? 1 : 0;
         if (onAttr !== undefined) onAttr(ino, cacheable);
         else this.native.replyEntry(id, ino, this.options.entryTimeoutS, this.attrTimeout(stat), cacheable);
@@ -221,6 +224,7 @@ export class LowLevelSession {
             return;
           }
           this.writeStat(stat);
+          this.inodes.noteLink(ino, stat.link);
           native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
         });
         return;
@@ -246,7 +250,8 @@ export class LowLevelSession {
         else ops.mkdir(path, n1, this.entry(id, ino, name, path, undefined, true), this.creator());
         return;
       case Op.Unlink:
-        if (this.inodes.openNode(ino, name) !== undefined) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
+        // An open file keeps working after its last name goes (hide); one with other names simply loses this one.
+        if (this.inodes.openNode(ino, name) !== undefined && (ops.otherName?.(path) ?? null) === null) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
         else this.remove(id, ino, name, path, op);
         return;
       case Op.Rmdir:
@@ -262,7 +267,7 @@ export class LowLevelSession {
       case Op.Link: {
         const dest = this.inodes.childPath(n1, name);
         if (ops.link === undefined || dest === null) native.replyErr(id, dest === null ? ENOENT : ENOSYS);
-        else ops.link(path, dest, this.entry(id, n1, name, dest));
+        else ops.link(path, dest, (errno) => (errno === 0 ? this.linked(id, ino, n1, name, dest) : native.replyErr(id, -errno)));
         return;
       }
       case Op.Open:
@@ -365,14 +370,40 @@ export class LowLevelSession {
     }
   }
 
+  /**
+   * Answers link(2) with the source's own inode: the kernel then has one inode with two names, as on
+   * any filesystem (same st_ino, one page cache, nlink for both). The new name's attributes carry the
+   * file's link key, noted for the source first so that `remember` finds it.
+   */
+  private linked(id: number, ino: number, parent: number, name: string, dest: string): void {
+    this.ops.getattr(dest, (errno, stat) => {
+      if (errno !== 0 || stat === undefined) {
+        this.native.replyErr(id, errno !== 0 ? -errno : EIO);
+        return;
+      }
+      this.writeStat(stat);
+      this.inodes.noteLink(ino, stat.link);
+      const same = this.inodes.remember(parent, name, stat.mode, stat.link);
+      this.native.replyEntry(id, same, this.options.entryTimeoutS, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
+      this.refillDir(parent, dest.slice(0, dest.lastIndexOf('/')) || '/');
+    });
+  }
+
   private remove(id: number, parent: number, name: string, path: string, op: Op.Unlink | Op.Rmdir): void {
     const call = op === Op.Unlink ? this.ops.unlink : this.ops.rmdir;
     if (call === undefined) {
       this.native.replyErr(id, ENOSYS);
       return;
     }
+    // The file may live on under another name: what the kernel (and native/fuse) keep of it is out of date.
+    const survivor = op === Op.Unlink ? (this.ops.otherName?.(path) ?? null) : null;
     call(path, (errno) => {
-      if (errno === 0) this.inodes.detach(parent, name);
+      if (errno === 0) {
+        const ino = this.inodes.child(parent, name);
+        this.inodes.detach(parent, name);
+        if (ino !== undefined && this.handle !== null && op === Op.Unlink) this.native.attrDrop(this.handle, ino);
+        if (ino !== undefined && survivor !== null) this.inodes.keepReachable(ino, survivor);
+      }
       this.native.replyErr(id, -errno);
       if (errno === 0) this.refillDir(parent, path.slice(0, path.lastIndexOf('/')) || '/');
     });
@@ -463,16 +494,12 @@ export class LowLevelSession {
         }
         this.inodes.detach(newParent, newName);
         this.inodes.detach(parent, name);
-        const node = ino === undefined ? undefined : this.inodes.node(ino);
-        if (ino !== undefined && node !== undefined) {
-          node.parent = newParent;
-          node.name = newName;
-          this.inodes.setChild(newParent, newName, ino);
-        }
+        if (ino !== undefined) this.inodes.addName(ino, newParent, newName);
       }
       this.native.replyErr(id, -errno);
     });
-    if (this.inodes.openNode(newParent, newName) !== undefined && this.inodes.child(parent, name) !== this.inodes.child(newParent, newName)) {
+    const replacesOpen = this.inodes.openNode(newParent, newName) !== undefined && this.inodes.child(parent, name) !== this.inodes.child(newParent, newName);
+    if (replacesOpen && (this.ops.otherName?.(dest) ?? null) === null) {
       this.hide(id, newParent, newName, dest, run);
     } else {
       run();

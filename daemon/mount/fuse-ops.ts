@@ -7,7 +7,8 @@ import type { MountState } from './mount-state.js';
 import { access, getattr, readdir, statfs } from './ops-attr.js';
 import { mkdir, rmdir } from './ops-dirs.js';
 import { ftruncate, read, truncate, write } from './ops-io.js';
-import { chmod, chown, link, mknod, readlink, symlink, utimens } from './ops-meta.js';
+import { chmod, chown, mknod, readlink, symlink, utimens } from './ops-meta.js';
+import { link } from './ops-links.js';
 import { rename, unlink } from './ops-names.js';
 import { absorb, create, flush, fsync, open, release, writeBehind } from './ops-open.js';
 import { fromFuse } from './paths.js';
@@ -60,32 +61,42 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     );
   }
 
+  // Requests about a file (not a name in a directory) go to its primary name when it has several: that
+  // is where a hard-linked file's node, modes and times live (link-groups.ts).
+  const fileOf = (path: string) => (state.links.empty ? fromFuse(path) : state.links.primaryOf(fromFuse(path)));
+
   return {
     init: (cb) => cb(0),
     statfs: (path, cb) => run('statfs', path, () => statfs(state), cb),
-    getattr: (path, cb) => run('getattr', path, () => getattr(state, fromFuse(path)), cb),
-    access: (path, mode, cb) => run('access', path, () => access(state, fromFuse(path), mode), cb),
+    getattr: (path, cb) => run('getattr', path, () => getattr(state, fileOf(path)), cb),
+    access: (path, mode, cb) => run('access', path, () => access(state, fileOf(path), mode), cb),
     readdir: (path, cb) => run('readdir', path, () => readdir(state, fromFuse(path)), cb),
-    open: (path, flags, cb) => run('open', path, () => open(state, fromFuse(path), flags), cb),
+    open: (path, flags, cb) => run('open', path, () => open(state, fileOf(path), flags), cb),
     create: (path, mode, cb, creator) => run('create', path, () => create(state, fromFuse(path), mode, creator), cb),
     read: (path, fd, buf, len, pos, cb) => runCount('read', path, () => read(state, fd, buf, len, pos), cb),
     write: (path, fd, buf, len, pos, cb) => runCount('write', path, () => write(state, fd, buf, len, pos), cb),
     flush: (path, fd, cb) => run('flush', path, () => flush(state, fd), cb),
     fsync: (path, _datasync, fd, cb) => run('fsync', path, () => fsync(state, fd), cb),
     release: (path, fd, cb) => run('release', path, () => release(state, fd), cb),
-    truncate: (path, size, cb) => run('truncate', path, () => truncate(state, fromFuse(path), size), cb),
+    truncate: (path, size, cb) => run('truncate', path, () => truncate(state, fileOf(path), size), cb),
     ftruncate: (path, fd, size, cb) => run('ftruncate', path, () => ftruncate(state, fd, size), cb),
     unlink: (path, cb) => run('unlink', path, () => unlink(state, fromFuse(path)), cb),
     rename: (src, dest, cb) => run('rename', src, () => rename(state, fromFuse(src), fromFuse(dest)), cb),
     mkdir: (path, mode, cb, creator) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode, creator), cb),
     mknod: (path, mode, dev, cb, creator) => run('mknod', path, () => mknod(state, fromFuse(path), mode, dev, creator), cb),
     rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
-    chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fromFuse(path), mode), cb),
-    chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fromFuse(path), uid, gid), cb),
-    utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fromFuse(path), atime, mtime), cb),
-    link: (src, _dest, cb) => run('link', src, () => link(), cb),
+    chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fileOf(path), mode), cb),
+    chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fileOf(path), uid, gid), cb),
+    utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fileOf(path), atime, mtime), cb),
+    link: (src, dest, cb) => run('link', dest, () => link(state, fromFuse(src), fromFuse(dest)), cb),
+    otherName: (path) => {
+      if (state.links.empty) return null;
+      const name = fromFuse(path);
+      const other = state.links.namesOf(name).find((candidate) => candidate !== name);
+      return other === undefined ? null : `/${other}`;
+    },
     symlink: (target, path, cb, creator) => run('symlink', path, () => symlink(state, target, fromFuse(path), creator), cb),
-    readlink: (path, cb) => run('readlink', path, () => readlink(state, fromFuse(path)), cb),
+    readlink: (path, cb) => run('readlink', path, () => readlink(state, fileOf(path)), cb),
     writeBehind: (fd) => writeBehind(state, fd),
     absorb: (fd, data, mtimeMs, ctimeMs, journaled, perm) => {
       const started = performance.now();

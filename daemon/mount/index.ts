@@ -2,6 +2,7 @@
 // import only when a project uses mount mode, so watch-only daemons never load the FUSE addon.
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import { type AttrRows, attrRowsIn, MountAttrs } from './attrs.js';
+import { linkRowsIn } from './link-groups.js';
 import { StrataError } from '../../engine/errors.js';
 import { InPlaceDir } from './in-place/in-place.js';
 import type { WriteBackReport } from './in-place/write-back.js';
@@ -63,6 +64,7 @@ class MountHost implements ProjectHost {
         stagingDir: ctx.stagingDir,
         dirStore: batchedDirStore(ctx),
         attrRows,
+        linkRows: linkRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
         sink: thread ?? inProcess,
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),

@@ -12,6 +12,7 @@ import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { FileNode, type Handle } from './file-node.js';
 import type { MountJournal } from './journal.js';
+import type { LinkGroups } from './link-groups.js';
 import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
 import type { Namespace } from './namespace.js';
@@ -45,6 +46,8 @@ export interface MountStateDeps {
   journal: MountJournal;
   /** modes and owners of versioned files and directories (attrs.ts) */
   attrs: MountAttrs;
+  /** hard links among versioned files (link-groups.ts) */
+  links: LinkGroups;
   logger: Logger;
   isIgnored(path: string, dir: boolean): boolean;
   projectJson: Buffer;
@@ -62,6 +65,7 @@ export class MountState {
   readonly sink: MountSink;
   readonly journal: MountJournal;
   readonly attrs: MountAttrs;
+  readonly links: LinkGroups;
   readonly logger: Logger;
   readonly source: ReadSource;
   readonly handles = new Map<number, Handle>();
@@ -93,6 +97,7 @@ export class MountState {
     this.sink = forgettingSink(deps.sink, (path) => this.ns.forgetEntry(path));
     this.journal = deps.journal;
     this.attrs = deps.attrs;
+    this.links = deps.links;
     this.logger = deps.logger;
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
     this.startMs = deps.now();
@@ -156,6 +161,8 @@ export class MountState {
     if (path === VIRTUAL_DIR) return { kind: 'virtual-dir' };
     if (path === VIRTUAL_FILE) return { kind: 'virtual-file', data: this.deps.projectJson };
     if (isWithin(path, VIRTUAL_DIR)) return null;
+    // Every name of a hard-linked file is its primary name's file (link-groups.ts).
+    if (!this.links.empty) path = this.links.primaryOf(path);
     const node = this.ns.nodes.get(path);
     if (node !== undefined) return { kind: 'node', node };
     if (isVersionable(path) && !this.backingDirs.has(parentOf(path))) {
@@ -272,11 +279,15 @@ export class MountState {
   detach(node: FileNode): void {
     if (this.ns.nodes.get(node.path) === node) this.ns.nodes.delete(node.path);
     node.detached = true;
+    this.dropOrigin(node);
+    if (node.handles === 0) void this.discardContent(node);
+  }
+
+  /** The node no longer records a rename from its engine name: that old name is a plain removal now. */
+  dropOrigin(node: FileNode): void {
     const origin = node.originMarker;
     node.originMarker = null;
-    // Its old name was waiting for the rename to be recorded: now it is a plain removal.
     if (origin !== null && node.enginePath !== null && this.ns.gone.get(node.enginePath) === origin) this.reconciler.schedule(node.enginePath);
-    if (node.handles === 0) void this.discardContent(node);
   }
 
   async discardContent(node: FileNode): Promise<void> {

@@ -1,6 +1,8 @@
 // One project mounted at a directory: checks, stale-mount cleanup, the state, the FUSE session, and an
 // orderly stop (detach the mount, capture everything pending, close the workers).
 import { type AttrRows, MountAttrs } from './attrs.js';
+import { LinkGroups, type LinkRows } from './link-groups.js';
+import { splitOff } from './ops-links.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -36,6 +38,8 @@ export interface MountProjectOptions {
   dirStore: ExplicitDirStore;
   /** where modes and owners are kept (attrs.ts; default: in memory only) */
   attrRows?: AttrRows;
+  /** hard-link groups (link-groups.ts); memory only when absent */
+  linkRows?: LinkRows;
   sink: MountSink;
   /**
    * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
@@ -132,7 +136,13 @@ export class MountedProject {
     let state!: MountState;
     const ignore = new MountIgnore(options.engine, options.projectId);
     await ignore.reload();
-    const ns = new Namespace(options.engine, options.projectId, options.dirStore, (path) => state.onExternalChange(path), now);
+    const links = new LinkGroups(options.linkRows ?? null);
+    const onExternalChange = (path: string) => {
+      splitOff(state, path);
+      state.onExternalChange(path);
+    };
+    const ns = new Namespace(options.engine, options.projectId, options.dirStore, onExternalChange, now);
+    ns.linkedNames = () => links.paths();
     await ns.start();
     const sink = options.sink;
     if (sink.busy !== undefined) ns.ownInFlight = (path) => sink.busy!(path);
@@ -147,6 +157,7 @@ export class MountedProject {
       sink: options.sink,
       journal: MountJournal.forProject(options.stagingDir, options.projectId),
       attrs: new MountAttrs(options.attrRows ?? null, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }),
+      links,
       logger,
       isIgnored: (path, isDir) => ignore.ignores(path, isDir),
       projectJson: Buffer.from(`${JSON.stringify({ projectId: options.projectId, home: options.home }, null, 2)}\n`),
@@ -157,6 +168,8 @@ export class MountedProject {
     ns.isBusy = () => state.isBusy(now());
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
+    // A name linked just before a crash may not have its first version yet: it is checked (and made) now.
+    for (const name of links.secondaries()) state.reconciler.schedule(name);
     state.onCaptured = (path) => {
       if (path === STRATAIGNORE) void ignore.reload();
     };

@@ -66,6 +66,8 @@ export class Namespace {
    * untar), and a restore during such a storm may show a few tens of milliseconds later.
    */
   isBusy: () => boolean = () => false;
+  /** Set by the mount: names of hard-linked files, listed before their first version (link-groups.ts). */
+  linkedNames: () => Iterable<string> = () => [];
   private lastSeen: string | null = null;
   private lastPollMs = 0;
   private polling: Promise<void> | null = null;
@@ -325,8 +327,8 @@ export class Namespace {
       }
     }
     const prefix = dir === '' ? '' : `${dir}/`;
-    for (const path of this.nodes.keys()) {
-      if (path.startsWith(prefix) && !path.slice(prefix.length).includes('/')) map.set(path.slice(prefix.length), 'file');
+    for (const names of [this.nodes.keys(), this.linkedNames()]) {
+      for (const path of names) if (path.startsWith(prefix) && !path.slice(prefix.length).includes('/')) map.set(path.slice(prefix.length), 'file');
     }
     for (const path of this.explicitDirs) {
       if (path.startsWith(prefix) && path !== dir && !path.slice(prefix.length).includes('/')) map.set(path.slice(prefix.length), 'dir');

@@ -30,6 +30,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       // native/fuse may answer with these until a request about this file reaches JS (src/attrs.c).
       if (!node.detached) stat.cacheable = true;
       if (node.symlink) stat.mode = S_IFLNK | 0o777;
+      countNames(state, path, stat);
       // Removed while open (kept as `.fuse_hidden*` until its last close): no name links to it.
       if (node.detached || isFuseHidden(path)) stat.nlink = 0;
       return stat;
@@ -40,11 +41,25 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       const stat = state.fileStat(entry.size, entry.executable, mtimeMs, state.ctimeOf(path, entry), state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       stat.cacheable = true;
+      countNames(state, path, stat);
       return stat;
     }
-    case 'backing-file':
-      return toFuseStat(resolved.stat);
+    case 'backing-file': {
+      const stat = toFuseStat(resolved.stat);
+      // Hard links among FIFOs, sockets, device nodes and ignored files are the backing filesystem's.
+      if (resolved.stat.nlink > 1) stat.link = `b${resolved.stat.ino}`;
+      return stat;
+    }
   }
+}
+
+/** A hard-linked versioned file: nlink counts its names, and the binding gives them one inode. */
+function countNames(state: MountState, path: string, stat: FuseStat): void {
+  if (state.links.empty) return;
+  const group = state.links.groupId(path);
+  if (group === undefined) return;
+  stat.nlink = state.links.namesOf(path).length;
+  stat.link = `g${group}`;
 }
 
 export async function readdir(state: MountState, path: string): Promise<string[]> {

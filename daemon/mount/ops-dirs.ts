@@ -3,7 +3,7 @@
 // state (explicit dirs). A directory rename moves every file below it, each recorded as one rename.
 import { E, fail } from './errno.js';
 import type { Creator } from './fuse-binding.js';
-import { keepParent, moveNode, placeNode } from './moves.js';
+import { keepParent, moveNode, placeNode, removeVersioned } from './moves.js';
 import type { MountState, Resolved } from './mount-state.js';
 import { isMissing } from './backing.js';
 import { isWithin, joinPath, parentOf } from './paths.js';
@@ -105,6 +105,13 @@ export async function renameDir(
   const moved = (path: string) => to + path.slice(from.length);
   for (const dir of dirs) ns.addExplicitDir(moved(dir));
   for (const path of files) {
+    // Another name of a linked file moves as a tombstone and a version of its group's content (ops-links.ts).
+    if (!state.links.empty && state.links.primaryOf(path) !== path) {
+      await removeVersioned(state, path, null);
+      ns.setEntry(moved(path), 'file');
+      state.reconciler.schedule(moved(path));
+      continue;
+    }
     const resolved = await state.resolve(path);
     if (resolved === null || (resolved.kind !== 'node' && resolved.kind !== 'entry')) continue;
     const node = state.nodeFor(path, resolved);
@@ -112,6 +119,7 @@ export async function renameDir(
     placeNode(state, node, moved(path), null);
   }
   state.attrs.move(from, to, true);
+  state.links.move(from, to, true);
   for (const dir of dirs) {
     ns.removeExplicitDir(dir);
     ns.gone.set(dir, { kind: 'gone', movedTo: null, dir: true });

@@ -1,4 +1,4 @@
-// chmod, utimens, chown, and the link kinds we do not support. Only the owner's exec bit is part of a
+// chmod, utimens, chown, mknod, symbolic links (hard links: ops-links.ts). Only the owner's exec bit is part of a
 // version (the engine's `executable`); the other mode bits and the owners are kept per path (attrs.ts),
 // times in memory.
 import { E, fail } from './errno.js';
@@ -131,10 +131,6 @@ export async function mknod(state: MountState, path: string, mode: number, dev: 
     state.attrs.markSpecial(path, mode);
     state.ns.touchDir(parentOf(path));
   }
-}
-
-export async function link(): Promise<void> {
-  fail(E.PERM, 'hard links are not supported');
 }
 
 /**

@@ -6,6 +6,7 @@ import { E, fail } from './errno.js';
 import { hideNode, moveNode, placeNode, removeTarget, removeVersioned } from './moves.js';
 import { type MountState, type Resolved, VIRTUAL_DIR } from './mount-state.js';
 import { renameDir } from './ops-dirs.js';
+import { leaveGroup, renameSecondary, unlinkName } from './ops-links.js';
 import { isFuseHidden, isWithin, parentOf } from './paths.js';
 
 export async function unlink(state: MountState, path: string): Promise<void> {
@@ -31,6 +32,8 @@ export async function unlink(state: MountState, path: string): Promise<void> {
       // not refused, as in watch mode: tools that create and delete temp files keep working.
       const tracked = resolved.kind === 'entry' || resolved.node.enginePath !== null;
       if (tracked && !(await state.admitDelete(path))) fail(E.PERM);
+      // One name of a multiply linked file: the file stays under its others.
+      if (await unlinkName(state, path)) return;
       await removeVersioned(state, path, resolved.kind === 'node' ? resolved.node : null);
     }
   }
@@ -47,18 +50,23 @@ export async function rename(state: MountState, from: string, to: string): Promi
   if (toParent.kind !== 'dir') fail(E.NOTDIR);
   if (source.kind === 'dir') return renameDir(state, from, to, source.versioned, target, toParent.versioned);
   if (target !== null && (target.kind === 'dir' || target.kind === 'virtual-dir')) fail(E.ISDIR);
+  if (!state.links.empty && (state.links.has(from) || state.links.has(to))) return renameLinked(state, from, to);
+  return renameFile(state, from, to, source, target, toParent.versioned);
+}
 
+/** A file (not a directory) moves from `from` to `to`, replacing `target`. */
+async function renameFile(state: MountState, from: string, to: string, source: Resolved, target: Resolved | null, toParentVersioned: boolean): Promise<void> {
   const sourceVersioned = source.kind === 'node' || source.kind === 'entry';
   const targetVersioned =
     target !== null && (target.kind === 'node' || target.kind === 'entry')
       ? true
-      : toParent.versioned && !state.backingCandidate(to, false);
+      : toParentVersioned && !state.backingCandidate(to, false);
   if (source.kind === 'backing-file' && !source.stat.isFile() && !(source.stat.isSymbolicLink() && targetVersioned)) return renameSpecial(state, from, to, source.stat.mode, target, targetVersioned);
   if (!sourceVersioned) {
     if (!targetVersioned) {
       if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);
       await state.backing.rename(from, to);
-      state.noteIfUnversionable(to, toParent.versioned);
+      state.noteIfUnversionable(to, toParentVersioned);
       return;
     }
     const node = await nodeFromBacking(state, from, to);
@@ -69,7 +77,7 @@ export async function rename(state: MountState, from: string, to: string): Promi
   if (isFuseHidden(to)) return hideNode(state, node, from, to);
   if (!targetVersioned) {
     await materializeToBacking(state, node, to);
-    state.noteIfUnversionable(to, toParent.versioned);
+    state.noteIfUnversionable(to, toParentVersioned);
     if (target !== null) await removeTarget(state, to, target);
     return removeVersioned(state, from, node);
   }
@@ -78,6 +86,31 @@ export async function rename(state: MountState, from: string, to: string): Promi
   state.attrs.move(from, to);
 }
 
+
+/**
+ * A rename from or onto a name of a multiply linked file. The replaced name leaves its group first (its
+ * file lives on under its other names); a primary then moves as any file does, its group following
+ * (the engine records the rename); another name moves as a tombstone here and a version there.
+ */
+async function renameLinked(state: MountState, from: string, to: string): Promise<void> {
+  const { links } = state;
+  // Two names of one file: nothing to do (POSIX; the kernel checks this itself for the inodes it knows).
+  if (links.has(to) && links.groupId(from) === links.groupId(to)) return;
+  const toParent = await state.resolve(parentOf(to));
+  // Between versioned and ignored names a linked file would stop being one file: mv copies on EXDEV.
+  if (links.has(from) && (toParent?.kind !== 'dir' || !toParent.versioned || state.backingCandidate(to, false) || isFuseHidden(to))) fail(E.XDEV);
+  await leaveGroup(state, to);
+  const target = await state.resolve(to);
+  if (links.has(from) && links.primaryOf(from) !== from) {
+    if (target !== null) await removeTarget(state, to, target);
+    await renameSecondary(state, from, to);
+    return;
+  }
+  const source = await state.resolve(from);
+  if (source === null || toParent === null) fail(E.NOENT);
+  await renameFile(state, from, to, source, target, toParent.kind === 'dir' && toParent.versioned);
+  links.move(from, to);
+}
 
 /** A FIFO, socket or device node (or a link among ignored files) stays what it is: never read as content. */
 async function renameSpecial(state: MountState, from: string, to: string, mode: number, target: Resolved | null, toVersionable: boolean): Promise<void> {

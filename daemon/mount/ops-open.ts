@@ -64,7 +64,7 @@ export async function create(state: MountState, path: string, mode: number, crea
   const existing = await state.resolve(path);
   if (existing !== null) {
     if (existing.kind === 'dir' || existing.kind === 'virtual-dir') fail(E.ISDIR);
-    return open(state, path, O_RDWR);
+    return open(state, state.links.primaryOf(path), O_RDWR);
   }
   if (isWithin(path, '.strata')) fail(E.ACCES);
   const parent = await state.resolve(parentOf(path));

@@ -11,6 +11,7 @@ import { StrataError } from '../../engine/errors.js';
 import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import type { FileNode, GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
+import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
 import { isWithin } from './paths.js';
 
@@ -170,10 +171,13 @@ export class Reconciler {
     const { ns } = this.state;
     try {
       const node = ns.nodes.get(path);
-      if (node !== undefined) await this.reconcileNode(node, force);
-      else {
+      if (node !== undefined) {
+        await this.reconcileNode(node, force);
+        this.scheduleOtherNames(node);
+      } else {
         const marker = ns.gone.get(path);
         if (marker !== undefined) await this.reconcileGone(path, marker);
+        else if (!this.state.links.empty && this.state.links.has(path)) await this.mirror(path);
       }
       this.failures.delete(path);
       this.attempts.delete(path);
@@ -222,6 +226,20 @@ export class Reconciler {
     // Nothing changed while it ran: what the journal holds for the path is in the engine now.
     if (captured && !node.dirty && !node.detached) this.state.journal.append({ op: 'c', path: node.path });
     this.state.dropIfIdle(node);
+  }
+
+  /** A hard-linked file's primary was captured: its other names get that content (link-mirror.ts). */
+  private scheduleOtherNames(node: FileNode): void {
+    const { links } = this.state;
+    if (links.empty || node.dirty || node.detached || !links.has(node.path) || links.primaryOf(node.path) !== node.path) return;
+    for (const name of links.namesOf(node.path).slice(1)) this.schedule(name, 0);
+  }
+
+  private async mirror(name: string): Promise<void> {
+    const result = await mirrorName(this.state, name);
+    if (result === null) return;
+    for (const id of result.versionIds) this.state.ns.noteOwnVersion(id);
+    if (result.versionIds.length > 0) this.noteVersion(name, result.entry.versionId, result.entry.timestamp);
   }
 
   private async reconcileGone(path: string, marker: GoneMarker): Promise<void> {
