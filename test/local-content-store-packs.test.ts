@@ -74,6 +74,10 @@ describe('local content store: shard packs', () => {
       }
       offset += shard.size;
     }
+    // all the shards' spans in one lookup, in order; a missing object is null
+    const spans = await store.objectSpans!([...result.shards.map((s) => s.hash), `blake3:${'0'.repeat(64)}` as ContentHash]);
+    expect(spans.slice(0, -1)).toEqual(await Promise.all(result.shards.map((s) => store.objectSpan!(s.hash))));
+    expect(spans.at(-1)).toBeNull();
     // 16 or more at once go through the batch reader thread
     const batch = await store.readBuffers!(result.shards.map((s) => s.hash));
     offset = 0;

@@ -250,9 +250,10 @@ export async function contentSpans(store: ContentStore | null, hash: ContentHash
   }
   if (store.objectSpan === undefined) return null;
   const manifest = parseManifest(await store.readBuffer(hash), hash);
+  const hashes = manifest.shards.map((shard) => shard.hash);
+  const found = store.objectSpans !== undefined ? await store.objectSpans(hashes) : await Promise.all(hashes.map((shard) => store.objectSpan!(shard)));
   const spans: ContentSpan[] = [];
-  for (const shard of manifest.shards) {
-    const span = await store.objectSpan(shard.hash);
+  for (const span of found) {
     if (span === null) return null;
     spans.push(span);
   }

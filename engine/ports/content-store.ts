@@ -101,6 +101,8 @@ export interface ContentStore {
    * absent. The file may be replaced by compaction: a reader that gets ENOENT asks again.
    */
   objectSpan?(hash: ContentHash): Promise<{ file: string; offset: number; size: number } | null>;
+  /** Optional: objectSpan for many objects at once (a dataset's shards), in their order. */
+  objectSpans?(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>>;
   /**
    * Optional: store a local file as content-defined shards, each an ordinary object; only shards not
    * stored yet are written. Chunking and hashing run off the event loop. If the file changes while

@@ -54,6 +54,7 @@ export class ShardPacks {
   readonly dir: string;
   private readonly syncer = new DirectorySyncer();
   private readonly locateStmt;
+  private readonly locateManyStmt;
   private readonly pageStmt;
   private readonly countStmt;
   private readonly liveStmt;
@@ -68,6 +69,9 @@ export class ShardPacks {
   ) {
     this.dir = join(objectsDir, 'packs');
     this.locateStmt = index.prepare<[string], EntryRow>('SELECT hash, pack, offset, size, touched_at FROM pack_entries WHERE hash = ?');
+    this.locateManyStmt = index.prepare<[string], EntryRow>(
+      'SELECT hash, pack, offset, size, touched_at FROM pack_entries WHERE hash IN (SELECT value FROM json_each(?))',
+    );
     this.pageStmt = index.prepare<[string, number], EntryRow>('SELECT hash, pack, offset, size, touched_at FROM pack_entries WHERE hash > ? ORDER BY hash LIMIT ?');
     this.countStmt = index.prepare<[string], { n: number }>('SELECT count(*) AS n FROM pack_entries WHERE pack = ?');
     this.liveStmt = index.prepare<[], { pack: string; live: number }>('SELECT pack, sum(size) AS live FROM pack_entries GROUP BY pack');
@@ -89,6 +93,13 @@ export class ShardPacks {
   locate(hash: ContentHash): PackLocation | null {
     const row = this.locateStmt.get(hash);
     return row === undefined ? null : this.toLocation(row);
+  }
+
+  /** locate() for many shards in one statement; the ones not indexed are missing from the map. */
+  locateMany(hashes: readonly ContentHash[]): Map<ContentHash, PackLocation> {
+    const found = new Map<ContentHash, PackLocation>();
+    for (const row of this.locateManyStmt.all(JSON.stringify(hashes))) found.set(row.hash as ContentHash, this.toLocation(row));
+    return found;
   }
 
   /** Keyset pages of indexed shards, like PackObjects.page. */

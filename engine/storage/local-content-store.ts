@@ -144,6 +144,19 @@ class LocalContentStore implements ContentStore {
     return info === null ? null : { file: this.ctx.loose.pathOf(valid), offset: 0, size: info.size };
   }
 
+  async objectSpans(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>> {
+    // One query for the shard index (a dataset's shards are all there): one statement per shard cost
+    // 17 us each here (a read transaction each, over a WAL full of the shards just written), 14 ms for
+    // a 1 GiB dataset's 837 shards before every write into it through the mount.
+    const located = this.ctx.shardPacks.locateMany(hashes.map((hash) => this.check(hash)));
+    const spans: Array<{ file: string; offset: number; size: number } | null> = [];
+    for (const hash of hashes) {
+      const shard = located.get(hash);
+      spans.push(shard === undefined ? await this.objectSpan(hash) : { file: shard.path, offset: shard.offset, size: shard.size });
+    }
+    return spans;
+  }
+
   async has(hash: ContentHash): Promise<boolean> {
     const valid = this.check(hash);
     if (this.ctx.shardPacks.locate(valid) !== null || this.ctx.pack.has(valid)) return true;
