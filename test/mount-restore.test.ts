@@ -1,10 +1,13 @@
 // Restores through the API show in the mount at once: the next read after the restore returns the
 // restored bytes (including a different size), deleted paths come back, paths the snapshot did not
-// have disappear. No content is copied: the mount reads the restored versions' objects.
+// have disappear. No content is copied: the mount reads the restored versions' objects. A change
+// another process commits to the same home shows within seconds too, though the kernel may keep a
+// file's attributes 10 s and its name 60 s: the mount looks for such changes every second.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openLocalEngine } from '../engine/local.js';
 import type { VersionRecord } from '../engine/types.js';
-import { inMount, type MountedDir, mountProject, sh } from './mount-harness.js';
+import { inMount, type MountedDir, mountProject, sh, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 
@@ -53,5 +56,32 @@ describe('restores seen through the mount', () => {
     await inMount(m, 'echo more >> one.txt');
     await m.idle();
     expect((await m.read('one.txt')).toString()).toBe('v1\nmore\n');
+  });
+
+  it('a change committed by another process on the same home: seen through the mount within seconds', async () => {
+    await inMount(m, 'printf "mine\\n" > shared.txt');
+    await m.idle();
+    // The kernel now keeps the file's name, attributes and pages.
+    expect((await inMount(m, 'cat shared.txt; stat -c %s shared.txt')).stdout).toBe('mine\n5\n');
+    const other = await openLocalEngine({ home: m.home });
+    try {
+      const actor = { id: 'other-process', kind: 'local' as const, name: 'another process' };
+      await other.engine.writeFile({ projectId: m.projectId, path: 'shared.txt', actor, content: Buffer.from('theirs, longer\n') });
+      await other.engine.writeFile({ projectId: m.projectId, path: 'new-elsewhere.txt', actor, content: Buffer.from('new\n') });
+    } finally {
+      await other.close();
+    }
+    // Only stat: nothing that reaches the daemon's JS (which would look for changes on the way), and
+    // well inside the kernel's 10 s attribute lifetime.
+    const size = await waitFor(
+      'the other process\'s change in the mount',
+      async () => {
+        const out = await inMount(m, 'stat -c %s shared.txt');
+        return out.stdout.trim() === '15' ? out.stdout.trim() : undefined;
+      },
+      6_000,
+    );
+    expect(size).toBe('15');
+    expect((await inMount(m, 'cat shared.txt new-elsewhere.txt')).stdout).toBe('theirs, longer\nnew\n');
   });
 });

@@ -52,18 +52,19 @@ export interface MountProjectOptions {
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
   /**
-   * Kernel attribute cache (seconds; default 1, as bindfs and libfuse's default). A change the engine
-   * makes behind the mount (a restore through the API, a sync pull) reaches the mount through the
-   * engine's change listener, which tells the kernel to forget that path (Namespace.start,
-   * MountState.forgetInKernel); a change by another process on the same home shows within this time.
-   * At 0 every lstat was a request: `git status` over 50,000 files asked 50,000 times.
+   * Kernel attribute cache for files (seconds; default 10). A change the engine makes behind the mount
+   * (a restore through the API, a sync pull) reaches the mount through the engine's change listener,
+   * and one by another process on the same home through the namespace's look every second
+   * (Namespace.start): either tells the kernel to forget that path (MountState.forgetInKernel). So the
+   * lifetime only bounds what a missed change could cost. At 0 every lstat was a request: `git
+   * status` over 50,000 files asked 50,000 times; at 1 s (bindfs's) each `git status` more than a
+   * second after the last asked again (answered in C, 1.1 s for 50,000 files, bindfs 0.9-1.1 s).
    */
   attrTimeoutS?: number;
   /**
-   * Kernel name cache (seconds; default 10). Names change through the mount's own requests (the kernel
-   * knows) or behind it, which drops the name (forgetInKernel); another process on the same home
-   * shows within this time. At 1 s a `git status` a second after the last one looked up every file
-   * again (a LOOKUP each, always answered in JS).
+   * Kernel name cache (seconds; default 60). Names change through the mount's own requests (the kernel
+   * knows) or behind it, which drops the name as above. At 1 s a `git status` a second after the last
+   * one looked up every file again (a LOOKUP each, always answered in JS); at 10 s, one 10 s later.
    */
   entryTimeoutS?: number;
   now?: () => number;
@@ -183,8 +184,8 @@ export class MountedProject {
     try {
       project.fuse = await mountFuse(Fuse, dir, buildFuseOps(state, project.opStats), {
         options: [...FUSE_MOUNT_OPTIONS, ...sharing.options],
-        attrTimeoutS: options.attrTimeoutS ?? 1,
-        entryTimeoutS: options.entryTimeoutS ?? 10,
+        attrTimeoutS: options.attrTimeoutS ?? 10,
+        entryTimeoutS: options.entryTimeoutS ?? 60,
         dirAttrTimeoutS: 1,
         maxWrite: MAX_WRITE,
         opTimeoutMs: OP_TIMEOUT_MS,

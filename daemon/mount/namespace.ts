@@ -29,6 +29,8 @@ export interface ExplicitDirStore {
 
 const FEED_PAGE = 500;
 const BUSY_POLL_MS = 100;
+/** How often the mount looks for changes committed by other processes (see start). */
+export const EXTERNAL_POLL_MS = 1000;
 const FEED_MAX_PAGES = 20;
 
 export class Namespace {
@@ -95,11 +97,22 @@ export class Namespace {
     this.unsubscribe = this.engine.onFilesChanged((projectId) => {
       if (projectId === this.projectId) this.pollSoon();
     });
+    // A change committed by another process on the same home has no listener here: it is looked for
+    // every second, so what the kernel and native/fuse keep (names, attributes) is dropped within a
+    // second of it rather than when their lifetimes run out, and those can be long.
+    this.ticker = setInterval(() => {
+      if (this.now() - this.lastPollMs >= EXTERNAL_POLL_MS) this.pollSoon();
+    }, EXTERNAL_POLL_MS);
+    this.ticker.unref();
   }
 
   stop(): void {
     this.unsubscribe();
+    if (this.ticker !== null) clearInterval(this.ticker);
+    this.ticker = null;
   }
+
+  private ticker: NodeJS.Timeout | null = null;
 
   private unsubscribe: () => void = () => {};
   /** Set by the mount: the engine changed more than a poll reads; every kernel cache must go. */

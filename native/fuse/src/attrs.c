@@ -8,8 +8,9 @@
 // Coherence: JS marks a file's attribute replies cacheable (ops-attr.ts): a file's attributes change
 // only through requests on its own inode, through a rename (fuse-lowlevel.ts drops both inodes
 // then), or behind the mount's back (a restore, a sync pull: JS drops the inode, MountState
-// forgetInKernel). A change by another process on the same home is not seen that way: no entry is
-// answered from for more than MAX_AGE_S, after which JS is asked (and polls the history). So:
+// forgetInKernel, which the namespace's look for other processes' changes every second calls too).
+// No entry is answered from for more than MAX_AGE_S all the same, a bound on what a missed change
+// costs (it matches the kernel's name cache). So:
 // - every request about an inode that goes to JS makes its cached attributes invalid, and counts as
 //   in flight until its reply;
 // - a reply fills the cache only when no other request about that inode is in flight (a reply computed
@@ -18,7 +19,7 @@
 #include "fuse_ll.h"
 
 #define BUCKETS 4096u
-#define MAX_AGE_S 5.0
+#define MAX_AGE_S 60.0
 
 static double now_s(void) {
   struct timespec ts;
