@@ -5,10 +5,12 @@
 // local disk, and readers opened after the capture read the new stored content.
 
 import { createHash } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DaemonStatus } from '../daemon/daemon.js';
+import { READAHEAD_KB } from '../daemon/mount/readahead.js';
+import { detectFs } from '../daemon/watch/fs-type.js';
 import { inMount, type MountedDir, mountProject } from './mount-harness.js';
 
 const MiB = 1024 * 1024;
@@ -41,6 +43,12 @@ function pattern(size: number, seed: number): Buffer {
 }
 
 describe('reads of large stored files through the mount', () => {
+  it('come with a 4 MiB kernel readahead (set by the daemon, as root)', async () => {
+    const fs = await detectFs(m.dir);
+    expect(fs?.fsType).toBe('fuse.strata');
+    expect((await readFile(`/sys/class/bdi/${fs!.device}/read_ahead_kb`, 'utf8')).trim()).toBe(String(READAHEAD_KB));
+  });
+
   for (const [kind, size] of [
     ['a stored object', 8 * MiB + 17],
     ['a dataset', 24 * MiB + 5],
