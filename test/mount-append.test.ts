@@ -6,7 +6,7 @@
 // a truncate, and after a kill -9 before the capture (recovery finishes the copy from the journal).
 
 import { createHash } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inMount, type MountedDir, mountProject, waitExit } from './mount-harness.js';
@@ -84,6 +84,34 @@ tail -c 9 '${name}'`,
     expect((await inMount(m, `sha256sum < '${name}' | cut -d' ' -f1`)).stdout.trim()).toBe(sha(expected));
     await m.idle();
     expect(sha(await m.read(name))).toBe(sha(expected));
+  }, 120_000);
+});
+
+describe('a base whose bytes are not plain local files (STRATA_MOUNT_NO_SPANS: as with a packed object)', () => {
+  it('is copied whole aside first, and the fill reads that copy around what the tool wrote', async () => {
+    const other = await mountProject({ env: { STRATA_MOUNT_NO_SPANS: '1' } });
+    try {
+      const data = pattern(5 * MiB + 11, 9);
+      await writeFile(join(other.root, 'src.bin'), data);
+      await inMount(other, `cp '${join(other.root, 'src.bin')}' big.bin`);
+      await other.idle();
+      const expected = Buffer.concat([data, Buffer.from('more\n')]);
+      Buffer.from('HEAD').copy(expected, 0);
+      const out = await inMount(
+        other,
+        `printf 'more\\n' >> big.bin
+printf HEAD | dd of=big.bin bs=1 conv=notrunc status=none
+sha256sum < big.bin | cut -d' ' -f1`,
+      );
+      expect(out.stdout).toBe(`${sha(expected)}\n`);
+      await other.idle();
+      expect(sha(await other.read('big.bin'))).toBe(sha(expected));
+      expect((await other.history('big.bin')).length).toBe(3);
+      // The copy aside went once the fill had opened it, and the staging file once it was versioned.
+      expect((await readdir(join(other.home, 'daemon', 'staging'))).filter((name) => name.includes('.stg'))).toEqual([]);
+    } finally {
+      await other.dispose();
+    }
   }, 120_000);
 });
 

@@ -148,6 +148,7 @@ export class MountedProject {
     const sink = options.sink;
     if (sink.busy !== undefined) ns.ownInFlight = (path) => sink.busy!(path);
     const pool = new StagingPool(options.stagingDir);
+    pool.warm();
     state = new MountState({
       engine: options.engine,
       projectId: options.projectId,

@@ -1,10 +1,10 @@
 // Reading and changing a node's bytes: memory for small files, a staging file past MEMORY_LIMIT,
 // copy-on-write of the base content on the first change that keeps some of it.
-import { contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
-import { type BaseRef, type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
+import { type ContentRef, contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
+import { type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import { openMapped } from './mapped-reads.js';
-import { StagingFile } from './staging-file.js';
+import { type BaseSpans, StagingFile } from './staging-file.js';
 
 /** Makes the node's content changeable (memory or staged), copying the base bytes it must keep. */
 async function makeWritable(state: MountState, node: FileNode, keep: number): Promise<void> {
@@ -22,31 +22,31 @@ async function makeWritable(state: MountState, node: FileNode, keep: number): Pr
     return;
   }
   const file = StagingFile.create(state.pool);
-  try {
-    // A stored object that is a plain file: its bytes are copied in the background, so a write into
-    // (or an append to) a large file costs what was written, not the file's size.
-    if (!(await fillBehind(state, file, base!, kept))) await copyContentInto(state.source, source, file);
-  } catch (error) {
-    await file.discard();
-    throw error;
-  }
+  // The base's bytes are copied in the background, so a write into (or an append to) a large file
+  // costs what was written, not the file's size, nor even the lookup of where those bytes lie.
+  file.fillBehind(base!, kept, () => baseSpans(state, source));
   node.content = { kind: 'staged', file };
   await journalOpen(state, node, file);
 }
 
-/** Starts a background copy of the base's first `kept` bytes; false when its bytes are not plain local files. */
-async function fillBehind(state: MountState, file: StagingFile, base: BaseRef, kept: number): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    const spans = await contentSpans(state.source.store, base.hash, base.dataset);
-    if (spans === null) return false;
-    try {
-      await file.fillFrom(spans, base, kept);
-      return true;
-    } catch (error) {
-      // A pack file compacted away between the lookup and the open: look it up once more.
-      if (attempt > 0 || (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    }
+/**
+ * Where the base's bytes lie as plain local files (a loose object, a dataset's shards in the pack
+ * files). When some part is not one (a packed small object, a store that is not local), the base is
+ * first copied whole into a temporary staging file, which the fill then reads.
+ * STRATA_MOUNT_NO_SPANS=1 takes that way for every base: how the tests reach it.
+ */
+async function baseSpans(state: MountState, base: ContentRef): Promise<BaseSpans> {
+  const spans = process.env['STRATA_MOUNT_NO_SPANS'] === '1' ? null : await contentSpans(state.source.store, base.hash, base.dataset === true);
+  if (spans !== null) return { spans };
+  const copy = StagingFile.create(state.pool);
+  try {
+    await copyContentInto(state.source, base, copy);
+    await copy.drain();
+  } catch (error) {
+    await copy.discard();
+    throw error;
   }
+  return { spans: [{ file: copy.path, offset: 0, size: copy.size }], release: () => copy.discard() };
 }
 
 /**

@@ -6,11 +6,18 @@
 // worker writes the previous chunk. Reads, truncates and fsyncs are posted behind the pending writes
 // (one worker, message order), so they observe every earlier write. A failure of a deferred write
 // (ENOSPC, EIO) is reported by the next write, flush (close) or fsync of the file, like NFS does.
+import { writeFileSync } from 'node:fs';
 import { open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentHash } from '../../engine/types.js';
 import type { ContentSpan } from './content-reader.js';
+
+/** Where a base's bytes lie for a fill; `release` removes a temporary copy once the worker opened it. */
+export interface BaseSpans {
+  spans: ContentSpan[];
+  release?: () => Promise<void>;
+}
 import { type StagingPool, type StagingReply, type StagingSlot, workerError } from './staging-pool.js';
 
 const CHUNK_BYTES = 1 << 20;
@@ -56,24 +63,49 @@ export class StagingFile {
   }
 
   /**
-   * Copy-on-write without the wait: the new file takes the first `limit` bytes of the base content
-   * (at `spans`: content-reader.ts contentSpans), copied by the worker in the background (`fill`);
-   * writes and reads go on meanwhile. Until the copy is done, the journal record carries what a
-   * restart needs to finish it (the base's hash, `limit`, the ranges written): recovery.ts.
+   * Copy-on-write without the wait: the new file takes the first `limit` bytes of the base content,
+   * copied by the worker in the background (`reserve`, then `fill`); writes go on meanwhile, and the
+   * first one is answered before the base's bytes are even found (`spans`: for a 1 GiB dataset, its
+   * manifest and 837 shard locations, 6-9 ms). Reads, truncates, fsyncs and the capture wait for the
+   * fill to start (`ready`). Until the copy is done, the journal record carries what a restart needs
+   * to finish it (the base's hash, `limit`, the ranges written): recovery.ts. A fill that cannot
+   * start is the file's failure, reported like a deferred write's; its journal record stays, so the
+   * next start finishes the copy.
    */
-  async fillFrom(spans: ContentSpan[], base: { hash: ContentHash; dataset: boolean }, limit: number): Promise<void> {
+  fillBehind(base: { hash: ContentHash; dataset: boolean }, limit: number, spans: () => Promise<BaseSpans>): void {
     this.flushChunk();
-    // Awaited (the worker only opens the files before it answers): a file compaction replaced since
-    // the spans were read fails here, and the caller can ask again.
-    await this.pool.request(this.slot, { op: 'fill', sid: this.sid, spans, limit });
+    this.post({ op: 'reserve', limit });
     this.size = limit;
     this.fill = { hash: base.hash, dataset: base.dataset, limit, written: [] };
+    this.ready = this.startFill(spans).catch((error: unknown) => {
+      this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+    });
   }
+
+  private async startFill(spans: () => Promise<BaseSpans>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      const found = await spans();
+      try {
+        await this.pool.request(this.slot, { op: 'fill', sid: this.sid, spans: found.spans });
+        return;
+      } catch (error) {
+        // A pack file compacted away between the lookup and the open: look it up once more.
+        if (attempt > 0 || (error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      } finally {
+        // The worker holds the span files open now (or failed): a temporary copy can go.
+        await found.release?.();
+      }
+    }
+  }
+
+  /** Resolves once a background fill has started (or failed to): what must not overtake it waits here. */
+  private ready: Promise<void> = Promise.resolve();
 
   /** Waits until the file holds all its bytes (a background fill done): before others read it by path. */
   async complete(): Promise<void> {
     if (this.fill === null) return this.drain();
     this.flushChunk();
+    await this.ready;
     await this.pool.request(this.slot, { op: 'complete', sid: this.sid });
     this.fill = null;
     await this.drain();
@@ -113,6 +145,7 @@ export class StagingFile {
 
   async read(offset: number, len: number, into: Buffer): Promise<number> {
     this.flushChunk();
+    await this.ready;
     const reply = await this.pool.request(this.slot, { op: 'read', sid: this.sid, offset, len });
     if (reply.buf === undefined) return 0;
     const n = reply.n ?? 0;
@@ -122,6 +155,7 @@ export class StagingFile {
 
   async truncate(size: number): Promise<void> {
     this.flushChunk();
+    await this.ready;
     await this.pool.request(this.slot, { op: 'truncate', sid: this.sid, size });
     this.size = size;
     const fill = this.fill;
@@ -142,6 +176,7 @@ export class StagingFile {
 
   async fsync(): Promise<void> {
     this.flushChunk();
+    await this.ready;
     await this.pool.request(this.slot, { op: 'fsync', sid: this.sid });
     if (this.failure !== null) throw this.failure;
   }
@@ -158,15 +193,18 @@ export class StagingFile {
     if (this.fill !== null && this.fill.written.length > MAX_JOURNALED_RANGES) await this.complete();
     const text = JSON.stringify(this.fill === null ? info : { ...info, fill: this.fill });
     if (text === this.journaled && !durable) return;
-    const handle = await open(`${this.path}.json`, 'w', 0o600);
-    try {
-      await handle.writeFile(text);
-      if (durable) await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    // Written synchronously (a few hundred bytes): records follow each other in the order they were
+    // made, and a close (flush) that journals waits for one syscall sequence instead of three round
+    // trips through libuv's pool behind a background fill's IO (1.5-4.5 ms of a 1-byte append).
+    writeFileSync(`${this.path}.json`, text, { mode: 0o600 });
     this.journaled = text;
     if (durable) {
+      const handle = await open(`${this.path}.json`, 'r');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
       const dir = await open(dirname(this.path), 'r');
       try {
         await dir.sync();
@@ -190,6 +228,7 @@ export class StagingFile {
   /** Durable and closed: the hash of the content and its size. The file stays for the caller to adopt. */
   async finish(): Promise<{ hash: ContentHash; size: number }> {
     this.flushChunk();
+    await this.ready;
     const reply = await this.pool.request(this.slot, { op: 'finish', sid: this.sid });
     this.fill = null;
     this.release();
@@ -200,6 +239,7 @@ export class StagingFile {
   /** Closes and removes the file. Never throws: it runs on cleanup paths. */
   async discard(): Promise<void> {
     this.chunk = null;
+    await this.ready;
     this.release();
     await this.pool.request(this.slot, { op: 'close', sid: this.sid, unlink: this.path }).catch(() => {
       // The worker is gone; the file is removed at the next start (it carries our pid).

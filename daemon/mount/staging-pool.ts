@@ -49,6 +49,14 @@ export class StagingPool {
     private readonly size = 1,
   ) {}
 
+  /**
+   * Starts the first worker now, not at the first large write after the mount came up, which used to
+   * wait for it (a thread, its module, BLAKE3): a 2 MiB dd then took 70-90 ms instead of 20-30.
+   */
+  warm(): void {
+    if (this.slots.length === 0 && !this.closed) this.spawn();
+  }
+
   newPath(): string {
     return join(this.dir, `${process.pid}-${randomUUID()}.stg`);
   }

@@ -12,12 +12,14 @@
 // Protocol: every request {id, op, sid, ...} gets exactly one reply {id, ...} or {id, error}.
 //  - open {path, existing}: create (O_EXCL, 0600) or open an existing file (read-write)
 //  - copy {src}: fill the (empty) file with the bytes of src, hashing them (copy-on-write of a base)
-//  - fill {spans, limit}: the same, behind the tool's back, from the base's bytes as spans of local
-//    files ({file, offset, size} in order: a loose object is one, a dataset a span per shard): the file
-//    takes the size `limit` at once, and the copy runs a piece at a time between other messages,
-//    skipping what was written meanwhile; reads of what is not copied yet come from the spans. So
-//    appending a byte to a 1 GiB file is answered at once; `finish`, `fsync` and `complete` copy
-//    what is left first.
+//  - reserve {limit}: the file takes the size `limit` of the base it will be filled from, and the
+//    ranges written from now on are kept out of that fill. Writes may follow at once; the main thread
+//    posts nothing else about the file before its `fill` (staging-file.ts fillBehind).
+//  - fill {spans}: copy the base behind the tool's back, from its bytes as spans of local files
+//    ({file, offset, size} in order: a loose object is one, a dataset a span per shard), a piece at a
+//    time between other messages, skipping what was written; reads of what is not copied yet come from
+//    the spans. So appending a byte to a 1 GiB file is answered at once; `finish`, `fsync` and
+//    `complete` copy what is left first.
 //  - complete {}: finish a fill now
 //  - write {offset, buf, len}: pwrite; the transferred buffer comes back for reuse
 //  - read {offset, len}: pread into a new buffer, transferred back with {n}
@@ -118,6 +120,7 @@ function openSource(spans) {
 }
 
 function closeSource(src) {
+  if (!src) return;
   for (const fd of src.fds) {
     try { fs.closeSync(fd); } catch {}
   }
@@ -164,6 +167,7 @@ function copyRange(src, fd, buf, start, end) {
 /** One piece of a fill: up to CHUNK bytes from pos. True when the fill is done. */
 function fillStep(f, buf) {
   const fill = f.fill;
+  if (!fill.src) throw Object.assign(new Error('the base content of this file was never opened'), { code: 'EIO', errno: -5 });
   const end = Math.min(fill.limit, fill.pos + CHUNK);
   for (const [a, b] of gaps(fill, fill.pos, end)) copyRange(fill.src, f.fd, buf, a, b);
   fill.pos = end;
@@ -234,15 +238,21 @@ function handle(m) {
         fs.closeSync(src);
       }
     }
+    case 'reserve': {
+      const f = get(m.sid);
+      fs.ftruncateSync(f.fd, m.limit);
+      f.fill = { src: null, limit: m.limit, pos: 0, written: [] };
+      f.seq = false;
+      return [{ size: m.limit }];
+    }
     case 'fill': {
       const f = get(m.sid);
-      const src = openSource(m.spans);
-      fs.ftruncateSync(f.fd, m.limit);
-      f.fill = { src, limit: m.limit, pos: 0, written: [] };
-      f.seq = false;
+      // A truncate to nothing of the base's bytes ended the fill before it began.
+      if (!f.fill) return [{}];
+      f.fill.src = openSource(m.spans);
       filling.add(f);
       scheduleFill();
-      return [{ size: m.limit }];
+      return [{}];
     }
     case 'complete': {
       const f = get(m.sid);
