@@ -78,6 +78,12 @@ export interface FuseOps {
   create(path: string, mode: number, cb: (errno: number, fd?: number) => void, creator?: Creator): void;
   read(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErrno: number) => void): void;
   write(path: string, fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErrno: number) => void): void;
+  /**
+   * A write whose bytes are lent (the kernel request's own memory, valid only during this call): true
+   * when they were taken (copied) before it returns, and `cb` answers later; false when the write
+   * must wait for something first, and the caller copies them and calls `write`.
+   */
+  writeNow?(fd: number, buf: Buffer, len: number, pos: number, cb: (bytesOrErrno: number) => void): boolean;
   flush?(path: string, fd: number, cb: Done): void;
   release(path: string, fd: number, cb: Done): void;
   fsync?(path: string, datasync: number, fd: number, cb: Done): void;
@@ -163,7 +169,7 @@ function unavailable(reason: string, cause?: unknown): StrataError {
 const ADDON_FILE = 'native/fuse/build/Release/strata_fuse.node';
 
 /** This module runs from the sources (under vitest) or from dist/: the repository root is two or three levels up. */
-function addonPath(): string {
+export function addonPath(): string {
   const require = createRequire(import.meta.url);
   for (const up of ['../../', '../../../']) {
     const candidate = fileURLToPath(new URL(up + ADDON_FILE, import.meta.url));

@@ -305,11 +305,19 @@ export class LowLevelSession {
         return;
       }
       case Op.Write: {
-        const buf = s2 instanceof Buffer ? s2 : Buffer.alloc(0);
-        ops.write(path, n1, buf, buf.length, n2, (n) => {
+        const done = (n: number) => {
           if (n < 0) native.replyErr(id, -n);
           else native.replyWrite(id, n);
-        });
+        };
+        let buf = s2 instanceof Buffer ? s2 : Buffer.alloc(0);
+        const at = this.scratch[12]!;
+        if (at >= 0 && s2 instanceof Buffer) {
+          // Lent by native/fuse: the request buffer, which the next request overwrites. Taken now, or copied.
+          const lent = s2.subarray(at, at + this.scratch[13]!);
+          if (ops.writeNow?.(n1, lent, lent.length, n2, done) === true) return;
+          buf = Buffer.from(lent);
+        }
+        ops.write(path, n1, buf, buf.length, n2, done);
         return;
       }
       case Op.Flush:

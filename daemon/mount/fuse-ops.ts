@@ -6,7 +6,7 @@ import type { FuseOps } from './fuse-binding.js';
 import type { MountState } from './mount-state.js';
 import { access, getattr, readdir, statfs } from './ops-attr.js';
 import { mkdir, rmdir } from './ops-dirs.js';
-import { ftruncate, read, truncate, write } from './ops-io.js';
+import { ftruncate, read, truncate, write, writeNow } from './ops-io.js';
 import { chmod, chown, mknod, readlink, symlink, utimens } from './ops-meta.js';
 import { link } from './ops-links.js';
 import { rename, unlink } from './ops-names.js';
@@ -75,6 +75,12 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     create: (path, mode, cb, creator) => run('create', path, () => create(state, fromFuse(path), mode, creator), cb),
     read: (path, fd, buf, len, pos, cb) => runCount('read', path, () => read(state, fd, buf, len, pos), cb),
     write: (path, fd, buf, len, pos, cb) => runCount('write', path, () => write(state, fd, buf, len, pos), cb),
+    writeNow: (fd, buf, len, pos, cb) => {
+      const written = writeNow(state, fd, buf, len, pos);
+      if (written === null) return false;
+      runCount('write', '', () => written, cb);
+      return true;
+    },
     flush: (path, fd, cb) => run('flush', path, () => flush(state, fd), cb),
     fsync: (path, _datasync, fd, cb) => run('fsync', path, () => fsync(state, fd), cb),
     release: (path, fd, cb) => run('release', path, () => release(state, fd), cb),

@@ -101,6 +101,31 @@ export async function writeNode(state: MountState, node: FileNode, data: Buffer,
   node.touch(state.now());
 }
 
+/**
+ * writeNode's common case done synchronously (content already in memory or staged, nothing running
+ * on the node): the bytes are copied before this returns; the promise waits for room in the staging
+ * file's queue. Null when that is not the case (ops-io.ts writeNow).
+ */
+export function writeNodeNow(state: MountState, node: FileNode, data: Buffer, len: number, pos: number): Promise<void> | null {
+  if (node.busy !== null) return null;
+  const content = node.content;
+  let room: Promise<void>;
+  if (content.kind === 'memory' && pos + len <= MEMORY_LIMIT) {
+    const buf = growMemory(content.buf, pos + len);
+    data.copy(buf, pos, 0, len);
+    content.buf = buf;
+    room = Promise.resolve();
+  } else if (content.kind === 'staged' && content.file.writable) {
+    room = content.file.put(pos, data, len);
+  } else {
+    return null;
+  }
+  if (pos + len > node.size) node.size = pos + len;
+  node.dirty = true;
+  node.touch(state.now());
+  return room;
+}
+
 export async function truncateNode(state: MountState, node: FileNode, size: number): Promise<void> {
   await node.exclusive(async () => {
     if (size === 0) {

@@ -2,7 +2,7 @@
 import { ftruncateFd, readFd, writeFd } from './backing.js';
 import { E, fail } from './errno.js';
 import type { MountState } from './mount-state.js';
-import { readNode, truncateNode, writeNode } from './node-content.js';
+import { readNode, truncateNode, writeNode, writeNodeNow } from './node-content.js';
 import { handleOf, noteReused } from './ops-open.js';
 
 export async function read(state: MountState, fh: number, into: Buffer, len: number, pos: number): Promise<number> {
@@ -23,6 +23,22 @@ export async function write(state: MountState, fh: number, data: Buffer, len: nu
   noteReused(handle);
   await writeNode(state, node, data, len, pos);
   return len;
+}
+
+/**
+ * `write` without waiting, for bytes that are only lent (fuse-lowlevel.ts): they are copied before
+ * this returns, and the promise says when the tool may be answered. Null when the write has to wait
+ * for something first (a node busy with a restore or a copy-on-write, a file on the backing
+ * directory, memory content outgrowing its limit): the caller copies the bytes and calls `write`.
+ */
+export function writeNow(state: MountState, fh: number, data: Buffer, len: number, pos: number): Promise<number> | null {
+  const handle = state.handles.get(fh);
+  if (handle === undefined || !handle.writable || handle.fd !== null || handle.node === null) return null;
+  const room = writeNodeNow(state, handle.node, data, len, pos);
+  if (room === null) return null;
+  handle.wrote = true;
+  noteReused(handle);
+  return room.then(() => len);
 }
 
 export async function ftruncate(state: MountState, fh: number, size: number): Promise<void> {

@@ -24,6 +24,9 @@ const CHUNK_BYTES = 1 << 20;
 const MAX_JOURNALED_RANGES = 1000;
 /** Unacknowledged bytes per file before a write waits: bounds memory when the disk is slower than the writer. */
 const MAX_INFLIGHT_BYTES = 8 * CHUNK_BYTES;
+const RESOLVED = Promise.resolve();
+/** Chunks the worker gave back, kept for the next writes: a dd's 1 MiB requests allocate nothing. */
+const SPARE_CHUNKS = 4;
 
 export class StagingFile {
   private chunk: { offset: number; buf: Uint8Array; len: number } | null = null;
@@ -123,6 +126,19 @@ export class StagingFile {
 
   async write(offset: number, data: Buffer, len: number): Promise<void> {
     if (this.failure !== null) throw this.failure;
+    await this.put(offset, data, len);
+  }
+
+  /** No deferred failure to report first: `put` may take a write. */
+  get writable(): boolean {
+    return this.failure === null;
+  }
+
+  /**
+   * Copies the bytes in now (they may be lent: fuse-lowlevel.ts); the promise resolves when there is
+   * room for more (bounded memory when the disk is slower than the writer).
+   */
+  put(offset: number, data: Buffer, len: number): Promise<void> {
     if (this.fill !== null && offset < this.fill.limit) this.fill.written = addRange(this.fill.written, offset, Math.min(offset + len, this.fill.limit));
     const chunk = this.chunk;
     if (chunk !== null && offset === chunk.offset + chunk.len && chunk.len + len <= CHUNK_BYTES) {
@@ -138,6 +154,10 @@ export class StagingFile {
       if (len === buf.length) this.flushChunk();
     }
     if (offset + len > this.size) this.size = offset + len;
+    return this.inflightBytes > MAX_INFLIGHT_BYTES ? this.room() : RESOLVED;
+  }
+
+  private async room(): Promise<void> {
     while (this.inflightBytes > MAX_INFLIGHT_BYTES && this.failure === null) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
@@ -268,7 +288,7 @@ export class StagingFile {
 
   private settleWrite(len: number, reply: StagingReply | null, error?: unknown): void {
     this.inflightBytes -= len;
-    if (reply?.buf !== undefined && reply.buf.byteLength === CHUNK_BYTES && this.spare.length < 2) this.spare.push(reply.buf);
+    if (reply?.buf !== undefined && reply.buf.byteLength === CHUNK_BYTES && this.spare.length < SPARE_CHUNKS) this.spare.push(reply.buf);
     if (reply?.error !== undefined) this.failure ??= workerError(reply.error);
     else if (error !== undefined) this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
     const waiters = this.waiters;

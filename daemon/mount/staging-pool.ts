@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { StrataError } from '../../engine/errors.js';
+import { addonPath } from './fuse-binding.js';
 import { STAGING_WORKER_SOURCE } from './staging-worker-source.js';
 
 export interface StagingReply {
@@ -31,6 +32,15 @@ export interface StagingSlot {
 /** A failure inside the worker, with the errno the kernel should see (ENOSPC stays ENOSPC). */
 export function workerError(failure: NonNullable<StagingReply['error']>): NodeJS.ErrnoException {
   return Object.assign(new Error(failure.message), { code: failure.code, errno: failure.errno, syscall: failure.syscall });
+}
+
+/** native/fuse, for the worker's startWriteback; null where it is not built (the worker does without). */
+function fuseModulePath(): string | null {
+  try {
+    return addonPath();
+  } catch {
+    return null;
+  }
 }
 
 export class StagingPool {
@@ -104,7 +114,7 @@ export class StagingPool {
     // STRATA_MOUNT_FILL_PAUSE_MS: a pause between the pieces of a background copy (staging-worker-source.ts
     // `fill`); how the tests crash the mount in the middle of one.
     const fillPauseMs = Number(process.env['STRATA_MOUNT_FILL_PAUSE_MS'] ?? 0) || 0;
-    const worker = new Worker(STAGING_WORKER_SOURCE, { eval: true, workerData: { blakeModulePath: this.blakeModulePath, fillPauseMs } });
+    const worker = new Worker(STAGING_WORKER_SOURCE, { eval: true, workerData: { blakeModulePath: this.blakeModulePath, fuseModulePath: fuseModulePath(), fillPauseMs } });
     worker.unref();
     const slot: StagingSlot = { worker, pending: new Map(), files: 0 };
     worker.on('message', (reply: StagingReply) => {

@@ -33,7 +33,15 @@ export const STAGING_WORKER_SOURCE = `
 const fs = require('node:fs');
 const { parentPort, workerData } = require('node:worker_threads');
 const { Blake3Hasher } = require(workerData.blakeModulePath);
+// native/fuse's startWriteback (sync_file_range), when the binding loads; without it the disk simply
+// gets all of a long write at its fsync.
+let startWriteback = null;
+try {
+  if (workerData.fuseModulePath) startWriteback = require(workerData.fuseModulePath).startWriteback || null;
+} catch {}
 const CHUNK = 1 << 20;
+// A file written sequentially goes to disk every WRITEBACK_STEP bytes, while the tool still writes.
+const WRITEBACK_STEP = 8 * CHUNK;
 const files = new Map();
 
 function describe(err) {
@@ -272,6 +280,11 @@ function handle(m) {
         }
       }
       writeAll(f.fd, buf, 0, m.len, m.offset);
+      if (startWriteback !== null && f.seq && f.hashed - (f.writtenBack || 0) >= WRITEBACK_STEP) {
+        const from = f.writtenBack || 0;
+        startWriteback(f.fd, from, f.hashed - from);
+        f.writtenBack = f.hashed;
+      }
       return [{ buf: m.buf }, [m.buf]];
     }
     case 'read': {

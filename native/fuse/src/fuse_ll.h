@@ -79,7 +79,15 @@ typedef struct mount_s {
   struct map_slot *maps;  // read_maps.c: handles whose reads are served here, by fh
   unsigned nmaps, capmaps;
   double maps_read;     // READs read_maps.c answered
+  // The buffer requests are read into, lent to JS as one Buffer (recv_view) so a WRITE's bytes reach
+  // it without a copy: see dispatch in fuse_ll.c. NULL where external buffers are refused (then copied).
+  napi_ref recv_view;
+  int buf_lent;         // buf.mem belongs to recv_view's finalizer, not to mount_free
 } mount_t;
+
+// Requests are read into a buffer of our own this large; libfuse reads at most its bufsize (1 MiB of
+// pages plus a 4 KiB header in 3.14) into it.
+#define RECV_BUF_BYTES (4u << 20)
 
 #define CHECK(call)                                                        \
   do {                                                                     \

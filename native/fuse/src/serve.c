@@ -40,6 +40,11 @@ static void dispatch_later(mount_t *m) {
   js_leave(m, &scope);
 }
 
+static void free_recv(napi_env env, void *data, void *hint) {
+  (void)env, (void)hint;
+  free(data);
+}
+
 static void mount_free(mount_t *m) {
   fail_pending(m);
   wb_free_all(m);
@@ -48,7 +53,8 @@ static void mount_free(mount_t *m) {
   m->attrs = NULL;
   free(m->later);
   if (m->se != NULL) fuse_session_destroy(m->se);
-  free(m->buf.mem);
+  // A buffer lent to JS is freed by its finalizer, when JS lets go of it.
+  if (!m->buf_lent) free(m->buf.mem);
   free(m);
 }
 
@@ -233,6 +239,14 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
     return NULL;
   }
   free(mnt);
+  // Our own receive buffer (libfuse allocates one on the first read when there is none), lent to JS.
+  m->buf.mem = malloc(RECV_BUF_BYTES);
+  if (m->buf.mem != NULL) {
+    napi_value view;
+    if (napi_create_external_buffer(env, RECV_BUF_BYTES, m->buf.mem, free_recv, NULL, &view) == napi_ok) {
+      if (napi_create_reference(env, view, 1, &m->recv_view) == napi_ok) m->buf_lent = 1;
+    }
+  }
   int fd = fuse_session_fd(m->se);
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   uv_loop_t *loop;
@@ -274,6 +288,9 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   napi_delete_reference(env, m->dispatch);
   napi_delete_reference(env, m->resource);
   napi_delete_reference(env, m->scratch_ref);
+  // The buffer stays valid while JS holds it (its finalizer frees it); nothing reads into it any more.
+  if (m->recv_view != NULL) napi_delete_reference(env, m->recv_view);
+  m->recv_view = NULL;
   napi_async_destroy(env, m->actx);
   if (m->timer_open == 1) {
     m->timer_open = 2;
@@ -304,11 +321,32 @@ static napi_value js_mknod(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// startWriteback(fd, offset, length) -> 0 or errno: starts writing a range of a file to disk without
+// waiting (sync_file_range, SYNC_FILE_RANGE_WRITE). The staging worker calls it behind a long
+// sequential write (Node has no binding): the disk then works while the tool still writes, instead of
+// all at its fsync (a 2 GiB dd with conv=fsync).
+static napi_value js_start_writeback(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3], out;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int32_t fd = -1;
+  double offset = 0, length = 0;
+  if (argc < 3 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_double(env, argv[1], &offset) != napi_ok ||
+      napi_get_value_double(env, argv[2], &length) != napi_ok || offset < 0 || length < 0) {
+    napi_throw_type_error(env, NULL, "startWriteback(fd, offset, length)");
+    return NULL;
+  }
+  int rc = sync_file_range(fd, (off_t)offset, (off_t)length, SYNC_FILE_RANGE_WRITE) == 0 ? 0 : errno;
+  CHECK(napi_create_int32(env, rc, &out));
+  return out;
+}
+
 static napi_value init_module(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"mount", NULL, js_mount, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
     {"mknod", NULL, js_mknod, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"startWriteback", NULL, js_start_writeback, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   define_replies(env, exports);
