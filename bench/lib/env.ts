@@ -11,12 +11,13 @@ export const RESULTS_DIR = join(REPO_ROOT, 'bench', 'results');
 /** The CLI entry point the HTTP variants start as a server child process. */
 export const CLI_MAIN = join(REPO_ROOT, 'dist', 'cli', 'main.js');
 /**
- * The V8 flags bin/strata gives `strata serve` and `strata daemon` (see bin/strata for why); child
- * processes the benchmarks start get the same, so they measure what users run. BENCH_NODE_FLAGS
- * (space-separated) overrides them, to compare.
+ * The V8 flags bin/strata gives `strata serve`, `strata daemon` and `strata mount` (see bin/strata for
+ * why); child processes the benchmarks start get the same, so they measure what users run.
+ * BENCH_NODE_FLAGS (space-separated) overrides them, to compare.
  */
-export function nodeFlags(command: 'serve' | 'daemon'): string[] {
-  const flags = process.env['BENCH_NODE_FLAGS'] ?? (command === 'serve' ? '--max-semi-space-size=1' : '--max-semi-space-size=4 --heap-growing-percent=50');
+export function nodeFlags(command: 'serve' | 'daemon' | 'mount'): string[] {
+  const defaults = { serve: '--max-semi-space-size=1', daemon: '--max-semi-space-size=4 --heap-growing-percent=50', mount: '--max-semi-space-size=4' };
+  const flags = process.env['BENCH_NODE_FLAGS'] ?? defaults[command];
   return flags.split(' ').filter((flag) => flag !== '');
 }
 /** The environment bin/strata gives its node (two malloc arenas; see bin/strata), for the same reason. */
