@@ -13,6 +13,9 @@ import type { ProjectMode } from './host.js';
 import type { SyncLink } from './sync/link.js';
 
 export const PROJECT_FILE = join('.strata', 'project.json');
+/** `*` ignores everything in `.strata/`, itself included: `git status` in a project stays quiet. */
+export const STRATA_GITIGNORE = join('.strata', '.gitignore');
+export const STRATA_GITIGNORE_TEXT = '*\n';
 
 export interface ProjectFile {
   projectId: string;
@@ -88,6 +91,8 @@ async function writeProjectFile(dir: string, content: ProjectFile): Promise<void
   }
   try {
     await writeFileAtomic(strata.dir.entry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`, 0o644);
+    // git (a checkout that is also a Strata project) ignores `.strata/` by itself, instead of showing it untracked.
+    await writeFileAtomic(strata.dir.entry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT, 0o644);
   } finally {
     await strata.dir.close();
   }

@@ -27,11 +27,12 @@ describe('strata init / daemon / status / watch and project discovery', () => {
   const strata = (args: string[], cwd = root, allowFail = false) => sh(process.execPath, [MAIN, ...args], { cwd, env, allowFail, timeoutMs: 20_000 });
   const json = async <T>(args: string[], cwd = root): Promise<T> => JSON.parse((await strata([...args, '--json'], cwd)).stdout) as T;
 
-  it('init without a daemon binds the directory and writes .strata/project.json', async () => {
+  it('init without a daemon binds the directory and writes .strata/project.json (and a .gitignore for it)', async () => {
     const result = await json<{ projectId: string; dir: string; mode: string; created: boolean; daemonRunning: boolean }>(['init', 'thesis']);
     expect(result).toMatchObject({ dir: join(root, 'thesis'), mode: 'watch', created: true, daemonRunning: false });
     const file = JSON.parse(await readFile(join(root, 'thesis', '.strata', 'project.json'), 'utf8')) as { projectId: string; home: string };
     expect(file).toEqual({ projectId: result.projectId, home: join(root, 'home') });
+    expect(await readFile(join(root, 'thesis', '.strata', '.gitignore'), 'utf8')).toBe('*\n');
     const again = await json<{ projectId: string; created: boolean }>(['init', 'thesis']);
     expect(again).toMatchObject({ projectId: result.projectId, created: false });
     const status = await json<{ running: boolean; projects: Array<{ state: string }> }>(['status']);

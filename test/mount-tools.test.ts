@@ -255,9 +255,13 @@ f.close()
     expect(soft.code).toBe(0);
   });
 
-  it('.strata/project.json is there, read-only', async () => {
+  it('.strata/project.json is there, read-only, and git leaves .strata/ alone', async () => {
     const out = await inMount(m, 'cat .strata/project.json');
     expect(JSON.parse(out.stdout)).toEqual({ projectId: m.projectId, home: m.home });
+    expect((await inMount(m, 'ls -A .strata && cat .strata/.gitignore')).stdout).toBe('.gitignore\nproject.json\n*\n');
+    // git over the mount's tree (its repository elsewhere): .strata/ is not untracked, it is ignored.
+    const git = await inMount(m, 'd=$(mktemp -d) && git init -q --bare "$d" && git --git-dir="$d" --work-tree=. status --porcelain --untracked-files=all --ignored -- .strata; rm -rf "$d"');
+    expect(git.stdout).toBe('!! .strata/.gitignore\n!! .strata/project.json\n');
     const write = await sh('bash', ['-c', 'echo x > .strata/project.json'], { cwd: m.dir, allowFail: true });
     expect(write.code).not.toBe(0);
   });

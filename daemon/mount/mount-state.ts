@@ -5,6 +5,7 @@ import type { Stats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
 import { isTempName } from '../capture/temp-names.js';
+import { STRATA_GITIGNORE_TEXT } from '../projects.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { Entry } from '../../engine/types.js';
 import type { MountAttrs, PathAttrs } from './attrs.js';
@@ -26,6 +27,9 @@ const ACTIVITY_WINDOW_MS = 100;
 /** ~2,000 requests/s: a tree being unpacked or copied, not an editor saving. */
 const BUSY_OPS = 200;
 export const VIRTUAL_FILE = '.strata/project.json';
+/** `.strata/.gitignore` (`*`), as in watch mode (daemon/projects.ts): git leaves `.strata/` alone. */
+export const VIRTUAL_GITIGNORE = '.strata/.gitignore';
+const GITIGNORE_DATA = Buffer.from(STRATA_GITIGNORE_TEXT);
 
 export type Resolved =
   | { kind: 'dir'; versioned: boolean }
@@ -160,6 +164,7 @@ export class MountState {
     if (path === '') return { kind: 'dir', versioned: true };
     if (path === VIRTUAL_DIR) return { kind: 'virtual-dir' };
     if (path === VIRTUAL_FILE) return { kind: 'virtual-file', data: this.deps.projectJson };
+    if (path === VIRTUAL_GITIGNORE) return { kind: 'virtual-file', data: GITIGNORE_DATA };
     if (isWithin(path, VIRTUAL_DIR)) return null;
     // Every name of a hard-linked file is its primary name's file (link-groups.ts).
     if (!this.links.empty) path = this.links.primaryOf(path);

@@ -4,7 +4,7 @@ import { statfs as statfsCall } from 'node:fs/promises';
 import { toFuseStat } from './backing.js';
 import { E, fail } from './errno.js';
 import type { FuseStat, FuseStatfs } from './fuse-binding.js';
-import { type MountState, VIRTUAL_DIR } from './mount-state.js';
+import { type MountState, VIRTUAL_DIR, VIRTUAL_FILE, VIRTUAL_GITIGNORE } from './mount-state.js';
 import { baseName, isFuseHidden } from './paths.js';
 
 export async function getattr(state: MountState, path: string): Promise<FuseStat> {
@@ -65,7 +65,7 @@ function countNames(state: MountState, path: string, stat: FuseStat): void {
 export async function readdir(state: MountState, path: string): Promise<string[]> {
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
-  if (resolved.kind === 'virtual-dir') return ['.', '..', baseName('.strata/project.json')];
+  if (resolved.kind === 'virtual-dir') return ['.', '..', baseName(VIRTUAL_FILE), baseName(VIRTUAL_GITIGNORE)];
   if (resolved.kind !== 'dir') fail(E.NOTDIR);
   const names = new Set<string>(['.', '..']);
   if (resolved.versioned) for (const name of (await state.ns.listing(path)).keys()) names.add(name);

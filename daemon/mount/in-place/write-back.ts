@@ -19,6 +19,7 @@ import { chmod, chown, lstat, open, rmdir } from 'node:fs/promises';
 import { writeFileAtomic } from '../../atomic-file.js';
 import { type IgnoreRules, STRATAIGNORE } from '../../capture/ignore.js';
 import type { HostContext } from '../../host.js';
+import { STRATA_GITIGNORE_TEXT } from '../../projects.js';
 import { materialize, type MaterializeResult } from '../../watch/materialize.js';
 import type { MountAttrs } from '../attrs.js';
 import { isVersionable, parentOf } from '../paths.js';
@@ -147,6 +148,7 @@ export async function writeBack(deps: WriteBackDeps): Promise<WriteBackReport> {
   if (marker !== null) {
     try {
       await writeFileAtomic(marker.entry('project.json'), deps.projectJson, 0o644);
+      await writeFileAtomic(marker.entry('.gitignore'), STRATA_GITIGNORE_TEXT, 0o644);
       await rmdir(marker.entry('unversioned')).catch(() => undefined);
     } finally {
       await marker.close();
