@@ -1,7 +1,7 @@
 // Benchmark 2 of issue 3: unpack a source tree of 20,000 small files (`tar x`) into the mount vs into
 // bindfs (and the plain filesystem for scale), round by round in rotating order, each on a fresh
 // journaled ext4 of its own (lib/scratch-fs.ts says why). Target:
-// ≥ 0.8× bindfs. For Strata the clock stops when tar exits; the time until every file is a durable
+// ≥ 1.2× bindfs (issue 15; 0.8× in issue 3). For Strata the clock stops when tar exits; the time until every file is a durable
 // version is reported separately, and so are the FUSE operations the mount answered (count and
 // average time in our code) and the CPU its threads used per file, which is where a miss would be
 // explained.
@@ -151,7 +151,7 @@ async function main(): Promise<void> {
   const vsBindfs = pairedSpeedup(samples.get('strata')!, samples.get('bindfs')!);
   const ofRaw = pairedSpeedup(samples.get('strata')!, samples.get('raw')!);
   const durableSummary = durable.length > 0 ? summarize(durable) : null;
-  if (vsBindfs) console.log(`\nstrata vs bindfs: ${spread(vsBindfs)}x (target >= 0.8)`);
+  if (vsBindfs) console.log(`\nstrata vs bindfs: ${spread(vsBindfs)}x (target >= 1.2)`);
   if (ofRaw) console.log(`strata as a fraction of raw: ${spread(ofRaw)}`);
   if (durableSummary) console.log(`tar exit → every file versioned: ${spread(durableSummary)} s`);
   const file = writeResult('mount-untar', {
@@ -167,7 +167,7 @@ async function main(): Promise<void> {
     strataTarExitToAllVersionedSeconds: durableSummary,
     strataFuseOperations: lastOps,
     strataCpuPerFileUs: medianPerThread(cpuPerFile),
-    targets: vsBindfs ? [target('strata / bindfs (paired median)', vsBindfs.median, '>=', 0.8, 'x')] : [],
+    targets: vsBindfs ? [target('strata / bindfs (paired median)', vsBindfs.median, '>=', 1.2, 'x')] : [],
   });
   console.log(`\nresult: ${file}`);
 }
