@@ -9,11 +9,11 @@
 import type { Creator, Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
 import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
 import { InodeTable } from './fuse-inodes.js';
+import { NameRequests } from './fuse-names.js';
 import { applySetattr } from './fuse-setattr.js';
 
 const ENOENT = 2;
 const EIO = 5;
-const EINVAL = 22;
 const ENOSYS = 38;
 const ENAMETOOLONG = 36;
 const NAME_MAX = 255;
@@ -26,7 +26,6 @@ export class LowLevelSession {
   private readonly inodes = new InodeTable();
   private readonly dirs = new Map<number, string[]>();
   private nextDirHandle = 1;
-  private hiddenSeq = 0;
   private readonly scratch = new Float64Array(16);
   /** kernel requests received, per Op (for `strata status` and the benchmarks) */
   readonly requests = new Float64Array(Op.Closed + 1);
@@ -35,11 +34,23 @@ export class LowLevelSession {
   readonly closed: Promise<void>;
   private markClosed: () => void = () => {};
 
+  private readonly names: NameRequests;
+
   constructor(
     private readonly native: NativeFuse,
     private readonly ops: FuseOps,
     private readonly options: LowLevelOptions,
   ) {
+    this.names = new NameRequests({
+      native,
+      ops,
+      inodes: this.inodes,
+      options,
+      handle: () => this.handle,
+      writeStat: (stat) => this.writeStat(stat),
+      attrTimeout: (stat) => this.attrTimeout(stat),
+      refillDir: (ino, path) => this.refillDir(ino, path),
+    });
     this.closed = new Promise((resolve) => {
       this.markClosed = resolve;
     });
@@ -251,23 +262,23 @@ export class LowLevelSession {
         return;
       case Op.Unlink:
         // An open file keeps working after its last name goes (hide); one with other names simply loses this one.
-        if (this.inodes.openNode(ino, name) !== undefined && (ops.otherName?.(path) ?? null) === null) this.hide(id, ino, name, path, () => native.replyErr(id, 0));
-        else this.remove(id, ino, name, path, op);
+        if (this.inodes.openNode(ino, name) !== undefined && (ops.otherName?.(path) ?? null) === null) this.names.hide(id, ino, name, path, () => native.replyErr(id, 0));
+        else this.names.remove(id, ino, name, path, op);
         return;
       case Op.Rmdir:
-        this.remove(id, ino, name, path, op);
+        this.names.remove(id, ino, name, path, op);
         return;
       case Op.Symlink:
         if (ops.symlink === undefined) native.replyErr(id, ENOSYS);
         else ops.symlink(typeof s2 === 'string' ? s2 : '', path, this.entry(id, ino, name, path, undefined, true), this.creator());
         return;
       case Op.Rename:
-        this.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
+        this.names.rename(id, ino, name, path, n1, typeof s2 === 'string' ? s2 : '', n2);
         return;
       case Op.Link: {
         const dest = this.inodes.childPath(n1, name);
         if (ops.link === undefined || dest === null) native.replyErr(id, dest === null ? ENOENT : ENOSYS);
-        else ops.link(path, dest, (errno) => (errno === 0 ? this.linked(id, ino, n1, name, dest) : native.replyErr(id, -errno)));
+        else ops.link(path, dest, (errno) => (errno === 0 ? this.names.linked(id, ino, n1, name, dest) : native.replyErr(id, -errno)));
         return;
       }
       case Op.Open:
@@ -278,7 +289,7 @@ export class LowLevelSession {
           }
           // keep_cache: with AUTO_INVAL_DATA the kernel drops the pages itself when a getattr shows a new
           // mtime or size (what libfuse2's auto_cache did); restores also invalidate explicitly.
-          if (native.replyOpen(id, fd, 1)) this.opened(ino, 1);
+          if (native.replyOpen(id, fd, 1)) this.names.opened(ino, 1);
           else ops.release(path, fd, () => {});
         });
         return;
@@ -291,7 +302,7 @@ export class LowLevelSession {
           this.entry(id, ino, name, path, (newIno, cacheable) => {
             const wb = cacheable === 1 ? (this.ops.writeBehind?.(fd) ?? null) : null;
             const { entryTimeoutS, attrTimeoutS } = this.options;
-            if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.opened(newIno, 1);
+            if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.names.opened(newIno, 1);
             else ops.release(path, fd, () => {});
           }, true)(0);
         }, this.creator());
@@ -327,9 +338,9 @@ export class LowLevelSession {
       case Op.Release:
         // Closed as far as the kernel is concerned, from now on: a rename or unlink handled before this
         // release finishes must not take the file for open (and hide it as .fuse_hidden*).
-        this.opened(ino, -1);
+        this.names.opened(ino, -1);
         ops.release(path, n1, (errno) => {
-          this.unlinkIfHiddenAndClosed(ino);
+          this.names.unlinkIfHiddenAndClosed(ino);
           native.replyErr(id, errno < 0 ? -errno : errno);
         });
         return;
@@ -378,93 +389,6 @@ export class LowLevelSession {
     }
   }
 
-  /**
-   * Answers link(2) with the source's own inode: the kernel then has one inode with two names, as on
-   * any filesystem (same st_ino, one page cache, nlink for both). The new name's attributes carry the
-   * file's link key, noted for the source first so that `remember` finds it.
-   */
-  private linked(id: number, ino: number, parent: number, name: string, dest: string): void {
-    this.ops.getattr(dest, (errno, stat) => {
-      if (errno !== 0 || stat === undefined) {
-        this.native.replyErr(id, errno !== 0 ? -errno : EIO);
-        return;
-      }
-      this.writeStat(stat);
-      this.inodes.noteLink(ino, stat.link);
-      const same = this.inodes.remember(parent, name, stat.mode, stat.link);
-      this.native.replyEntry(id, same, this.options.entryTimeoutS, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
-      this.refillDir(parent, dest.slice(0, dest.lastIndexOf('/')) || '/');
-    });
-  }
-
-  private remove(id: number, parent: number, name: string, path: string, op: Op.Unlink | Op.Rmdir): void {
-    const call = op === Op.Unlink ? this.ops.unlink : this.ops.rmdir;
-    if (call === undefined) {
-      this.native.replyErr(id, ENOSYS);
-      return;
-    }
-    // The file may live on under another name: what the kernel (and native/fuse) keep of it is out of date.
-    const survivor = op === Op.Unlink ? (this.ops.otherName?.(path) ?? null) : null;
-    call(path, (errno) => {
-      if (errno === 0) {
-        const ino = this.inodes.child(parent, name);
-        this.inodes.detach(parent, name);
-        if (ino !== undefined && this.handle !== null && op === Op.Unlink) this.native.attrDrop(this.handle, ino);
-        if (ino !== undefined && survivor !== null) this.inodes.keepReachable(ino, survivor);
-      }
-      this.native.replyErr(id, -errno);
-      if (errno === 0) this.refillDir(parent, path.slice(0, path.lastIndexOf('/')) || '/');
-    });
-  }
-
-  /**
-   * A file removed (or replaced by a rename) while open keeps working through its descriptors, fstat
-   * included: like libfuse's high-level API (which the mount's code expects, see paths.ts
-   * isFuseHidden) it is renamed to `.fuse_hidden*` and unlinked at its last release.
-   */
-  private hide(id: number, parent: number, name: string, path: string, then: () => void): void {
-    const ino = this.inodes.child(parent, name);
-    const rename = this.ops.rename;
-    const node = ino === undefined ? undefined : this.inodes.node(ino);
-    if (ino === undefined || node === undefined || rename === undefined) {
-      then();
-      return;
-    }
-    this.hiddenSeq += 1;
-    const hiddenName = `.fuse_hidden${ino.toString(16).padStart(8, '0')}${this.hiddenSeq.toString(16).padStart(8, '0')}`;
-    const hiddenPath = `${path.slice(0, path.lastIndexOf('/'))}/${hiddenName}`;
-    rename(path, hiddenPath, (errno) => {
-      if (errno !== 0) {
-        this.native.replyErr(id, -errno);
-        return;
-      }
-      this.inodes.detach(parent, name);
-      // What native/fuse would answer for it by itself (nlink 1) is out of date: getattr asks JS again.
-      if (this.handle !== null) this.native.attrDrop(this.handle, ino);
-      node.name = hiddenName;
-      node.hidden = true;
-      this.inodes.setChild(parent, hiddenName, ino);
-      then();
-      // Its last release may have come while the rename ran.
-      this.unlinkIfHiddenAndClosed(ino);
-    });
-  }
-
-  private opened(ino: number, delta: number): void {
-    const node = this.inodes.node(ino);
-    if (node !== undefined) node.opens += delta;
-  }
-
-  /** A hidden file goes once nothing has it open (by its current, hidden, path). */
-  private unlinkIfHiddenAndClosed(ino: number): void {
-    const node = this.inodes.node(ino);
-    if (node === undefined || !node.hidden || node.opens > 0 || this.ops.unlink === undefined) return;
-    const path = this.inodes.pathOf(ino);
-    node.hidden = false;
-    this.inodes.detach(node.parent, node.name);
-    if (path !== null) this.ops.unlink(path, () => {});
-  }
-
   private writeStatfs(s: FuseStatfs): void {
     const a = this.scratch;
     a[0] = s.bsize;
@@ -478,40 +402,6 @@ export class LowLevelSession {
     a[8] = s.fsid;
     a[9] = s.flag;
     a[10] = s.namemax;
-  }
-
-  private rename(id: number, parent: number, name: string, src: string, newParent: number, newName: string, flags: number): void {
-    const dest = this.inodes.childPath(newParent, newName);
-    // RENAME_NOREPLACE / RENAME_EXCHANGE: not offered by the path API (libfuse's high-level API refused them too).
-    if (flags !== 0 || dest === null || this.ops.rename === undefined) {
-      this.native.replyErr(id, flags !== 0 ? EINVAL : dest === null ? ENOENT : ENOSYS);
-      return;
-    }
-    const rename = this.ops.rename;
-    const run = () =>
-      rename(src, dest, (errno) => {
-      if (errno === 0) {
-        const ino = this.inodes.child(parent, name);
-        // The moved file's ctime, and whatever was replaced: what native/fuse keeps for them is out of date.
-        const replaced = this.inodes.child(newParent, newName);
-        if (this.handle !== null) {
-          if (ino !== undefined) this.native.attrDrop(this.handle, ino);
-          if (replaced !== undefined) this.native.attrDrop(this.handle, replaced);
-          // The request was about `parent`: the other directory's kept attributes are dropped here.
-          this.native.attrDrop(this.handle, newParent);
-        }
-        this.inodes.detach(newParent, newName);
-        this.inodes.detach(parent, name);
-        if (ino !== undefined) this.inodes.addName(ino, newParent, newName);
-      }
-      this.native.replyErr(id, -errno);
-    });
-    const replacesOpen = this.inodes.openNode(newParent, newName) !== undefined && this.inodes.child(parent, name) !== this.inodes.child(newParent, newName);
-    if (replacesOpen && (this.ops.otherName?.(dest) ?? null) === null) {
-      this.hide(id, newParent, newName, dest, run);
-    } else {
-      run();
-    }
   }
 
   private setattr(id: number, ino: number, path: string, fh: number, toSet: number): void {
