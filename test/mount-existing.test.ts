@@ -178,6 +178,7 @@ describe('strata mount --import over a directory that holds a project', () => {
     await both(`
       printf 'more\\n' >> README.md
       chmod 640 README.md
+      ln README.md README.link.md && printf 'through the link\\n' >> README.link.md
       printf 'new\\n' > new.txt && chmod +x new.txt
       rm src/util/helpers.py
       mv src/main.py src/app.py
@@ -189,7 +190,9 @@ describe('strata mount --import over a directory that holds a project', () => {
       git add -A && git commit -qm two
     `);
     await m!.idle();
-    expect((await m!.history('README.md')).length).toBe(2);
+    // The append, then the write through the hard link: a version of both names.
+    expect((await m!.history('README.md')).length).toBe(3);
+    expect((await m!.read('README.link.md')).toString()).toBe((await m!.read('README.md')).toString());
     expect(await m!.stat('src/util/helpers.py')).toBeNull();
     expect((await m!.stat('src/app.py'))?.size).toBe(14);
     expect((await m!.stat('new.txt'))?.executable).toBe(true);
@@ -254,7 +257,7 @@ describe('strata mount --import over a directory that holds a project', () => {
     const paths = (await call<{ items: VersionRecord[] }>('GET', `/v1/projects/${m!.projectId}/history?limit=1000`)).items.map((v) => v.path);
     // One version each for the two new files; nothing of the directory imported again.
     expect(paths.filter((p) => p === 'kill.txt' || p === 'last.txt').sort()).toEqual(['kill.txt', 'last.txt']);
-    expect(paths.filter((p) => p === 'README.md').length).toBe(2);
+    expect(paths.filter((p) => p === 'README.md').length).toBe(3);
     await expectSameTree();
 
     daemon.kill('SIGTERM');

@@ -135,7 +135,9 @@ class MountHost implements ProjectHost {
     if (inPlace !== null) {
       this.inPlace = null;
       try {
-        this.lastWriteBack = await inPlace.writeBack({ explicitDirs: project.state.ns.explicitDirs, attrs: project.state.attrs });
+        // Every name of a hard link gets its file's mode and owner (kept under its first name).
+        const { attrs, links } = project.state;
+        this.lastWriteBack = await inPlace.writeBack({ explicitDirs: project.state.ns.explicitDirs, attrs: { of: (path, kind, executable) => attrs.of(links.primaryOf(path), kind, executable) } });
       } finally {
         this.warnings.push(...inPlace.warnings);
         await inPlace.close();

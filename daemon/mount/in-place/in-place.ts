@@ -136,7 +136,7 @@ export class InPlaceDir {
    * Writes the project's tree back into the directory; the mount must be gone (else nothing is
    * written: the files stay in the project, and the next unmount writes them).
    */
-  async writeBack(mount: { explicitDirs: Iterable<string>; attrs: MountAttrs }): Promise<WriteBackReport | null> {
+  async writeBack(mount: { explicitDirs: Iterable<string>; attrs: Pick<MountAttrs, 'of'> }): Promise<WriteBackReport | null> {
     const dir = this.ctx.dir;
     if ((await mountsAt(dir)).some((m) => m.fsType.startsWith('fuse'))) {
       this.warn(`${dir} is still mounted: its files were not written back (they are all in the project; the next unmount writes them)`);

@@ -43,7 +43,8 @@ export interface WriteBackDeps {
   backing: DirHandle;
   /** the mount's explicit directories (they exist even without a file below them) */
   explicitDirs: Iterable<string>;
-  attrs: MountAttrs;
+  /** the modes and owners the mount showed, by path (a hard link's names all answer its file's) */
+  attrs: Pick<MountAttrs, 'of'>;
   /**
    * The project's ignore rules, read from the directory (createIgnoreRules); `host.capture.isIgnored`
    * asks them too. Read again once `.strataignore` itself is back on disk.
