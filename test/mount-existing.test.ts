@@ -216,6 +216,9 @@ describe('strata mount --import over a directory that holds a project', () => {
     expect(git.stdout.split('\n').filter((line) => line !== '')).toEqual([expect.stringMatching(/ two$/), expect.stringMatching(/ one$/)]);
     const config = JSON.parse(await readFile(join(home, 'daemon.json'), 'utf8')) as { projects: Array<{ inPlace?: boolean; unmounted?: boolean }> };
     expect(config.projects[0]).toMatchObject({ inPlace: true, unmounted: true });
+    // Still the home's project: `strata status` lists it as unmounted (it said "no projects").
+    const status = await strata(['status', '--json']);
+    expect((JSON.parse(status.stdout) as { projects: unknown[] }).projects).toEqual([expect.objectContaining({ dir, state: 'unmounted' })]);
   }, 120_000);
 
   it('mounting again (no flag: the mode is remembered) imports nothing twice; an edit made meanwhile is one version', async () => {

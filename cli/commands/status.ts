@@ -16,7 +16,15 @@ interface StatusDocument {
   running: boolean;
   home: string;
   daemon: DaemonStatus['daemon'] | null;
-  projects: Array<ProjectStatus | { projectId: string; dir: string; mode: string; state: 'stopped' }>;
+  projects: Array<ProjectStatus | IdleProject>;
+}
+
+/** A configured project nothing runs: the daemon is not running, or the project was unmounted (`strata unmount`). */
+interface IdleProject {
+  projectId: string;
+  dir: string;
+  mode: string;
+  state: 'stopped' | 'unmounted';
 }
 
 function scanText(project: ProjectStatus): string {
@@ -84,7 +92,10 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     }),
   );
   for (const p of doc.projects) {
-    if (!('captured' in p)) continue;
+    if (!('captured' in p)) {
+      if (p.state === 'unmounted') ctx.output.hint(`${sanitizeLine(p.dir)}: unmounted; its history is kept, and \`strata mount ${sanitizeLine(p.dir)}\` mounts it again`);
+      continue;
+    }
     const label = sanitizeLine(p.name ?? p.projectId);
     renderDetails(ctx, p, label);
     // Mount mode says it in its own warning (below): there the deletions are refused, not unrecorded.
@@ -109,14 +120,17 @@ export function registerStatusCommands(program: Command): void {
       const ctx = contextFor(command);
       const home = await localHome(options.home);
       const client = await runningDaemon(home);
+      const { readDaemonConfig } = await import('../../daemon/config.js');
+      const config = readDaemonConfig(home);
+      // An unmounted project is still the home's (its history, its directory): listed, not left out.
+      const idle = (p: (typeof config.projects)[number]): IdleProject => ({ ...p, state: p.unmounted === true ? 'unmounted' : 'stopped' });
       let doc: StatusDocument;
       if (client) {
         const status = await client.json<DaemonStatus>('GET', '/v1/daemon/status');
-        doc = { running: true, home, daemon: status.daemon, projects: status.projects };
+        const running = new Set(status.projects.map((p) => p.projectId));
+        doc = { running: true, home, daemon: status.daemon, projects: [...status.projects, ...config.projects.filter((p) => !running.has(p.projectId)).map(idle)] };
       } else {
-        const { readDaemonConfig } = await import('../../daemon/config.js');
-        const config = readDaemonConfig(home);
-        doc = { running: false, home, daemon: null, projects: config.projects.map((p) => ({ ...p, state: 'stopped' as const })) };
+        doc = { running: false, home, daemon: null, projects: config.projects.map(idle) };
       }
       ctx.output.result(doc, () => render(ctx, doc));
     });
