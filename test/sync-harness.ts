@@ -34,7 +34,7 @@ export interface SyncProject {
     readOnly: boolean;
     queue: { versions: number; bytes: number };
     conflicts: Array<{ path: string; of: string }>;
-    held: { deletes: number; files: number } | null;
+    held: { deletes: number; files: number; recent?: number } | null;
     lastError: { message: string } | null;
     pushed: number;
     pulled: number;

@@ -178,6 +178,9 @@ describe('two workstations and a server', () => {
     // What is held is still on B's disk. (Deletions A recorded before its own guard tripped are
     // ordinary ones and reach B as such: on a loaded machine its watcher sees the rm in several
     // batches, and which files go first is rm's order, so no particular file can be named here.)
+    // `deletes` counts the held change set only; ordinary deletions applied just before it, which
+    // counted towards holding it, are `recent` (it used to fold them into `deletes`, and the status
+    // said "nothing was deleted here").
     const left = (await readdir(join(b.dir, 'batch'))).length;
     expect(left).toBeGreaterThan(0);
     expect(left).toBeGreaterThanOrEqual(held.sync.held!.deletes);

@@ -92,7 +92,7 @@ function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProjec
     if (sync.readOnly) ctx.output.line(`  read-only: the server does not accept changes from this workstation; they stay queued`);
     if (sync.held) {
       ctx.output.line(
-        `  HELD: the server's changes delete ${plural(sync.held.deletes, 'file')} of ${sync.held.files}; nothing was deleted here. Apply them with \`strata sync confirm --project ${projectId}\``,
+        `  HELD: the server's changes delete ${plural(sync.held.deletes, 'file')} of ${sync.held.files}${sync.held.recent ? ` (after ${plural(sync.held.recent, 'deletion')} they made here in the last minutes)` : ''}; none of those ${sync.held.deletes} was deleted here. Apply them with \`strata sync confirm --project ${projectId}\``,
       );
     }
     if (sync.lastError) {

@@ -10,11 +10,22 @@ export interface IncomingDeleteGuard {
   /** `deletes`: files here the page would delete. false: hold it (too much); the caller does not apply it */
   admit(deletes: number, files: number): boolean;
   /** the held change set, or null */
-  held(): { deletes: number; files: number } | null;
+  held(): HeldDeletes | null;
   /** apply what is held, and what follows until the feed is read to its end */
   confirm(): void;
   /** the feed was read to its end: a confirmation covers no more */
   caughtUp(): void;
+}
+
+/**
+ * What is held: `deletes` files here the held change set would delete (all still here), of `files`;
+ * `recent` deletions the server's changes made here in the last minutes, which counted towards the
+ * decision (a deletion arriving in several change sets is judged whole).
+ */
+export interface HeldDeletes {
+  deletes: number;
+  files: number;
+  recent?: number;
 }
 
 const WINDOW_MS = 5 * 60_000;
@@ -42,10 +53,11 @@ export function incomingDeleteGuard(state: DaemonState, projectId: string): Inco
         if (flags.get(projectId, HELD) !== undefined) flags.delete(projectId, HELD);
         return admitted();
       }
-      flags.set(projectId, HELD, { deletes: total, files: before });
+      const held: HeldDeletes = { deletes, files: before, ...(earlier > 0 ? { recent: earlier } : {}) };
+      flags.set(projectId, HELD, held);
       return false;
     },
-    held: () => flags.get<{ deletes: number; files: number }>(projectId, HELD) ?? null,
+    held: () => flags.get<HeldDeletes>(projectId, HELD) ?? null,
     confirm() {
       recent = [];
       flags.set(projectId, CONFIRMED, true);

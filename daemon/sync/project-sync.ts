@@ -22,7 +22,7 @@ import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { uploadDataset } from './dataset-upload.js';
 import { downloadMissing, uploadMissing } from './transfer.js';
-import { type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
+import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 import { localRetentionChanged, syncRetention } from './retention-sync.js';
 import { localTagsChanged, syncTags } from './tag-sync.js';
@@ -71,7 +71,7 @@ export interface SyncStatus {
   /** versions not synced, by reason (a path not writable here) */
   skipped: Record<string, number>;
   /** the incoming mass-delete guard holds a change set until `strata sync confirm` */
-  held: { deletes: number; files: number } | null;
+  held: HeldDeletes | null;
 }
 
 export interface ProjectSyncDeps {
