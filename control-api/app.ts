@@ -5,6 +5,8 @@ import { createSecretKey, randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
+import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
+import { createTokenVerifier } from '../engine/access/token-verifier.js';
 import type { Engine } from '../engine/engine-api.js';
 import { StrataError } from '../engine/errors.js';
 import { createIdGenerator } from '../engine/ids.js';
@@ -19,6 +21,7 @@ import { parseQueryString } from './query-string.js';
 import { createRequestContext, genRequestId } from './request-context.js';
 import type { App, RouteDeps } from './route-deps.js';
 import { registerAdminRoutes } from './routes/admin.js';
+import { registerAuthRoutes } from './routes/auth.js';
 import { registerDatasetRoutes } from './routes/datasets.js';
 import { registerFileRoutes } from './routes/files.js';
 import { registerGitRoutes } from './routes/git.js';
@@ -52,6 +55,8 @@ export interface BuildAppOptions {
   maxUploadBytes?: number;
   /** the daemon's loopback API: loopback Host only, no browser Origin */
   loopbackOnly?: boolean;
+  /** the hosted OIDC identity: its access tokens authenticate, and `/auth/resolve` sends people to it */
+  signIn?: HostedSignIn;
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
   trustProxy?: boolean | string | string[] | ((address: string, hop: number) => boolean);
   /**
@@ -70,7 +75,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     pepper: createSecretKey(options.pepper),
     environment: options.environment,
   };
+  const signIn = options.signIn;
+  if (signIn !== undefined) {
+    const trusted = hostedIssuer(signIn);
+    access.tokens = createTokenVerifier({ clock, trustedIssuer: async (iss) => (iss === trusted.issuer ? trusted : null) });
+  }
   const deps: RouteDeps = { engine: options.engine, access, maxUploadBytes: options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
+  if (signIn !== undefined) deps.signIn = signIn;
 
   const app: App = Fastify({
     logger: loggerOptions(options.logger),
@@ -135,6 +146,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerGitRoutes(app, deps);
   registerSyncRoutes(app, deps);
   registerKeyRoutes(app, deps);
+  registerAuthRoutes(app, deps);
   registerOrgRoutes(app, deps);
   registerAdminRoutes(app, deps);
   options.extraRoutes?.(app, deps);

@@ -4,6 +4,8 @@
 import type { FastifyRequest } from 'fastify';
 import { authenticateApiKey, bearerCredential, unauthenticated } from '../engine/access/authenticate.js';
 import type { AccessDeps } from '../engine/access/deps.js';
+import { authenticateAccessToken } from '../engine/access/sign-in.js';
+import { looksLikeJwt } from '../engine/access/token-verifier.js';
 import { StrataError } from '../engine/errors.js';
 import { invalidQueryKeys } from './query-string.js';
 
@@ -15,7 +17,12 @@ export function authHook(deps: AccessDeps) {
     if (request.routeOptions.config.public === true || request.is404) return;
     const credential = bearerCredential(request.headers.authorization);
     if (credential === null) throw unauthenticated();
-    request.strata.principal = await authenticateApiKey(deps, credential);
+    // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
+    if (deps.tokens !== undefined && !credential.startsWith('rk.') && looksLikeJwt(credential)) {
+      request.strata.principal = await authenticateAccessToken(deps, deps.tokens, credential);
+    } else {
+      request.strata.principal = await authenticateApiKey(deps, credential);
+    }
   };
 }
 

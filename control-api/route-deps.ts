@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
+import type { HostedSignIn } from '../engine/access/resolve.js';
 import type { Engine } from '../engine/engine-api.js';
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -11,4 +12,6 @@ export interface RouteDeps {
   access: AccessDeps;
   /** largest accepted upload, enforced while streaming */
   maxUploadBytes: number;
+  /** the hosted identity people sign in with; absent: API keys only */
+  signIn?: HostedSignIn;
 }

@@ -80,6 +80,7 @@ export const DatasetHistoryQuery = Type.Object({ path: PathText, cursor: Type.Op
 export const OrgParams = params({ orgId: Id });
 export const OrgMemberParams = params({ orgId: Id, identityId: Id });
 export const ProjectMemberParams = params({ projectId: Id, identityId: Id });
+export const EmailText = Type.String({ maxLength: 320, pattern: '^[^@\\s]+@[^@\\s]+\\.[^@\\s]+$' });
 export const CreateIdentityBody = Type.Object(
   {
     kind: Type.Union([Type.Literal('user'), Type.Literal('service')]),
@@ -89,6 +90,13 @@ export const CreateIdentityBody = Type.Object(
   },
   closed,
 );
+// --- sign-in
+export const ResolveBody = Type.Object(
+  { email: EmailText, clientKind: Type.Union([Type.Literal('web'), Type.Literal('cli'), Type.Literal('desktop')]) },
+  closed,
+);
+/** A merge patch of preferences: keys set to null are removed. */
+export const PreferencesPatch = Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Unknown(), { maxProperties: 100 });
 export const SetRoleBody = Type.Object({ role: OrgRoleSchema }, closed);
 export const SetAccessBody = Type.Object({ access: ProjectAccessSchema }, closed);
 export const KeyParams = params({ keyId: Id });

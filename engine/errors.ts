@@ -76,6 +76,10 @@ export const ERROR_CATALOGUE = {
   GIT_NOT_FAST_FORWARD: { status: 409, message: "The pushed history does not continue the project's snapshot chain" },
   GIT_NOT_LINEAR: { status: 409, message: 'Only a linear history on refs/heads/main can be received (no merges, no other branches)' },
   GIT_UNSNAPSHOTTED_CHANGES: { status: 409, message: 'The project has changes since its last snapshot; snapshot them and pull first' },
+  // identity (issue 16)
+  IDENTITY_LINK_TAKEN: { status: 409, message: 'This sign-in already belongs to a user' },
+  SIGN_IN_NOT_CONFIGURED: { status: 404, message: 'This server has no sign-in configured: use an API key (STRATA_API_KEY)' },
+  PREFERENCES_TOO_LARGE: { status: 422, message: 'Preferences are limited to 16 KiB of JSON' },
   GIT_NOT_REPRESENTABLE: { status: 422, message: 'A pushed commit cannot be stored so that it exports to the same commit id' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

@@ -157,6 +157,14 @@ export interface Identity {
   createdAt: string;
 }
 
+/** An OIDC subject of a trusted issuer, mapped to the internal identity it signs in as. */
+export interface IdentityLink {
+  issuer: string;
+  subject: string;
+  identityId: string;
+  createdAt: string;
+}
+
 export interface OrgMembership {
   orgId: string;
   identityId: string;

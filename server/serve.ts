@@ -9,6 +9,7 @@ import { StrataError } from '../engine/errors.js';
 import { openLocalEngine } from '../engine/local.js';
 import type { Clock } from '../engine/ports/world.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
+import { signInFromConfig, type SignInFlags } from './sign-in-config.js';
 
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
 
@@ -34,9 +35,12 @@ export async function startServer(options: {
   logger?: boolean | AppLoggerOptions;
   environment?: string;
   clock?: Clock;
+  /** the hosted OIDC identity (flags; the environment fills what they leave out) */
+  signIn?: SignInFlags;
 }): Promise<{ url: string; close(): Promise<void> }> {
   const { host, port } = parseListen(options.listen);
   const environment = resolveEnvironment(options.environment);
+  const signIn = signInFromConfig(options.signIn ?? {});
   const pepper = await loadPepper(options.home, { create: true });
   // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
   const logger: AppLoggerOptions | false =
@@ -51,6 +55,7 @@ export async function startServer(options: {
       clock: local.clock,
       logger,
       loopbackOnly: isLoopbackAddress(host),
+      ...(signIn === undefined ? {} : { signIn }),
     });
     try {
       await app.listen({ host, port });

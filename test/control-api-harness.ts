@@ -7,6 +7,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { buildApp } from '../control-api/app.js';
 import { bootstrapOrganization } from '../engine/access/bootstrap.js';
 import type { AccessDeps } from '../engine/access/deps.js';
+import type { HostedSignIn } from '../engine/access/resolve.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { type FrozenClock, frozenClock } from './helpers/clock.js';
@@ -37,9 +38,11 @@ export interface Harness {
   dispose(): Promise<void>;
 }
 
-export async function openHarness(options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number } = {}): Promise<Harness> {
+export async function openHarness(
+  options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number; signIn?: HostedSignIn; clockStart?: number } = {},
+): Promise<Harness> {
   const dir = await tempDir('strata-api-');
-  const clock = frozenClock();
+  const clock = frozenClock(options.clockStart);
   const ids = createIdGenerator(clock);
   const local = await openLocalEngine({ home: dir.path, clock, ids, gcGraceMs: 0 });
   const pepper = randomBytes(32);
@@ -57,6 +60,7 @@ export async function openHarness(options: { loopbackOnly?: boolean; maxUploadBy
     ...(options.loopbackOnly === undefined ? {} : { loopbackOnly: options.loopbackOnly }),
     ...(options.maxUploadBytes === undefined ? {} : { maxUploadBytes: options.maxUploadBytes }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
+    ...(options.signIn === undefined ? {} : { signIn: options.signIn }),
   });
 
   const harness: Harness = {

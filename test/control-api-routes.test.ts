@@ -79,6 +79,8 @@ describe('control API routes', () => {
       'put /v1/projects/{projectId}/members/{identityId}',
       'delete /v1/projects/{projectId}/members/{identityId}',
       'get /auth/me',
+      'patch /auth/me/preferences',
+      'post /auth/resolve',
       'get /v1/orgs',
       'post /v1/orgs/{orgId}/identities',
       'get /v1/orgs/{orgId}/members',

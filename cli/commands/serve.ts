@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { SignInFlags } from '../../server/sign-in-config.js';
 import { contextFor } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { checkListen, runUntilSignal } from '../foreground.js';
@@ -15,7 +16,12 @@ export function registerServeCommand(program: Command): void {
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--environment <name>', 'environment tag of keys this server issues')
     .option('--quiet', 'no request log')
-    .action(async (options: { home?: string; listen: string; environment?: string; quiet?: boolean }, command: Command) => {
+    .option('--oidc-issuer <url>', 'OIDC issuer people sign in with (env STRATA_OIDC_ISSUER); without it, API keys only')
+    .option('--oidc-audience <aud>', 'audience its access tokens carry for this server (env STRATA_OIDC_AUDIENCE)')
+    .option('--oidc-client-id <id>', 'public client id `strata login` uses at the issuer (env STRATA_OIDC_CLIENT_ID)')
+    .option('--oidc-scopes <scopes>', 'scopes `strata login` asks for (env STRATA_OIDC_SCOPES; default "openid offline_access")')
+    .option('--oidc-token-type <type>', "'at+jwt' (default: typed access tokens, RFC 9068) or 'any' (env STRATA_OIDC_TOKEN_TYPE)")
+    .action(async (options: ServeOptions, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
       const { resolveHome } = await import('../../server/home.js');
@@ -28,6 +34,7 @@ export function registerServeCommand(program: Command): void {
             listen: options.listen,
             ...(options.quiet ? { logger: false } : {}),
             ...(options.environment === undefined ? {} : { environment: options.environment }),
+            signIn: signInFlags(options),
           }).catch((error: unknown) => {
             throw listenError(error, options.listen);
           }),
@@ -40,6 +47,27 @@ export function registerServeCommand(program: Command): void {
       process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n`);
       if (ctx.output.json) ctx.output.result({ url: server.url, home }, () => {});
     });
+}
+
+interface ServeOptions {
+  home?: string;
+  listen: string;
+  environment?: string;
+  quiet?: boolean;
+  oidcIssuer?: string;
+  oidcAudience?: string;
+  oidcClientId?: string;
+  oidcScopes?: string;
+  oidcTokenType?: string;
+}
+
+function signInFlags(options: ServeOptions): SignInFlags {
+  const flags: SignInFlags = {};
+  for (const key of ['oidcIssuer', 'oidcAudience', 'oidcClientId', 'oidcScopes', 'oidcTokenType'] as const) {
+    const value = options[key];
+    if (value !== undefined) flags[key] = value;
+  }
+  return flags;
 }
 
 /** "address in use" is the common first-run problem (a second `strata serve`); say so plainly. */

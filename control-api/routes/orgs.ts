@@ -8,39 +8,9 @@ import { CreateIdentityBody, OrgMemberParams, OrgParams, OrgRoleSchema, PageQuer
 
 const tags = ['organizations'];
 
-const OrgItem = Type.Object({ orgId: Type.String(), name: Type.String(), role: OrgRoleSchema });
+export const OrgItem = Type.Object({ orgId: Type.String(), name: Type.String(), role: OrgRoleSchema });
 
 export function registerOrgRoutes(app: App, { access }: RouteDeps): void {
-  app.get(
-    '/auth/me',
-    {
-      config: {
-        doc: {
-          summary: 'The caller: identity, credential scope, organizations',
-          tags: ['auth'],
-          response: Type.Object({
-            identity: IdentitySchema,
-            authKind: Type.String(),
-            keyId: Type.Union([Type.String(), Type.Null()]),
-            projectScope: Type.Union([Type.String(), Type.Null()]),
-            organizations: Type.Array(OrgItem),
-          }),
-        },
-      },
-    },
-    async (request) => {
-      const principal = principalOf(request);
-      const orgs = await callerOrganizations(access, principal);
-      return {
-        identity: principal.identity,
-        authKind: principal.authKind,
-        keyId: principal.keyId,
-        projectScope: principal.projectScope,
-        organizations: orgs.map(({ org, role }) => ({ orgId: org.orgId, name: org.name, role })),
-      };
-    },
-  );
-
   app.get('/v1/orgs', { config: { doc: { summary: "The caller's organizations", tags, response: listOf(OrgItem) } } }, async (request) => {
     const orgs = await callerOrganizations(access, principalOf(request));
     return { items: orgs.map(({ org, role }) => ({ orgId: org.orgId, name: org.name, role })) };

@@ -3,14 +3,18 @@
 
 import type { Actor, Identity } from '../types.js';
 
-export type AuthKind = 'api-key';
+/** `api-key`: an `rk.…` key; `oidc`: an access token of a trusted OIDC issuer */
+export type AuthKind = 'api-key' | 'oidc';
 
 export interface Principal {
   identity: Identity;
   authKind: AuthKind;
   /** the API key used, when authKind is 'api-key' */
   keyId: string | null;
-  /** the organization the credential is bound to (an API key belongs to exactly one) */
+  /**
+   * the organization the credential is bound to: an API key belongs to exactly one; a token of an
+   * organization's SSO issuer speaks for that organization; a token of the hosted issuer for none (null)
+   */
   orgId: string | null;
   /** a project-scoped credential sees this project only; null = the whole organization */
   projectScope: string | null;

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
 import type { MetadataRepository } from '../ports/metadata-repository.js';
 import type { Clock, IdGenerator } from '../ports/world.js';
+import type { TokenVerifier } from './token-verifier.js';
 
 /** What the access functions use: injected like the engine's world, so tests can freeze time. */
 export interface AccessDeps {
@@ -15,4 +16,6 @@ export interface AccessDeps {
   pepper: Buffer | KeyObject;
   /** the deployment's environment label; a key minted for another environment never authenticates */
   environment: string;
+  /** verifies OIDC access tokens; absent when no issuer is configured (then only API keys work) */
+  tokens?: TokenVerifier;
 }

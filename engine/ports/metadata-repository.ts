@@ -5,6 +5,7 @@ import type {
   DiffItem,
   Entry,
   Identity,
+  IdentityLink,
   OrgMembership,
   OrgRole,
   Organization,
@@ -260,6 +261,12 @@ export interface AccessRepository {
   removeProjectMember(projectId: string, identityId: string): Promise<void>;
   getProjectAccess(projectId: string, identityId: string): Promise<ProjectAccess | null>;
   listProjectMembers(projectId: string): Promise<ProjectMembership[]>;
+  /** every project membership row of one identity */
+  listProjectMembershipsOf(identityId: string): Promise<ProjectMembership[]>;
+
+  /** the identity an OIDC `(issuer, subject)` maps to, or null before its first sign-in */
+  findLinkedIdentity(issuer: string, subject: string): Promise<string | null>;
+  getPreferences(identityId: string): Promise<Record<string, unknown>>;
 
   createApiKey(key: ApiKeyRecord): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
@@ -291,6 +298,9 @@ export type AccessChange =
   | { kind: 'createApiKey'; key: ApiKeyRecord }
   | { kind: 'updateApiKey'; keyId: string; patch: Partial<Omit<ApiKeyRecord, 'keyId'>> }
   | { kind: 'appendAudit'; record: AuditRecord }
+  /** IDENTITY_LINK_TAKEN if `(issuer, subject)` already maps to an identity (a concurrent first sign-in) */
+  | { kind: 'linkIdentity'; link: IdentityLink }
+  | { kind: 'setPreferences'; identityId: string; preferences: Record<string, unknown> }
   /** MEMBERSHIP_LAST_OWNER unless the organization has an owner other than `identityId` */
   | { kind: 'requireAnotherOwner'; orgId: string; identityId: string }
   /** KEY_NOT_FOUND if missing, KEY_REVOKED if revoked, KEY_ROTATED if replaced (unless `allowReplaced`) */

@@ -11,6 +11,7 @@ import type {
   ProjectMembership,
 } from '../types.js';
 import { createSqliteApiKeys } from './sqlite-api-keys.js';
+import { createSqliteIdentityLinks } from './sqlite-identity-links.js';
 import { run } from './sqlite-rows.js';
 
 interface OrgRow {
@@ -72,6 +73,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
   const deleteProjectMember = db.prepare('DELETE FROM project_members WHERE project_id = ? AND identity_id = ?');
   const projectAccess = db.prepare('SELECT access FROM project_members WHERE project_id = ? AND identity_id = ?').pluck();
   const projectMembers = db.prepare('SELECT * FROM project_members WHERE project_id = ? ORDER BY identity_id');
+  const membershipsOf = db.prepare('SELECT * FROM project_members WHERE identity_id = ? ORDER BY project_id');
 
   const countOrgs = db.prepare('SELECT count(*) FROM organizations').pluck();
   const otherOwner = db
@@ -91,6 +93,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
     upsertProjectAccess.run(m.projectId, m.identityId, m.access);
   };
   const keys = createSqliteApiKeys(db);
+  const links = createSqliteIdentityLinks(db);
 
   const applyOne = (change: AccessChange): void => {
     switch (change.kind) {
@@ -120,6 +123,12 @@ export function createSqliteAccess(db: Database): AccessRepository {
         return;
       case 'appendAudit':
         keys.writes.insertAudit(change.record);
+        return;
+      case 'linkIdentity':
+        links.writes.insertLink(change.link);
+        return;
+      case 'setPreferences':
+        links.writes.writePreferences(change.identityId, change.preferences);
         return;
       case 'requireAnotherOwner':
         if (otherOwner.get(change.orgId, change.identityId) === undefined) {
@@ -185,8 +194,10 @@ export function createSqliteAccess(db: Database): AccessRepository {
       run(() => (projectAccess.get(projectId, identityId) as ProjectAccess | undefined) ?? null),
     listProjectMembers: (projectId) =>
       run(() => (projectMembers.all(projectId) as ProjectMemberRow[]).map(toProjectMember)),
+    listProjectMembershipsOf: (identityId) => run(() => (membershipsOf.all(identityId) as ProjectMemberRow[]).map(toProjectMember)),
 
     ...keys.methods,
+    ...links.methods,
     applyAccessChanges: (changes) => run(() => applyAll.immediate(changes)),
   };
 }

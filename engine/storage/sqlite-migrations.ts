@@ -268,6 +268,27 @@ ALTER TABLE versions ADD COLUMN symlink INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE entries ADD COLUMN symlink INTEGER NOT NULL DEFAULT 0;
 `,
   },
+  {
+    version: 10,
+    name: 'people: OIDC subjects and preferences',
+    // People sign in with OIDC (issue 16): (issuer, subject) is who the token says, identity_id who
+    // that is here. The primary key makes a concurrent first sign-in of one person create one user.
+    sql: `
+CREATE TABLE identity_links (
+  issuer TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  identity_id TEXT NOT NULL REFERENCES identities (identity_id),
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (issuer, subject)
+) WITHOUT ROWID;
+CREATE INDEX identity_links_by_identity ON identity_links (identity_id);
+CREATE INDEX project_members_by_identity ON project_members (identity_id, project_id);
+CREATE TABLE identity_preferences (
+  identity_id TEXT PRIMARY KEY REFERENCES identities (identity_id),
+  preferences TEXT NOT NULL
+);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

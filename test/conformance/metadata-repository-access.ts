@@ -115,7 +115,16 @@ export function accessConformance(repo: RepositoryGetter): void {
         { projectId: PROJECT, identityId: a, access: 'write' },
         { projectId: PROJECT, identityId: b, access: 'read' },
       ]);
+      await repo().access.setProjectAccess({ projectId: OTHER_PROJECT, identityId: a, access: 'read' });
+      expect(await repo().access.listProjectMembershipsOf(a)).toStrictEqual(
+        [
+          { projectId: PROJECT, identityId: a, access: 'write' },
+          { projectId: OTHER_PROJECT, identityId: a, access: 'read' },
+        ].sort((x, y) => (x.projectId < y.projectId ? -1 : 1)),
+      );
+      await repo().access.removeProjectMember(OTHER_PROJECT, a);
       await repo().access.removeProjectMember(PROJECT, b);
+      expect(await repo().access.listProjectMembershipsOf(b)).toStrictEqual([]);
       expect(await repo().access.getProjectAccess(PROJECT, b)).toBeNull();
       expect(await repo().access.listProjectMembers(OTHER_PROJECT)).toStrictEqual([]);
     });
@@ -232,6 +241,32 @@ export function accessConformance(repo: RepositoryGetter): void {
         repo().access.applyAccessChanges([{ kind: 'requireKeyActive', keyId: key.keyId, allowReplaced: true }]),
         'KEY_REVOKED',
       );
+    });
+
+    it('links OIDC subjects to identities once, and keeps preferences per identity', async () => {
+      const user: Identity = { identityId: uuidFor(7, 0xd), kind: 'user', name: 'Ada', email: 'ada@lab.example', createdAt: at(1) };
+      const link = { issuer: 'https://id.example', subject: 'ada', identityId: user.identityId, createdAt: at(1) };
+      expect(await repo().access.findLinkedIdentity(link.issuer, link.subject)).toBeNull();
+      await repo().access.applyAccessChanges([{ kind: 'createIdentity', identity: user }, { kind: 'linkIdentity', link }]);
+      expect(await repo().access.findLinkedIdentity(link.issuer, link.subject)).toBe(user.identityId);
+      // Same subject at another issuer is another person.
+      expect(await repo().access.findLinkedIdentity('https://other.example', 'ada')).toBeNull();
+      // A second link of the same subject fails whole: the identity it would have created is not kept.
+      const twin: Identity = { ...user, identityId: uuidFor(8, 0xd) };
+      await expectStrataError(
+        repo().access.applyAccessChanges([
+          { kind: 'createIdentity', identity: twin },
+          { kind: 'linkIdentity', link: { ...link, identityId: twin.identityId } },
+        ]),
+        'IDENTITY_LINK_TAKEN',
+      );
+      expect(await repo().access.getIdentity(twin.identityId)).toBeNull();
+      expect(await repo().access.findLinkedIdentity(link.issuer, link.subject)).toBe(user.identityId);
+
+      expect(await repo().access.getPreferences(user.identityId)).toStrictEqual({});
+      await repo().access.applyAccessChanges([{ kind: 'setPreferences', identityId: user.identityId, preferences: { theme: 'dark', n: 3, nested: { a: [1] } } }]);
+      await repo().access.applyAccessChanges([{ kind: 'setPreferences', identityId: user.identityId, preferences: { theme: 'light' } }]);
+      expect(await repo().access.getPreferences(user.identityId)).toStrictEqual({ theme: 'light' });
     });
   });
 }

@@ -1,0 +1,79 @@
+// Verified OIDC access token → principal. `(iss, sub)` is who the token says; the identity it links to
+// is who that is here. The first token of a subject creates its identity just in time: a person (kind
+// `user`) for a user's token, a service identity for a client-credentials token. A person signing in
+// through an organization's SSO connection also joins that organization (as a member) on first use.
+
+import { isStrataError } from '../errors.js';
+import type { AccessChange } from '../ports/metadata-repository.js';
+import { isoTimestamp } from '../ports/world.js';
+import type { Identity } from '../types.js';
+import { unsafeCharacterReason } from '../unsafe-text.js';
+import { auditChange } from './audit.js';
+import { unauthenticated } from './authenticate.js';
+import type { Principal } from './context.js';
+import type { AccessDeps } from './deps.js';
+import type { TokenVerifier, VerifiedToken } from './token-verifier.js';
+
+const MAX_NAME_LENGTH = 200;
+
+export async function authenticateAccessToken(deps: AccessDeps, verifier: TokenVerifier, token: string): Promise<Principal> {
+  const verified = await verifier.verify(token);
+  const identity = await linkedIdentity(deps, verified);
+  if (identity === null) throw unauthenticated();
+  // A token from an organization's own issuer speaks for that organization only.
+  return { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null };
+}
+
+async function linkedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {
+  const access = deps.repository.access;
+  const { issuer, subject } = verified;
+  const existing = await access.findLinkedIdentity(issuer.issuer, subject);
+  if (existing !== null) return access.getIdentity(existing);
+  const identity = newIdentity(deps, verified);
+  const changes: AccessChange[] = [
+    { kind: 'createIdentity', identity },
+    { kind: 'linkIdentity', link: { issuer: issuer.issuer, subject, identityId: identity.identityId, createdAt: identity.createdAt } },
+  ];
+  if (issuer.orgId !== null && identity.kind === 'user') {
+    changes.push(
+      { kind: 'setOrgRole', membership: { orgId: issuer.orgId, identityId: identity.identityId, role: 'member' } },
+      auditChange(deps, {
+        orgId: issuer.orgId,
+        actorId: identity.identityId,
+        action: 'user.sso-join',
+        target: identity.identityId,
+        details: { identityId: identity.identityId, issuer: issuer.issuer, role: 'member' },
+      }),
+    );
+  }
+  try {
+    await access.applyAccessChanges(changes);
+    return identity;
+  } catch (error) {
+    // Two first requests of one person at once: the other one linked it; use that identity.
+    if (!isStrataError(error, 'IDENTITY_LINK_TAKEN')) throw error;
+    const winner = await access.findLinkedIdentity(issuer.issuer, subject);
+    return winner === null ? null : access.getIdentity(winner);
+  }
+}
+
+function newIdentity(deps: AccessDeps, verified: VerifiedToken): Identity {
+  const { claims } = verified;
+  const email = typeof claims.email === 'string' && claims.email_verified === true ? claims.email : null;
+  const named = [claims.name, claims.preferred_username, email].find((value): value is string => typeof value === 'string' && value !== '');
+  const fallback = verified.service ? `client ${verified.clientId}` : `${verified.subject} (${new URL(verified.issuer.issuer).host})`;
+  return {
+    identityId: deps.ids.uuid(),
+    kind: verified.service ? 'service' : 'user',
+    name: printableName(named) ?? printableName(fallback) ?? 'unnamed',
+    email,
+    createdAt: isoTimestamp(deps.clock),
+  };
+}
+
+/** Names come from another system's claims: shown in history and tables, so printable and bounded. */
+function printableName(name: string | undefined): string | null {
+  if (name === undefined) return null;
+  const trimmed = name.trim().slice(0, MAX_NAME_LENGTH);
+  return trimmed === '' || unsafeCharacterReason(trimmed) !== null ? null : trimmed;
+}
