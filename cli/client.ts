@@ -41,6 +41,8 @@ export interface ApiClient {
 export interface ClientOptions {
   serverUrl: string;
   apiKey: string | undefined;
+  /** a signed-in person's access token (`strata login`), used when there is no API key */
+  tokenSource?: () => Promise<string>;
   /** for the User-Agent */
   version: string;
 }
@@ -77,6 +79,7 @@ export function createClient(options: ClientOptions): ApiClient {
       ...request.headers,
     };
     if (options.apiKey) headers['authorization'] = `Bearer ${options.apiKey}`;
+    else if (options.tokenSource !== undefined) headers['authorization'] = `Bearer ${await options.tokenSource()}`;
     let payload: string | undefined;
     if (request.json !== undefined) {
       payload = JSON.stringify(request.json);

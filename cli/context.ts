@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { type ApiClient, createClient } from './client.js';
 import { type GlobalFlags, type ResolvedTarget, resolveTarget } from './config.js';
+import { loadLogin, tokenSourceFor } from './credentials.js';
 import { CliError, EXIT } from './errors.js';
 import { toProjectPath } from './file-paths.js';
 import { createOutput, type Output } from './output.js';
@@ -54,9 +55,14 @@ export function contextFor(command: Command): CommandContext {
         });
       }
       if (!resolved.apiKey) {
+        // No key: a person who ran `strata login` for this server uses their token.
+        if (loadLogin(resolved.serverUrl) !== null) {
+          client = createClient({ serverUrl: resolved.serverUrl, apiKey: undefined, tokenSource: tokenSourceFor(resolved.serverUrl), version: CLI_VERSION });
+          return client;
+        }
         throw new CliError(
           'NO_CREDENTIALS',
-          'no API key: set STRATA_API_KEY (or "apiKey" in ' + resolved.configPath + '); `strata admin bootstrap` creates the first one',
+          'no credentials: run `strata login`, or set STRATA_API_KEY (or "apiKey" in ' + resolved.configPath + '); `strata admin bootstrap` creates the first key',
           { exitCode: EXIT.auth },
         );
       }

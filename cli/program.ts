@@ -11,6 +11,7 @@ import { registerFileCommands } from './commands/files.js';
 import { registerHistoryCommands } from './commands/history.js';
 import { registerInitCommand } from './commands/init.js';
 import { registerKeyCommands } from './commands/keys.js';
+import { registerLoginCommands } from './commands/login.js';
 import { registerMaintenanceCommands } from './commands/maintenance.js';
 import { registerMountCommand } from './commands/mount.js';
 import { registerProjectCommands } from './commands/projects.js';
@@ -63,6 +64,7 @@ export function buildProgram(): Command {
   registerDatasetCommands(program);
   registerGitCommands(program);
   registerKeyCommands(program);
+  registerLoginCommands(program);
   registerMaintenanceCommands(program);
   registerAdminCommands(program);
   registerServeCommand(program);

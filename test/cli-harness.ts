@@ -138,14 +138,14 @@ export async function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs
  * A fresh home, bootstrapped (`strata admin bootstrap`), served by `strata serve`: the environment
  * a CLI test then runs with (server URL and owner key set), and how to take it all down.
  */
-export async function servedHome(prefix: string): Promise<{ dir: { path: string; remove(): Promise<void> }; server: ServeHandle; env: NodeJS.ProcessEnv; apiKey: string; dispose(): Promise<void> }> {
+export async function servedHome(prefix: string, serveEnv: NodeJS.ProcessEnv = {}): Promise<{ dir: { path: string; remove(): Promise<void> }; server: ServeHandle; env: NodeJS.ProcessEnv; apiKey: string; dispose(): Promise<void> }> {
   const dir = await tempDir(prefix);
   const home = join(dir.path, 'home');
   const base = baseEnv(join(dir.path, 'config'));
   const boot = await runCli(['admin', 'bootstrap', '--home', home, '--json'], base);
   if (boot.code !== 0) throw new Error(`strata admin bootstrap exited ${boot.code}: ${boot.stderr}`);
   const apiKey = parseJson<{ apiKey: string }>(boot).apiKey;
-  const server = await startServe(home, base);
+  const server = await startServe(home, { ...base, ...serveEnv });
   return {
     dir,
     server,

@@ -1,0 +1,106 @@
+// Tokens of `strata login`, per server, in `$XDG_CONFIG_HOME/strata/credentials.json` (beside
+// config.json), mode 0600 from the moment the file exists: written to a 0600 temporary file and
+// renamed over the old one, so a reader never sees a half-written file and no other user can read it.
+
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { configPath } from './config.js';
+import { CliError, EXIT } from './errors.js';
+
+export interface StoredLogin {
+  issuer: string;
+  clientId: string;
+  audience: string;
+  scopes: string[];
+  accessToken: string;
+  refreshToken: string | null;
+  /** epoch ms; the token is refreshed a minute before */
+  expiresAt: number;
+  /** who signed in, for `strata whoami` without a request and for messages */
+  name: string | null;
+}
+
+interface CredentialsFile {
+  servers: Record<string, StoredLogin>;
+}
+
+export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
+  return join(dirname(configPath(env)), 'credentials.json');
+}
+
+function readAll(path: string): CredentialsFile {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { servers: {} };
+    throw new CliError('CONFIG_INVALID', `cannot read ${path}: ${(error as Error).message}`, { exitCode: EXIT.usage, cause: error });
+  }
+  try {
+    const parsed = JSON.parse(text) as CredentialsFile;
+    if (parsed === null || typeof parsed !== 'object' || typeof parsed.servers !== 'object' || parsed.servers === null) throw new Error('no servers');
+    return parsed;
+  } catch (error) {
+    throw new CliError('CONFIG_INVALID', `${path} is damaged: remove it and run \`strata login\` again`, { exitCode: EXIT.usage, cause: error });
+  }
+}
+
+function writeAll(path: string, file: CredentialsFile): void {
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    writeFileSync(temporary, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    chmodSync(temporary, 0o600); // whatever the umask
+    renameSync(temporary, path);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
+}
+
+export function loadLogin(serverUrl: string, env: NodeJS.ProcessEnv = process.env): StoredLogin | null {
+  return readAll(credentialsPath(env)).servers[serverUrl] ?? null;
+}
+
+export function saveLogin(serverUrl: string, login: StoredLogin, env: NodeJS.ProcessEnv = process.env): string {
+  const path = credentialsPath(env);
+  const file = readAll(path);
+  file.servers[serverUrl] = login;
+  writeAll(path, file);
+  return path;
+}
+
+/** Forgets the login of one server; returns what was stored, or null. */
+export function removeLogin(serverUrl: string, env: NodeJS.ProcessEnv = process.env): StoredLogin | null {
+  const path = credentialsPath(env);
+  const file = readAll(path);
+  const login = file.servers[serverUrl] ?? null;
+  if (login === null) return null;
+  delete file.servers[serverUrl];
+  writeAll(path, file);
+  return login;
+}
+
+/**
+ * The bearer token of a stored login, refreshed (and saved) when it expires within a minute. Once per
+ * invocation at most: a command's later requests reuse what the first one got.
+ */
+export function tokenSourceFor(serverUrl: string, env: NodeJS.ProcessEnv = process.env): () => Promise<string> {
+  let current: Promise<string> | null = null;
+  return () => {
+    current ??= (async () => {
+      const login = loadLogin(serverUrl, env);
+      if (login === null) throw new CliError('NO_CREDENTIALS', `not signed in to ${serverUrl}: run \`strata login\``, { exitCode: EXIT.auth });
+      const { REFRESH_MARGIN_MS, refreshLogin } = await import('./login-flow.js');
+      if (login.expiresAt - Date.now() > REFRESH_MARGIN_MS) return login.accessToken;
+      const refreshed = await refreshLogin(login);
+      if (refreshed === null) {
+        throw new CliError('SIGN_IN_EXPIRED', `your sign-in to ${serverUrl} expired: run \`strata login\` again`, { exitCode: EXIT.auth });
+      }
+      saveLogin(serverUrl, refreshed, env);
+      return refreshed.accessToken;
+    })();
+    return current;
+  };
+}
