@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
+import { createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
 import { createTokenVerifier } from '../engine/access/token-verifier.js';
 import type { Engine } from '../engine/engine-api.js';
 import { StrataError } from '../engine/errors.js';
@@ -57,6 +58,8 @@ export interface BuildAppOptions {
   loopbackOnly?: boolean;
   /** the hosted OIDC identity: its access tokens authenticate, and `/auth/resolve` sends people to it */
   signIn?: HostedSignIn;
+  /** how long an authenticated credential is remembered (default 2 s; 0: never) */
+  principalTtlMs?: number;
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
   trustProxy?: boolean | string | string[] | ((address: string, hop: number) => boolean);
   /**
@@ -68,8 +71,10 @@ export interface BuildAppOptions {
 
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock;
+  const principals = createPrincipalCache(clock, options.principalTtlMs);
   const access: AccessDeps = {
-    repository: options.repository,
+    // Every access change made through this app empties the principal cache before it is acknowledged.
+    repository: notifyingAccessChanges(options.repository, () => principals.invalidate()),
     clock,
     ids: options.ids ?? createIdGenerator(clock),
     pepper: createSecretKey(options.pepper),
@@ -121,7 +126,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     }
   });
   if (options.loopbackOnly === true) app.addHook('onRequest', loopbackGuard);
-  app.addHook('onRequest', authHook(access));
+  app.addHook('onRequest', authHook(access, principals));
   app.addHook('onRequest', queryEncodingHook);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

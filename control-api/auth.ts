@@ -2,9 +2,10 @@
 // refused without consuming it. Every kind of bad credential ends in the same 401.
 
 import type { FastifyRequest } from 'fastify';
-import { authenticateApiKey, bearerCredential, unauthenticated } from '../engine/access/authenticate.js';
+import { apiKeyAuthentication, bearerCredential, unauthenticated } from '../engine/access/authenticate.js';
 import type { AccessDeps } from '../engine/access/deps.js';
-import { authenticateAccessToken } from '../engine/access/sign-in.js';
+import type { PrincipalCache } from '../engine/access/principal-cache.js';
+import { accessTokenAuthentication } from '../engine/access/sign-in.js';
 import { looksLikeJwt } from '../engine/access/token-verifier.js';
 import { StrataError } from '../engine/errors.js';
 import { invalidQueryKeys } from './query-string.js';
@@ -12,17 +13,17 @@ import { invalidQueryKeys } from './query-string.js';
 /** Query parameters holding project paths: their decoding failures are INVALID_PATH (422). */
 const PATH_PARAMETERS = new Set(['path', 'prefix']);
 
-export function authHook(deps: AccessDeps) {
+export function authHook(deps: AccessDeps, cache: PrincipalCache) {
   return async (request: FastifyRequest): Promise<void> => {
     if (request.routeOptions.config.public === true || request.is404) return;
     const credential = bearerCredential(request.headers.authorization);
     if (credential === null) throw unauthenticated();
-    // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
-    if (deps.tokens !== undefined && !credential.startsWith('rk.') && looksLikeJwt(credential)) {
-      request.strata.principal = await authenticateAccessToken(deps, deps.tokens, credential);
-    } else {
-      request.strata.principal = await authenticateApiKey(deps, credential);
-    }
+    request.strata.principal = await cache.get(credential, () => {
+      // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
+      const tokens = deps.tokens;
+      if (tokens !== undefined && !credential.startsWith('rk.') && looksLikeJwt(credential)) return accessTokenAuthentication(deps, tokens, credential);
+      return apiKeyAuthentication(deps, credential);
+    });
   };
 }
 

@@ -33,6 +33,11 @@ export function keyIsUsable(record: ApiKeyRecord, environment: string, nowMs: nu
 }
 
 export async function authenticateApiKey(deps: AccessDeps, credential: string): Promise<Principal> {
+  return (await apiKeyAuthentication(deps, credential)).principal;
+}
+
+/** The principal, and when the key stops authenticating by itself (expiry, end of rotation grace). */
+export async function apiKeyAuthentication(deps: AccessDeps, credential: string): Promise<{ principal: Principal; expiresAt: number | null }> {
   const parsed = parseApiKey(credential);
   if (parsed === null) throw unauthenticated();
   const access = deps.repository.access;
@@ -50,5 +55,9 @@ export async function authenticateApiKey(deps: AccessDeps, credential: string): 
   if (record.lastUsedAt === null || nowMs - Date.parse(record.lastUsedAt) >= LAST_USED_RESOLUTION_MS) {
     await access.touchApiKey(record.keyId, new Date(nowMs).toISOString());
   }
-  return { identity, authKind: 'api-key', keyId: record.keyId, orgId: record.orgId, projectScope: record.projectId };
+  const ends = [record.expiresAt, record.replacedBy === null ? null : record.graceUntil].filter((end): end is string => end !== null).map((end) => Date.parse(end));
+  return {
+    principal: { identity, authKind: 'api-key', keyId: record.keyId, orgId: record.orgId, projectScope: record.projectId },
+    expiresAt: ends.length === 0 ? null : Math.min(...ends),
+  };
 }

@@ -17,11 +17,21 @@ import type { TokenVerifier, VerifiedToken } from './token-verifier.js';
 const MAX_NAME_LENGTH = 200;
 
 export async function authenticateAccessToken(deps: AccessDeps, verifier: TokenVerifier, token: string): Promise<Principal> {
+  return (await accessTokenAuthentication(deps, verifier, token)).principal;
+}
+
+/** The principal, and the token's expiry (epoch ms). */
+export async function accessTokenAuthentication(
+  deps: AccessDeps,
+  verifier: TokenVerifier,
+  token: string,
+): Promise<{ principal: Principal; expiresAt: number | null }> {
   const verified = await verifier.verify(token);
   const identity = await linkedIdentity(deps, verified);
   if (identity === null) throw unauthenticated();
   // A token from an organization's own issuer speaks for that organization only.
-  return { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null };
+  const principal: Principal = { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null };
+  return { principal, expiresAt: typeof verified.claims.exp === 'number' ? verified.claims.exp * 1000 : null };
 }
 
 async function linkedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {
