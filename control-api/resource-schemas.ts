@@ -125,6 +125,7 @@ export const KeySchema = Type.Object({
   lastUsedAt: Nullable(Timestamp),
   replacedBy: Nullable(Type.String()),
   graceUntil: Nullable(Timestamp),
+  roleCap: Nullable(OrgRoleSchema),
   role: Nullable(OrgRoleSchema),
   status: Type.Union(['active', 'grace', 'rotated', 'revoked', 'expired'].map((s) => Type.Literal(s))),
 });

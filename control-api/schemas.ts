@@ -107,7 +107,11 @@ export const CreateKeyBody = Type.Object(
     projectId: Type.Optional(Id),
     role: Type.Optional(OrgRoleSchema),
     expiresInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+    /** CI keys that live for a job or a day (exclusive with expiresInDays) */
+    expiresInHours: Type.Optional(Type.Integer({ minimum: 1, maximum: 87_600 })),
     rotateInDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
+    /** self: the key acts as its creator (the default for a person); service: as a new service identity */
+    actAs: Type.Optional(Type.Union([Type.Literal('self'), Type.Literal('service')])),
   },
   closed,
 );

@@ -197,6 +197,11 @@ export interface ApiKeyRecord {
   /** set on the old key when it is rotated: it keeps working until graceUntil */
   replacedBy: string | null;
   graceUntil: string | null;
+  /**
+   * A person's own key: it authenticates as `identityId` (the person), with their organization role
+   * lowered to this. null: a service key, authenticating as its own service identity.
+   */
+  roleCap: OrgRole | null;
 }
 
 export interface AuditRecord {

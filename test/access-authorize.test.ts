@@ -45,7 +45,7 @@ describe('authorization (engine/access)', () => {
   async function principalWith(role: OrgRole, options: { access?: ProjectAccess; projectScope?: string } = {}): Promise<Principal> {
     const { identity } = await createOrgIdentity(deps, owner, { orgId, kind: 'user', name: `${role} user`, role });
     if (options.access !== undefined) await setProjectAccess(deps, owner, { projectId, identityId: identity.identityId, access: options.access });
-    return { identity, authKind: 'api-key', keyId: null, orgId, projectScope: options.projectScope ?? null };
+    return { identity, authKind: 'api-key', keyId: null, orgId, projectScope: options.projectScope ?? null, roleCap: null };
   }
 
   beforeEach(async () => {

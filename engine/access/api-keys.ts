@@ -12,7 +12,7 @@ import type { ApiKeyRecord, OrgRole } from '../types.js';
 import { formatApiKey, generateKeyMaterial, hmacSecret, isValidEnvironment } from './api-key-format.js';
 import { auditChange } from './audit.js';
 import { keyIsUsable } from './authenticate.js';
-import { authorizeOrg, authorizeProject, defaultOrgId } from './authorize.js';
+import { authorizeOrg, authorizeProject, callerRole, defaultOrgId } from './authorize.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
 import { lowerRole, roleAllows, roleAtLeast } from './roles.js';
@@ -31,7 +31,8 @@ export interface IssuedApiKey {
   key: ApiKeyMetadata;
 }
 
-const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
 
 export interface IssueApiKeyInput {
@@ -42,6 +43,8 @@ export interface IssueApiKeyInput {
   purpose: string;
   expiresAt: string | null;
   rotateBy: string | null;
+  /** a person's own key: acts as `identityId` with their role lowered to this */
+  roleCap?: OrgRole | null;
 }
 
 /**
@@ -67,13 +70,20 @@ export function mintApiKey(deps: AccessDeps, input: IssueApiKeyInput): { apiKey:
     lastUsedAt: null,
     replacedBy: null,
     graceUntil: null,
+    roleCap: input.roleCap ?? null,
   };
   return { apiKey: formatApiKey({ environment: deps.environment, keyId, secret }), record };
 }
 
+/** What a key may do: its service identity's role, or for a person's own key their role lowered to its cap. */
+async function keyRole(deps: AccessDeps, record: ApiKeyRecord): Promise<OrgRole | null> {
+  const role = await deps.repository.access.getOrgRole(record.orgId, record.identityId);
+  return role === null || record.roleCap === null ? role : lowerRole(role, record.roleCap);
+}
+
 export async function keyMetadata(deps: AccessDeps, record: ApiKeyRecord): Promise<ApiKeyMetadata> {
   const { secretHmac: _omitted, ...rest } = record;
-  const role = await deps.repository.access.getOrgRole(record.orgId, record.identityId);
+  const role = await keyRole(deps, record);
   const nowMs = deps.clock.now();
   let status: ApiKeyStatus = 'active';
   if (record.revokedAt !== null) status = 'revoked';
@@ -88,7 +98,10 @@ export interface CreateApiKeyInput {
   projectId?: string | null;
   role?: OrgRole;
   expiresInDays?: number;
+  expiresInHours?: number;
   rotateInDays?: number;
+  /** `self`: the key acts as its creator, role capped (default for a person); `service`: a new service identity */
+  actAs?: 'self' | 'service';
 }
 
 export async function createApiKey(deps: AccessDeps, principal: Principal, input: CreateApiKeyInput): Promise<IssuedApiKey> {
@@ -116,30 +129,43 @@ export async function createApiKey(deps: AccessDeps, principal: Principal, input
     throw new StrataError('FORBIDDEN', { message: 'A key cannot have a higher role than its creator', details: { field: 'role' } });
   }
 
+  if (input.expiresInDays !== undefined && input.expiresInHours !== undefined) {
+    throw new StrataError('INVALID_ARGUMENT', { message: 'Give expiresInDays or expiresInHours, not both', details: { field: 'expiresInHours' } });
+  }
   const now = deps.clock.now();
-  const identityId = deps.ids.uuid();
+  const lifetimeMs = input.expiresInHours !== undefined ? input.expiresInHours * HOUR_MS : input.expiresInDays !== undefined ? input.expiresInDays * DAY_MS : null;
+  // A person's key acts as the person (history names them; their project narrowing applies as it
+  // changes); a service key gets an identity of its own, with a copy of the creator's narrowing.
+  const actsAsSelf = (input.actAs ?? (principal.identity.kind === 'user' ? 'self' : 'service')) === 'self';
+  const identityId = actsAsSelf ? principal.identity.identityId : deps.ids.uuid();
   const { apiKey, record } = mintApiKey(deps, {
     orgId,
     identityId,
     projectId,
     ownerId: principal.identity.identityId,
     purpose: input.purpose,
-    expiresAt: input.expiresInDays === undefined ? null : new Date(now + input.expiresInDays * DAY_MS).toISOString(),
+    expiresAt: lifetimeMs === null ? null : new Date(now + lifetimeMs).toISOString(),
     rotateBy: input.rotateInDays === undefined ? null : new Date(now + input.rotateInDays * DAY_MS).toISOString(),
+    roleCap: actsAsSelf ? role : null,
   });
+  const serviceIdentity: AccessChange[] = actsAsSelf
+    ? []
+    : [
+        { kind: 'createIdentity', identity: { identityId, kind: 'service', name: input.purpose, email: null, createdAt: new Date(now).toISOString() } },
+        { kind: 'setOrgRole', membership: { orgId, identityId, role } },
+        ...(await copyNarrowing(deps, principal.identity.identityId, identityId, orgId, projectId)),
+      ];
   // The service identity, its role and narrowing, the key and the audit record: one transaction, so
   // a crash or a failure half-way leaves no identity without a key and no unaudited key.
   await deps.repository.access.applyAccessChanges([
-    { kind: 'createIdentity', identity: { identityId, kind: 'service', name: input.purpose, email: null, createdAt: new Date(now).toISOString() } },
-    { kind: 'setOrgRole', membership: { orgId, identityId, role } },
-    ...(await copyNarrowing(deps, principal.identity.identityId, identityId, orgId, projectId)),
+    ...serviceIdentity,
     { kind: 'createApiKey', key: record },
     auditChange(deps, {
       orgId,
       actorId: principal.identity.identityId,
       action: 'key.create',
       target: record.keyId,
-      details: { keyId: record.keyId, identityId, projectId, role, purpose: input.purpose, expiresAt: record.expiresAt },
+      details: { keyId: record.keyId, identityId, actsAs: actsAsSelf ? 'self' : 'service', projectId, role, purpose: input.purpose, expiresAt: record.expiresAt },
     }),
   ]);
   return { apiKey, key: await keyMetadata(deps, record) };
@@ -180,7 +206,7 @@ async function administrableKey(deps: AccessDeps, principal: Principal, keyId: s
   if (record === null) throw notFound;
   if (principal.orgId !== null && principal.orgId !== record.orgId) throw notFound;
   const me = principal.identity.identityId;
-  const role = await deps.repository.access.getOrgRole(record.orgId, me);
+  const role = await callerRole(deps, principal, record.orgId);
   if (role === null) throw notFound;
   const itself = record.identityId === me;
   const mine = record.ownerId === me || itself;
@@ -190,9 +216,9 @@ async function administrableKey(deps: AccessDeps, principal: Principal, keyId: s
     throw notFound;
   }
   if (itself) return record;
-  const keyRole = await deps.repository.access.getOrgRole(record.orgId, record.identityId);
-  if (keyRole !== null && !roleAtLeast(role, keyRole)) {
-    throw new StrataError('FORBIDDEN', { message: `This key has the ${keyRole} role, above yours (${role}): you cannot ${action} it`, details: { keyId } });
+  const theirs = await keyRole(deps, record);
+  if (theirs !== null && !roleAtLeast(role, theirs)) {
+    throw new StrataError('FORBIDDEN', { message: `This key has the ${theirs} role, above yours (${role}): you cannot ${action} it`, details: { keyId } });
   }
   if (action === 'rotate' && record.ownerId !== me && role !== 'owner') {
     throw new StrataError('FORBIDDEN', {
@@ -223,6 +249,7 @@ export async function rotateApiKey(
     purpose: old.purpose,
     expiresAt: shift(old.expiresAt),
     rotateBy: shift(old.rotateBy),
+    roleCap: old.roleCap,
   });
   const graceUntil = new Date(now + (options.graceSeconds ?? DEFAULT_ROTATION_GRACE_SECONDS) * 1000).toISOString();
   // The guard re-reads the old key inside the transaction: of two concurrent rotations one wins and

@@ -57,7 +57,7 @@ export async function apiKeyAuthentication(deps: AccessDeps, credential: string)
   }
   const ends = [record.expiresAt, record.replacedBy === null ? null : record.graceUntil].filter((end): end is string => end !== null).map((end) => Date.parse(end));
   return {
-    principal: { identity, authKind: 'api-key', keyId: record.keyId, orgId: record.orgId, projectScope: record.projectId },
+    principal: { identity, authKind: 'api-key', keyId: record.keyId, orgId: record.orgId, projectScope: record.projectId, roleCap: record.roleCap },
     expiresAt: ends.length === 0 ? null : Math.min(...ends),
   };
 }

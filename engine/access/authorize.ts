@@ -7,7 +7,7 @@ import { StrataError } from '../errors.js';
 import type { Organization, OrgRole, Project } from '../types.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
-import { type Action, allows, projectCapability, roleAllows } from './roles.js';
+import { type Action, allows, lowerRole, projectCapability, roleAllows } from './roles.js';
 
 export interface ProjectGrant {
   project: Project;
@@ -17,6 +17,16 @@ export interface ProjectGrant {
 export interface OrgGrant {
   org: Organization;
   role: OrgRole;
+}
+
+/**
+ * The caller's role in an organization: their membership, lowered to the credential's cap (a person's
+ * own API key made for a narrower job). null: not a member.
+ */
+export async function callerRole(deps: AccessDeps, principal: Principal, orgId: string): Promise<OrgRole | null> {
+  const role = await deps.repository.access.getOrgRole(orgId, principal.identity.identityId);
+  if (role === null || principal.roleCap === null) return role;
+  return lowerRole(role, principal.roleCap);
 }
 
 function projectNotFound(projectId: string): StrataError {
@@ -45,7 +55,7 @@ export async function authorizeProject(
   if (principal.orgId !== null && principal.orgId !== project.orgId) throw projectNotFound(projectId);
   const access = deps.repository.access;
   const identityId = principal.identity.identityId;
-  const role = await access.getOrgRole(project.orgId, identityId);
+  const role = await callerRole(deps, principal, project.orgId);
   if (role === null) throw projectNotFound(projectId);
   const membership = options.narrow === false ? null : await access.getProjectAccess(projectId, identityId);
   if (!allows(projectCapability(role, membership), action)) throw forbidden(action, 'this project');
@@ -67,7 +77,7 @@ export async function authorizeOrg(
   if (principal.orgId !== null && principal.orgId !== orgId) throw notFound;
   const org = await deps.repository.access.getOrganization(orgId);
   if (org === null) throw notFound;
-  const role = await deps.repository.access.getOrgRole(orgId, principal.identity.identityId);
+  const role = await callerRole(deps, principal, orgId);
   if (role === null) throw notFound;
   if (principal.projectScope !== null && options.allowProjectScoped !== true) {
     throw new StrataError('FORBIDDEN', {
@@ -86,7 +96,7 @@ export async function callerOrganizations(deps: AccessDeps, principal: Principal
   for (const membership of memberships) {
     if (principal.orgId !== null && membership.orgId !== principal.orgId) continue;
     const org = await deps.repository.access.getOrganization(membership.orgId);
-    if (org !== null) result.push({ org, role: membership.role });
+    if (org !== null) result.push({ org, role: principal.roleCap === null ? membership.role : lowerRole(membership.role, principal.roleCap) });
   }
   return result;
 }

@@ -1,7 +1,7 @@
 // Who is calling, established once per request by a host (the control API today, the multi-user server
 // later) and passed to every authorization decision. Nothing here knows about HTTP.
 
-import type { Actor, Identity } from '../types.js';
+import type { Actor, Identity, OrgRole } from '../types.js';
 
 /** `api-key`: an `rk.…` key; `oidc`: an access token of a trusted OIDC issuer */
 export type AuthKind = 'api-key' | 'oidc';
@@ -18,6 +18,8 @@ export interface Principal {
   orgId: string | null;
   /** a project-scoped credential sees this project only; null = the whole organization */
   projectScope: string | null;
+  /** a person's own API key: their organization role, lowered to this; null = no cap */
+  roleCap: OrgRole | null;
 }
 
 export interface RequestContext {

@@ -4,7 +4,7 @@
 import { StrataError } from '../errors.js';
 import type { AuditRecord, Identity, IdentityKind, OrgMembership, OrgRole, Page, ProjectAccess, ProjectMembership } from '../types.js';
 import { auditChange } from './audit.js';
-import { authorizeOrg, authorizeProject } from './authorize.js';
+import { authorizeOrg, authorizeProject, callerRole } from './authorize.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
 import { roleAtLeast } from './roles.js';
@@ -21,7 +21,7 @@ function requireOwnerFor(actorRole: OrgRole, ...roles: Array<OrgRole | null>): v
  */
 async function requireNotAbove(deps: AccessDeps, principal: Principal, orgId: string, identityId: string, targetRole: OrgRole | null): Promise<void> {
   if (targetRole === null || identityId === principal.identity.identityId) return;
-  const actorRole = await deps.repository.access.getOrgRole(orgId, principal.identity.identityId);
+  const actorRole = await callerRole(deps, principal, orgId);
   if (actorRole === null || !roleAtLeast(actorRole, targetRole)) {
     throw new StrataError('FORBIDDEN', { message: `This identity has the ${targetRole} role, above yours: you cannot change its project access`, details: { identityId } });
   }

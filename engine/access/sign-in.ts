@@ -30,7 +30,7 @@ export async function accessTokenAuthentication(
   const identity = await linkedIdentity(deps, verified);
   if (identity === null) throw unauthenticated();
   // A token from an organization's own issuer speaks for that organization only.
-  const principal: Principal = { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null };
+  const principal: Principal = { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null, roleCap: null };
   return { principal, expiresAt: typeof verified.claims.exp === 'number' ? verified.claims.exp * 1000 : null };
 }
 

@@ -1,7 +1,7 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
 import type { AccessRepository } from '../ports/metadata-repository.js';
-import type { ApiKeyRecord, AuditRecord, Page } from '../types.js';
+import type { ApiKeyRecord, AuditRecord, OrgRole, Page } from '../types.js';
 import { checkLimit, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { run } from './sqlite-rows.js';
 
@@ -21,6 +21,7 @@ interface ApiKeyRow {
   last_used_at: string | null;
   replaced_by: string | null;
   grace_until: string | null;
+  role_cap: string | null;
 }
 
 function toApiKey(row: ApiKeyRow): ApiKeyRecord {
@@ -40,6 +41,7 @@ function toApiKey(row: ApiKeyRow): ApiKeyRecord {
     lastUsedAt: row.last_used_at,
     replacedBy: row.replaced_by,
     graceUntil: row.grace_until,
+    roleCap: row.role_cap as OrgRole | null,
   };
 }
 
@@ -59,6 +61,7 @@ function keyParams(key: ApiKeyRecord): Array<string | null> {
     key.lastUsedAt,
     key.replacedBy,
     key.graceUntil,
+    key.roleCap,
     key.keyId,
   ];
 }
@@ -90,13 +93,13 @@ export interface KeyAndAuditWrites {
 export function createSqliteApiKeys(db: Database): { methods: KeyAndAuditMethods; writes: KeyAndAuditWrites } {
   const insertKey = db.prepare(
     `INSERT INTO api_keys (environment, secret_hmac, identity_id, org_id, project_id, owner_id, purpose, created_at,
-       expires_at, rotate_by, revoked_at, last_used_at, replaced_by, grace_until, key_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       expires_at, rotate_by, revoked_at, last_used_at, replaced_by, grace_until, role_cap, key_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const writeKey = db.prepare(
     `UPDATE api_keys SET environment = ?, secret_hmac = ?, identity_id = ?, org_id = ?, project_id = ?, owner_id = ?,
        purpose = ?, created_at = ?, expires_at = ?, rotate_by = ?, revoked_at = ?, last_used_at = ?, replaced_by = ?,
-       grace_until = ? WHERE key_id = ?`,
+       grace_until = ?, role_cap = ? WHERE key_id = ?`,
   );
   const keyById = db.prepare('SELECT * FROM api_keys WHERE key_id = ?');
   const keysOfOrg = db.prepare('SELECT * FROM api_keys WHERE org_id = ? ORDER BY created_at, key_id');

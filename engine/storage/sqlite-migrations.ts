@@ -289,6 +289,15 @@ CREATE TABLE identity_preferences (
 );
 `,
   },
+  {
+    version: 11,
+    name: "people's own API keys",
+    // A key a person makes for CI acts as that person (issue 16): role_cap is the role it is narrowed
+    // to. Keys before it were service keys: NULL.
+    sql: `
+ALTER TABLE api_keys ADD COLUMN role_cap TEXT;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

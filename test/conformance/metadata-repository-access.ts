@@ -42,6 +42,7 @@ function apiKey(n: number, orgId = ORG): ApiKeyRecord {
     lastUsedAt: null,
     replacedBy: null,
     graceUntil: null,
+    roleCap: n % 3 === 0 ? 'viewer' : null,
   };
 }
 
