@@ -97,6 +97,14 @@ describe('strata login', () => {
     expect(refreshed.expiresAt).toBeGreaterThan(Date.now() + 60_000);
     expect((await stat(credentials)).mode & 0o777).toBe(0o600);
 
+    // She makes herself a key for CI; the key acts as her.
+    const made = await runCli(['keys', 'create', '--purpose', 'thesis CI', '--expires-in-hours', '3', '--json'], env);
+    expect(made.code, made.stderr).toBe(0);
+    const ciKey = parseJson<{ apiKey: string; key: { identityId: string; expiresAt: string } }>(made);
+    expect(ciKey.key.identityId).toBe(me.identity.identityId);
+    const asKey = await runCli(['whoami', '--json'], { ...env, STRATA_API_KEY: ciKey.apiKey });
+    expect(parseJson<{ identity: { identityId: string }; authKind: string }>(asKey)).toMatchObject({ identity: { identityId: me.identity.identityId }, authKind: 'api-key' });
+
     const out = await runCli(['logout'], env);
     expect(out.code, out.stderr).toBe(0);
     expect(out.stdout).toContain(`Signed out of ${served.server.url}`);

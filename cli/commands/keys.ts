@@ -18,13 +18,15 @@ export function registerKeyCommands(program: Command): void {
     .command('create')
     .description('create a key; scoped to --project ID if given, else to the whole organization')
     .requiredOption('--purpose <text>', 'what the key is for (shown in listings and the audit log)')
-    .option('--role <role>', "role of the key's service identity (owner, admin, member, viewer)")
+    .option('--role <role>', 'role of the key (owner, admin, member, viewer; never above yours)')
     .option('--org <orgId>', 'organization (default: yours)')
     .option('--expires-in-days <n>', 'the key stops working after N days')
+    .option('--expires-in-hours <n>', 'the key stops working after N hours (a CI job, a day of work)')
+    .option('--as <who>', "'self': the key acts as you (default when you signed in with `strata login`); 'service': as a new service identity")
     .option('--rotate-in-days <n>', 'the key should be rotated within N days')
     .action(
       async (
-        options: { purpose: string; role?: string; org?: string; expiresInDays?: string; rotateInDays?: string },
+        options: { purpose: string; role?: string; org?: string; expiresInDays?: string; expiresInHours?: string; rotateInDays?: string; as?: string },
         command: Command,
       ) => {
         const ctx = contextFor(command);
@@ -36,6 +38,9 @@ export function registerKeyCommands(program: Command): void {
         if (options.role) body['role'] = options.role;
         const expires = parseCount(options.expiresInDays, '--expires-in-days', { min: 1 });
         if (expires !== undefined) body['expiresInDays'] = expires;
+        const hours = parseCount(options.expiresInHours, '--expires-in-hours', { min: 1 });
+        if (hours !== undefined) body['expiresInHours'] = hours;
+        if (options.as !== undefined) body['actAs'] = options.as;
         const rotate = parseCount(options.rotateInDays, '--rotate-in-days', { min: 1 });
         if (rotate !== undefined) body['rotateInDays'] = rotate;
         const created = await ctx.client().json<CreatedKey>('POST', '/v1/keys', { json: body });
