@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
 import { createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
+import { connectionIssuer, systemTxtResolver, type TxtResolver } from '../engine/access/sso.js';
 import { createTokenVerifier } from '../engine/access/token-verifier.js';
 import type { Engine } from '../engine/engine-api.js';
 import { StrataError } from '../engine/errors.js';
@@ -32,6 +33,7 @@ import { registerOrgRoutes } from './routes/orgs.js';
 import { registerProjectRoutes } from './routes/projects.js';
 import { registerRetentionRoutes } from './routes/retention.js';
 import { registerSnapshotRoutes } from './routes/snapshots.js';
+import { registerSsoRoutes } from './routes/sso.js';
 import { registerSyncRoutes } from './routes/sync.js';
 import { validatorCompiler } from './validation.js';
 
@@ -58,6 +60,8 @@ export interface BuildAppOptions {
   loopbackOnly?: boolean;
   /** the hosted OIDC identity: its access tokens authenticate, and `/auth/resolve` sends people to it */
   signIn?: HostedSignIn;
+  /** DNS TXT lookups for SSO domain verification (default: the system resolver) */
+  txtResolver?: TxtResolver;
   /** how long an authenticated credential is remembered (default 2 s; 0: never) */
   principalTtlMs?: number;
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
@@ -81,11 +85,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     environment: options.environment,
   };
   const signIn = options.signIn;
-  if (signIn !== undefined) {
-    const trusted = hostedIssuer(signIn);
-    access.tokens = createTokenVerifier({ clock, trustedIssuer: async (iss) => (iss === trusted.issuer ? trusted : null) });
-  }
-  const deps: RouteDeps = { engine: options.engine, access, maxUploadBytes: options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
+  // Tokens of the hosted issuer, and of each organization's active SSO connection (looked up per
+  // token: a deactivated connection stops authenticating at once).
+  const hosted = signIn === undefined ? null : hostedIssuer(signIn);
+  access.tokens = createTokenVerifier({
+    clock,
+    trustedIssuer: async (iss) => {
+      if (hosted !== null && iss === hosted.issuer) return hosted;
+      const connection = await options.repository.access.findActiveSsoConnection(iss);
+      return connection === null ? null : connectionIssuer(connection);
+    },
+  });
+  const deps: RouteDeps = {
+    engine: options.engine,
+    access,
+    maxUploadBytes: options.maxUploadBytes ?? DEFAULT_MAX_UPLOAD_BYTES,
+    txtResolver: options.txtResolver ?? systemTxtResolver,
+  };
   if (signIn !== undefined) deps.signIn = signIn;
 
   const app: App = Fastify({
@@ -153,6 +169,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerKeyRoutes(app, deps);
   registerAuthRoutes(app, deps);
   registerOrgRoutes(app, deps);
+  registerSsoRoutes(app, deps);
   registerAdminRoutes(app, deps);
   options.extraRoutes?.(app, deps);
 

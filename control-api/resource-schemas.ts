@@ -4,7 +4,7 @@
 import { type TSchema, Type } from 'typebox';
 import { OrgRoleSchema, ProjectAccessSchema } from './schemas.js';
 
-const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const Timestamp = Type.String({ description: 'RFC 3339, UTC' });
 const Hash = Type.String({ pattern: '^blake3:[0-9a-f]{64}$' });
 

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { AccessDeps } from '../engine/access/deps.js';
 import type { HostedSignIn } from '../engine/access/resolve.js';
+import type { TxtResolver } from '../engine/access/sso.js';
 import type { Engine } from '../engine/engine-api.js';
 
 export type App = FastifyInstance<Server, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -14,4 +15,6 @@ export interface RouteDeps {
   maxUploadBytes: number;
   /** the hosted identity people sign in with; absent: API keys only */
   signIn?: HostedSignIn;
+  /** DNS TXT lookups (SSO domain verification) */
+  txtResolver: TxtResolver;
 }

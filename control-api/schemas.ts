@@ -95,6 +95,22 @@ export const ResolveBody = Type.Object(
   { email: EmailText, clientKind: Type.Union([Type.Literal('web'), Type.Literal('cli'), Type.Literal('desktop')]) },
   closed,
 );
+// --- SSO connections
+export const SsoParams = params({ orgId: Id, connectionId: Id });
+export const SsoDomainParams = params({ orgId: Id, connectionId: Id, domain: Type.String({ minLength: 1, maxLength: 253 }) });
+export const CreateSsoBody = Type.Object(
+  {
+    issuer: Type.String({ minLength: 1, maxLength: 2048 }),
+    clientId: Type.String({ minLength: 1, maxLength: 256 }),
+    audience: Type.String({ minLength: 1, maxLength: 2048 }),
+    tokenType: Type.Optional(Type.Union([Type.Literal('at+jwt'), Type.Literal('any')])),
+    scopes: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' }), { minItems: 1, maxItems: 20 })),
+    domains: Type.Array(Type.String({ minLength: 1, maxLength: 253 }), { minItems: 1, maxItems: 50 }),
+  },
+  closed,
+);
+export const TestSsoBody = Type.Object({ accessToken: Type.String({ minLength: 1, maxLength: 16_384 }) }, closed);
+export const DiagnoseQuery = Type.Object({ email: EmailText }, closed);
 /** A merge patch of preferences: keys set to null are removed. */
 export const PreferencesPatch = Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Unknown(), { maxProperties: 100 });
 export const SetRoleBody = Type.Object({ role: OrgRoleSchema }, closed);

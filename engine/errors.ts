@@ -79,6 +79,12 @@ export const ERROR_CATALOGUE = {
   // identity (issue 16)
   IDENTITY_LINK_TAKEN: { status: 409, message: 'This sign-in already belongs to a user' },
   SIGN_IN_NOT_CONFIGURED: { status: 404, message: 'This server has no sign-in configured: use an API key (STRATA_API_KEY)' },
+  SSO_CONNECTION_NOT_FOUND: { status: 404, message: 'SSO connection not found' },
+  SSO_DOMAIN_TAKEN: { status: 409, message: 'The domain is already verified for another SSO connection' },
+  SSO_ISSUER_TAKEN: { status: 409, message: 'Another active SSO connection uses this issuer' },
+  SSO_DOMAIN_NOT_VERIFIED: { status: 409, message: 'The DNS TXT record with the verification token was not found' },
+  SSO_NOT_READY: { status: 409, message: 'An SSO connection is activated only after a verified domain and a successful test sign-in' },
+  SSO_TEST_FAILED: { status: 422, message: 'The test token was not a valid access token of this connection' },
   PREFERENCES_TOO_LARGE: { status: 422, message: 'Preferences are limited to 16 KiB of JSON' },
   GIT_NOT_REPRESENTABLE: { status: 422, message: 'A pushed commit cannot be stored so that it exports to the same commit id' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -157,6 +157,34 @@ export interface Identity {
   createdAt: string;
 }
 
+/** A domain an SSO connection routes: proven by a DNS TXT record holding the verification token. */
+export interface SsoDomain {
+  domain: string;
+  /** publish `strata-domain-verification=<token>` as a TXT record of the domain */
+  verificationToken: string;
+  verifiedAt: string | null;
+}
+
+/** An organization's own identity provider: its people sign in there, their tokens are trusted here. */
+export interface SsoConnection {
+  connectionId: string;
+  orgId: string;
+  issuer: string;
+  /** the public client `strata login` uses at that issuer */
+  clientId: string;
+  /** the `aud` of its access tokens for this server */
+  audience: string;
+  tokenType: 'at+jwt' | 'any';
+  scopes: string[];
+  domains: SsoDomain[];
+  /** when a test sign-in with an identity from the issuer succeeded, and whose */
+  testedAt: string | null;
+  testedSubject: string | null;
+  active: boolean;
+  activatedAt: string | null;
+  createdAt: string;
+}
+
 /** An OIDC subject of a trusted issuer, mapped to the internal identity it signs in as. */
 export interface IdentityLink {
   issuer: string;

@@ -8,6 +8,7 @@ import { buildApp } from '../control-api/app.js';
 import { bootstrapOrganization } from '../engine/access/bootstrap.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import type { HostedSignIn } from '../engine/access/resolve.js';
+import type { TxtResolver } from '../engine/access/sso.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { type FrozenClock, frozenClock } from './helpers/clock.js';
@@ -39,7 +40,7 @@ export interface Harness {
 }
 
 export async function openHarness(
-  options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number; signIn?: HostedSignIn; clockStart?: number } = {},
+  options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number; signIn?: HostedSignIn; clockStart?: number; txtResolver?: TxtResolver } = {},
 ): Promise<Harness> {
   const dir = await tempDir('strata-api-');
   const clock = frozenClock(options.clockStart);
@@ -61,6 +62,7 @@ export async function openHarness(
     ...(options.maxUploadBytes === undefined ? {} : { maxUploadBytes: options.maxUploadBytes }),
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.signIn === undefined ? {} : { signIn: options.signIn }),
+    ...(options.txtResolver === undefined ? {} : { txtResolver: options.txtResolver }),
   });
 
   const harness: Harness = {

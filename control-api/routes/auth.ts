@@ -3,7 +3,7 @@
 
 import { Type } from 'typebox';
 import { describeCaller, updatePreferences } from '../../engine/access/me.js';
-import { resolveSignIn } from '../../engine/access/resolve.js';
+import { resolveSignInRoute } from '../../engine/access/sso.js';
 import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import { IdentitySchema } from '../resource-schemas.js';
@@ -39,7 +39,7 @@ export function registerAuthRoutes(app: App, { access, signIn }: RouteDeps): voi
         // The browser sign-in lands with the history browser's pages; until then CLIs and desktops only.
         throw new StrataError('INVALID_ARGUMENT', { message: "clientKind 'web' is not served yet: use 'cli' or 'desktop'", details: { field: 'clientKind' } });
       }
-      return resolveSignIn(signIn, { email, clientKind });
+      return resolveSignInRoute(access, signIn, email);
     },
   );
 

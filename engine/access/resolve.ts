@@ -2,7 +2,6 @@
 // whose verified domain belongs to an organization with an active SSO connection goes to that
 // organization's issuer; everyone else to the hosted identity of this server.
 
-import { StrataError } from '../errors.js';
 import type { TrustedIssuer } from './token-verifier.js';
 
 /** The hosted identity of a server: its own issuer and the public client its CLIs sign in with. */
@@ -25,13 +24,6 @@ export interface SignInRoute {
   scopes: string[];
   /** the organization whose SSO connection applies; null for the hosted identity */
   orgId: string | null;
-}
-
-export function resolveSignIn(hosted: HostedSignIn | undefined, input: { email: string; clientKind: ClientKind }): SignInRoute {
-  if (hosted === undefined) {
-    throw new StrataError('SIGN_IN_NOT_CONFIGURED', { details: { email: input.email } });
-  }
-  return { mode: 'hosted', issuer: hosted.issuer, clientId: hosted.clientId, audience: hosted.audience, scopes: hosted.scopes, orgId: null };
 }
 
 /** The trusted-issuer entry of the hosted identity, for the token verifier. */

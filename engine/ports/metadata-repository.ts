@@ -15,6 +15,7 @@ import type {
   ProjectMembership,
   Snapshot,
   SnapshotEntry,
+  SsoConnection,
   VersionRecord,
 } from '../types.js';
 
@@ -268,6 +269,13 @@ export interface AccessRepository {
   findLinkedIdentity(issuer: string, subject: string): Promise<string | null>;
   getPreferences(identityId: string): Promise<Record<string, unknown>>;
 
+  getSsoConnection(connectionId: string): Promise<SsoConnection | null>;
+  listSsoConnections(orgId: string): Promise<SsoConnection[]>;
+  /** the active connection with `domain` verified, or null */
+  findSsoConnectionForDomain(domain: string): Promise<SsoConnection | null>;
+  /** the active connection whose issuer is exactly `issuer`, or null */
+  findActiveSsoConnection(issuer: string): Promise<SsoConnection | null>;
+
   createApiKey(key: ApiKeyRecord): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
   listApiKeys(orgId: string): Promise<ApiKeyRecord[]>;
@@ -301,6 +309,12 @@ export type AccessChange =
   /** IDENTITY_LINK_TAKEN if `(issuer, subject)` already maps to an identity (a concurrent first sign-in) */
   | { kind: 'linkIdentity'; link: IdentityLink }
   | { kind: 'setPreferences'; identityId: string; preferences: Record<string, unknown> }
+  /** creates or replaces the connection and its domains */
+  | { kind: 'putSsoConnection'; connection: SsoConnection }
+  /** SSO_DOMAIN_TAKEN if another connection has `domain` verified */
+  | { kind: 'requireDomainUnclaimed'; domain: string; connectionId: string }
+  /** SSO_ISSUER_TAKEN if another active connection has this issuer */
+  | { kind: 'requireIssuerUnclaimed'; issuer: string; connectionId: string }
   /** MEMBERSHIP_LAST_OWNER unless the organization has an owner other than `identityId` */
   | { kind: 'requireAnotherOwner'; orgId: string; identityId: string }
   /** KEY_NOT_FOUND if missing, KEY_REVOKED if revoked, KEY_ROTATED if replaced (unless `allowReplaced`) */

@@ -12,6 +12,7 @@ import type {
 } from '../types.js';
 import { createSqliteApiKeys } from './sqlite-api-keys.js';
 import { createSqliteIdentityLinks } from './sqlite-identity-links.js';
+import { createSqliteSso } from './sqlite-sso.js';
 import { run } from './sqlite-rows.js';
 
 interface OrgRow {
@@ -94,6 +95,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
   };
   const keys = createSqliteApiKeys(db);
   const links = createSqliteIdentityLinks(db);
+  const sso = createSqliteSso(db);
 
   const applyOne = (change: AccessChange): void => {
     switch (change.kind) {
@@ -129,6 +131,15 @@ export function createSqliteAccess(db: Database): AccessRepository {
         return;
       case 'setPreferences':
         links.writes.writePreferences(change.identityId, change.preferences);
+        return;
+      case 'putSsoConnection':
+        sso.writes.putConnection(change.connection);
+        return;
+      case 'requireDomainUnclaimed':
+        sso.writes.requireDomainUnclaimed(change.domain, change.connectionId);
+        return;
+      case 'requireIssuerUnclaimed':
+        sso.writes.requireIssuerUnclaimed(change.issuer, change.connectionId);
         return;
       case 'requireAnotherOwner':
         if (otherOwner.get(change.orgId, change.identityId) === undefined) {
@@ -198,6 +209,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
 
     ...keys.methods,
     ...links.methods,
+    ...sso.methods,
     applyAccessChanges: (changes) => run(() => applyAll.immediate(changes)),
   };
 }

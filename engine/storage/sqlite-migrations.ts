@@ -298,6 +298,38 @@ CREATE TABLE identity_preferences (
 ALTER TABLE api_keys ADD COLUMN role_cap TEXT;
 `,
   },
+  {
+    version: 12,
+    name: 'SSO connections',
+    // An organization's own identity provider (issue 16). A domain is claimed by one connection once
+    // verified (the partial unique index); an issuer by one active connection (checked on activation).
+    sql: `
+CREATE TABLE sso_connections (
+  connection_id TEXT PRIMARY KEY,
+  org_id TEXT NOT NULL REFERENCES organizations (org_id),
+  issuer TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  audience TEXT NOT NULL,
+  token_type TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  tested_at TEXT,
+  tested_subject TEXT,
+  active INTEGER NOT NULL,
+  activated_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX sso_connections_by_org ON sso_connections (org_id);
+CREATE INDEX sso_connections_by_issuer ON sso_connections (issuer, active);
+CREATE TABLE sso_domains (
+  connection_id TEXT NOT NULL REFERENCES sso_connections (connection_id),
+  domain TEXT NOT NULL,
+  verification_token TEXT NOT NULL,
+  verified_at TEXT,
+  PRIMARY KEY (connection_id, domain)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX sso_domains_verified ON sso_domains (domain) WHERE verified_at IS NOT NULL;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
