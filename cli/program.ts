@@ -19,6 +19,7 @@ import { registerPolicyCommands } from './commands/policy.js';
 import { registerRetentionCommands } from './commands/retention.js';
 import { registerServeCommand } from './commands/serve.js';
 import { registerSnapshotCommands } from './commands/snapshots.js';
+import { registerSsoCommands } from './commands/sso.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerSyncCommands } from './commands/sync.js';
 import { registerTagCommands } from './commands/tags.js';
@@ -65,6 +66,7 @@ export function buildProgram(): Command {
   registerGitCommands(program);
   registerKeyCommands(program);
   registerLoginCommands(program);
+  registerSsoCommands(program);
   registerMaintenanceCommands(program);
   registerAdminCommands(program);
   registerServeCommand(program);
