@@ -18,6 +18,7 @@ import { authHook, queryEncodingHook } from './auth.js';
 import { clientErrorHandler, frameworkErrorHandler, installErrorHandling } from './errors.js';
 import { type AppLoggerOptions, childLoggerFactory, loggerOptions } from './logging.js';
 import { loopbackGuard } from './loopback.js';
+import { installRateLimits, type RateLimitOptions } from './rate-limits.js';
 import { createOpenApiCollector } from './openapi.js';
 import { parseQueryString } from './query-string.js';
 import { createRequestContext, genRequestId } from './request-context.js';
@@ -62,6 +63,8 @@ export interface BuildAppOptions {
   signIn?: HostedSignIn;
   /** DNS TXT lookups for SSO domain verification (default: the system resolver) */
   txtResolver?: TxtResolver;
+  /** rate limits per credential and for failed authentications (the network server); absent: none */
+  rateLimit?: RateLimitOptions;
   /** how long an authenticated credential is remembered (default 2 s; 0: never) */
   principalTtlMs?: number;
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
@@ -142,7 +145,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     }
   });
   if (options.loopbackOnly === true) app.addHook('onRequest', loopbackGuard);
-  app.addHook('onRequest', authHook(access, principals));
+  const limits = options.rateLimit === undefined ? null : await installRateLimits(app, options.rateLimit);
+  app.addHook('onRequest', authHook(access, principals, limits?.authFailures ?? null));
+  if (limits !== null) app.addHook('onRequest', limits.afterAuthentication);
   app.addHook('onRequest', queryEncodingHook);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

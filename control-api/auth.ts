@@ -1,29 +1,37 @@
 // Authentication hook: runs before the body is read (onRequest), so an unauthenticated upload is
 // refused without consuming it. Every kind of bad credential ends in the same 401.
 
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { apiKeyAuthentication, bearerCredential, unauthenticated } from '../engine/access/authenticate.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import type { PrincipalCache } from '../engine/access/principal-cache.js';
 import { accessTokenAuthentication } from '../engine/access/sign-in.js';
 import { looksLikeJwt } from '../engine/access/token-verifier.js';
-import { StrataError } from '../engine/errors.js';
+import { isStrataError, StrataError } from '../engine/errors.js';
 import { invalidQueryKeys } from './query-string.js';
+import type { AuthFailureGuard } from './rate-limits.js';
 
 /** Query parameters holding project paths: their decoding failures are INVALID_PATH (422). */
 const PATH_PARAMETERS = new Set(['path', 'prefix']);
 
-export function authHook(deps: AccessDeps, cache: PrincipalCache) {
-  return async (request: FastifyRequest): Promise<void> => {
+export function authHook(deps: AccessDeps, cache: PrincipalCache, failures: AuthFailureGuard | null) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (request.routeOptions.config.public === true || request.is404) return;
-    const credential = bearerCredential(request.headers.authorization);
-    if (credential === null) throw unauthenticated();
-    request.strata.principal = await cache.get(credential, () => {
-      // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
-      const tokens = deps.tokens;
-      if (tokens !== undefined && !credential.startsWith('rk.') && looksLikeJwt(credential)) return accessTokenAuthentication(deps, tokens, credential);
-      return apiKeyAuthentication(deps, credential);
-    });
+    // An IP that failed too often is refused before its credential is even looked at.
+    if (failures !== null) await failures.check(request, reply);
+    try {
+      const credential = bearerCredential(request.headers.authorization);
+      if (credential === null) throw unauthenticated();
+      request.strata.principal = await cache.get(credential, () => {
+        // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
+        const tokens = deps.tokens;
+        if (tokens !== undefined && !credential.startsWith('rk.') && looksLikeJwt(credential)) return accessTokenAuthentication(deps, tokens, credential);
+        return apiKeyAuthentication(deps, credential);
+      });
+    } catch (error) {
+      if (failures !== null && isStrataError(error, 'UNAUTHENTICATED')) await failures.failed(request);
+      throw error;
+    }
   };
 }
 

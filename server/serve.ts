@@ -9,6 +9,7 @@ import { StrataError } from '../engine/errors.js';
 import { openLocalEngine } from '../engine/local.js';
 import type { Clock } from '../engine/ports/world.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
+import { type NetworkFlags, networkFromConfig } from './network-config.js';
 import { signInFromConfig, type SignInFlags } from './sign-in-config.js';
 
 const LISTEN = /^(\[[0-9a-fA-F:.]+\]|[^:\s[\]]+):(\d{1,5})$/;
@@ -37,10 +38,13 @@ export async function startServer(options: {
   clock?: Clock;
   /** the hosted OIDC identity (flags; the environment fills what they leave out) */
   signIn?: SignInFlags;
+  /** rate limits and proxies (flags; the environment fills what they leave out) */
+  network?: NetworkFlags;
 }): Promise<{ url: string; close(): Promise<void> }> {
   const { host, port } = parseListen(options.listen);
   const environment = resolveEnvironment(options.environment);
   const signIn = signInFromConfig(options.signIn ?? {});
+  const network = networkFromConfig(options.network ?? {}, isLoopbackAddress(host));
   const pepper = await loadPepper(options.home, { create: true });
   // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
   const logger: AppLoggerOptions | false =
@@ -56,6 +60,8 @@ export async function startServer(options: {
       logger,
       loopbackOnly: isLoopbackAddress(host),
       ...(signIn === undefined ? {} : { signIn }),
+      ...(network.rateLimit === undefined ? {} : { rateLimit: network.rateLimit }),
+      ...(network.trustedProxies.length === 0 ? {} : { trustProxy: network.trustedProxies }),
     });
     try {
       await app.listen({ host, port });
@@ -72,11 +78,13 @@ export async function startServer(options: {
         try {
           await app.close();
         } finally {
+          await network.rateLimit?.redis?.quit().catch(() => {});
           await local.close();
         }
       },
     };
   } catch (error) {
+    network.rateLimit?.redis?.disconnect();
     await local.close();
     throw error;
   }

@@ -9,6 +9,7 @@ import { bootstrapOrganization } from '../engine/access/bootstrap.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import type { HostedSignIn } from '../engine/access/resolve.js';
 import type { TxtResolver } from '../engine/access/sso.js';
+import type { RateLimitOptions } from '../control-api/rate-limits.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { type FrozenClock, frozenClock } from './helpers/clock.js';
@@ -40,7 +41,12 @@ export interface Harness {
 }
 
 export async function openHarness(
-  options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number; signIn?: HostedSignIn; clockStart?: number; txtResolver?: TxtResolver } = {},
+  options: { loopbackOnly?: boolean; maxUploadBytes?: number; bodyLimit?: number; signIn?: HostedSignIn;
+    clockStart?: number;
+    txtResolver?: TxtResolver;
+    rateLimit?: RateLimitOptions;
+    trustProxy?: string[];
+  } = {},
 ): Promise<Harness> {
   const dir = await tempDir('strata-api-');
   const clock = frozenClock(options.clockStart);
@@ -63,6 +69,8 @@ export async function openHarness(
     ...(options.bodyLimit === undefined ? {} : { bodyLimit: options.bodyLimit }),
     ...(options.signIn === undefined ? {} : { signIn: options.signIn }),
     ...(options.txtResolver === undefined ? {} : { txtResolver: options.txtResolver }),
+    ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
+    ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
   });
 
   const harness: Harness = {

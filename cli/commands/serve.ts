@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { NetworkFlags } from '../../server/network-config.js';
 import type { SignInFlags } from '../../server/sign-in-config.js';
 import { contextFor } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
@@ -21,6 +22,10 @@ export function registerServeCommand(program: Command): void {
     .option('--oidc-client-id <id>', 'public client id `strata login` uses at the issuer (env STRATA_OIDC_CLIENT_ID)')
     .option('--oidc-scopes <scopes>', 'scopes `strata login` asks for (env STRATA_OIDC_SCOPES; default "openid offline_access")')
     .option('--oidc-token-type <type>', "'at+jwt' (default: typed access tokens, RFC 9068) or 'any' (env STRATA_OIDC_TOKEN_TYPE)")
+    .option('--rate-limit <N/Ss>', 'requests per credential, e.g. 1000/10s, or off (env STRATA_RATE_LIMIT; default 1000/10s on a network address, off on loopback)')
+    .option('--auth-failure-limit <N/Ss>', 'failed authentications per client IP (env STRATA_AUTH_FAILURE_LIMIT; default 20/60s)')
+    .option('--redis <url>', 'redis://HOST:PORT to share rate-limit counters between replicas (env STRATA_REDIS_URL)')
+    .option('--trusted-proxies <cidrs>', 'comma-separated proxies whose X-Forwarded-For names the client (env STRATA_TRUSTED_PROXIES)')
     .action(async (options: ServeOptions, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
@@ -35,6 +40,7 @@ export function registerServeCommand(program: Command): void {
             ...(options.quiet ? { logger: false } : {}),
             ...(options.environment === undefined ? {} : { environment: options.environment }),
             signIn: signInFlags(options),
+            network: networkFlags(options),
           }).catch((error: unknown) => {
             throw listenError(error, options.listen);
           }),
@@ -59,6 +65,19 @@ interface ServeOptions {
   oidcClientId?: string;
   oidcScopes?: string;
   oidcTokenType?: string;
+  rateLimit?: string;
+  authFailureLimit?: string;
+  redis?: string;
+  trustedProxies?: string;
+}
+
+function networkFlags(options: ServeOptions): NetworkFlags {
+  const flags: NetworkFlags = {};
+  for (const key of ['rateLimit', 'authFailureLimit', 'redis', 'trustedProxies'] as const) {
+    const value = options[key];
+    if (value !== undefined) flags[key] = value;
+  }
+  return flags;
 }
 
 function signInFlags(options: ServeOptions): SignInFlags {
