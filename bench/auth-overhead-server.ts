@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildApp } from '../control-api/app.js';
+import { DEFAULT_RATE_LIMITS, parseRate } from '../control-api/rate-limits.js';
 import { principalOf } from '../control-api/request-context.js';
 import { authenticateApiKey } from '../engine/access/authenticate.js';
 import { authorizeProject } from '../engine/access/authorize.js';
@@ -34,6 +35,10 @@ const app = await buildApp({
   environment: 'bench',
   // BENCH_PRINCIPAL_TTL_MS=0: every request authenticates in full (the cost of a cache miss).
   principalTtlMs: Number(process.env['BENCH_PRINCIPAL_TTL_MS'] ?? 2_000),
+  // BENCH_RATE_LIMIT=N/Ss: the per-credential limit of `strata serve` (bench/rate-limit-flood.ts).
+  ...(process.env['BENCH_RATE_LIMIT'] === undefined
+    ? {}
+    : { rateLimit: { ...DEFAULT_RATE_LIMITS, ...parseRate(process.env['BENCH_RATE_LIMIT'], 'BENCH_RATE_LIMIT')! } }),
   signIn: { issuer: issuer!, audience: audience!, clientId: 'strata-cli', scopes: ['openid'], tokenType: 'at+jwt' },
   extraRoutes: (routes, deps) => {
     const stat = async (principal: Principal, projectId: string) => {
