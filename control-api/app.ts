@@ -33,6 +33,7 @@ import { registerKeyRoutes } from './routes/keys.js';
 import { registerOrgRoutes } from './routes/orgs.js';
 import { registerProjectRoutes } from './routes/projects.js';
 import { registerRetentionRoutes } from './routes/retention.js';
+import { registerScimRoutes } from './routes/scim.js';
 import { registerSnapshotRoutes } from './routes/snapshots.js';
 import { registerSsoRoutes } from './routes/sso.js';
 import { registerSyncRoutes } from './routes/sync.js';
@@ -175,6 +176,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerAuthRoutes(app, deps);
   registerOrgRoutes(app, deps);
   registerSsoRoutes(app, deps);
+  registerScimRoutes(app, deps);
   registerAdminRoutes(app, deps);
   options.extraRoutes?.(app, deps);
 

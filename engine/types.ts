@@ -185,6 +185,44 @@ export interface SsoConnection {
   createdAt: string;
 }
 
+/** SCIM provisioning of one organization: its bearer token (HMAC only) and how groups map to roles. */
+export interface ScimConfig {
+  orgId: string;
+  tokenId: string;
+  secretHmac: string;
+  createdAt: string;
+  /** role of a provisioned, active user in no mapped group */
+  defaultRole: Exclude<OrgRole, 'owner'>;
+  /** group displayName → role; a user gets the highest role of their mapped groups */
+  groupRoles: Record<string, Exclude<OrgRole, 'owner'>>;
+}
+
+/** A user provisioned by an organization's directory. `identityId` is its SCIM id. */
+export interface ScimUser {
+  orgId: string;
+  identityId: string;
+  userName: string;
+  externalId: string | null;
+  active: boolean;
+  /** every other SCIM attribute as the directory sent it (name, emails, displayName, extensions…) */
+  attributes: Record<string, unknown>;
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
+export interface ScimGroup {
+  orgId: string;
+  groupId: string;
+  displayName: string;
+  externalId: string | null;
+  /** identity ids of the members (provisioned users of the same organization) */
+  members: string[];
+  createdAt: string;
+  updatedAt: string;
+  version: number;
+}
+
 /** An OIDC subject of a trusted issuer, mapped to the internal identity it signs in as. */
 export interface IdentityLink {
   issuer: string;

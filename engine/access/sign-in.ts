@@ -35,10 +35,50 @@ export async function accessTokenAuthentication(
 }
 
 async function linkedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {
+  const identity = await findOrCreateIdentity(deps, verified);
+  // A person the organization's directory deactivated signs in through its issuer no more.
+  if (identity !== null && verified.issuer.orgId !== null) {
+    const provisioned = await deps.repository.access.getScimUser(verified.issuer.orgId, identity.identityId);
+    if (provisioned !== null && !provisioned.active) return null;
+  }
+  return identity;
+}
+
+/**
+ * The first token of a person from an organization's own issuer finds the user its directory
+ * provisioned (SCIM userName = the token's email, preferred_username or upn) instead of making another.
+ */
+async function provisionedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<string | null> {
+  const orgId = verified.issuer.orgId;
+  if (orgId === null || verified.service) return null;
+  const { claims } = verified;
+  for (const name of [claims.email, claims.preferred_username, claims.upn]) {
+    if (typeof name !== 'string' || name === '') continue;
+    const user = await deps.repository.access.findScimUserByUserName(orgId, name);
+    if (user !== null) return user.identityId;
+  }
+  return null;
+}
+
+async function findOrCreateIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {
   const access = deps.repository.access;
   const { issuer, subject } = verified;
   const existing = await access.findLinkedIdentity(issuer.issuer, subject);
   if (existing !== null) return access.getIdentity(existing);
+  const provisioned = await provisionedIdentity(deps, verified);
+  if (provisioned !== null) {
+    const link = { issuer: issuer.issuer, subject, identityId: provisioned, createdAt: isoTimestamp(deps.clock) };
+    try {
+      await access.applyAccessChanges([
+        { kind: 'linkIdentity', link },
+        auditChange(deps, { orgId: issuer.orgId!, actorId: provisioned, action: 'user.sso-link', target: provisioned, details: { identityId: provisioned, issuer: issuer.issuer } }),
+      ]);
+    } catch (error) {
+      if (!isStrataError(error, 'IDENTITY_LINK_TAKEN')) throw error;
+    }
+    const winner = await access.findLinkedIdentity(issuer.issuer, subject);
+    return winner === null ? null : access.getIdentity(winner);
+  }
   const identity = newIdentity(deps, verified);
   const changes: AccessChange[] = [
     { kind: 'createIdentity', identity },

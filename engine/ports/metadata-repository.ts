@@ -13,6 +13,9 @@ import type {
   Project,
   ProjectAccess,
   ProjectMembership,
+  ScimConfig,
+  ScimGroup,
+  ScimUser,
   Snapshot,
   SnapshotEntry,
   SsoConnection,
@@ -276,6 +279,17 @@ export interface AccessRepository {
   /** the active connection whose issuer is exactly `issuer`, or null */
   findActiveSsoConnection(issuer: string): Promise<SsoConnection | null>;
 
+  getScimConfig(orgId: string): Promise<ScimConfig | null>;
+  getScimConfigByToken(tokenId: string): Promise<ScimConfig | null>;
+  getScimUser(orgId: string, identityId: string): Promise<ScimUser | null>;
+  /** userName compares case-insensitively (RFC 7643 §4.1.1) */
+  findScimUserByUserName(orgId: string, userName: string): Promise<ScimUser | null>;
+  listScimUsers(orgId: string): Promise<ScimUser[]>;
+  getScimGroup(orgId: string, groupId: string): Promise<ScimGroup | null>;
+  listScimGroups(orgId: string): Promise<ScimGroup[]>;
+  /** the groups of the organization `identityId` is a member of */
+  listScimGroupsOf(orgId: string, identityId: string): Promise<ScimGroup[]>;
+
   createApiKey(key: ApiKeyRecord): Promise<void>;
   getApiKey(keyId: string): Promise<ApiKeyRecord | null>;
   listApiKeys(orgId: string): Promise<ApiKeyRecord[]>;
@@ -315,6 +329,17 @@ export type AccessChange =
   | { kind: 'requireDomainUnclaimed'; domain: string; connectionId: string }
   /** SSO_ISSUER_TAKEN if another active connection has this issuer */
   | { kind: 'requireIssuerUnclaimed'; issuer: string; connectionId: string }
+  /** the name and email shown for an identity (a directory renamed the person) */
+  | { kind: 'setIdentityProfile'; identityId: string; name: string; email: string | null }
+  | { kind: 'putScimConfig'; config: ScimConfig }
+  /** SCIM_USERNAME_TAKEN if another user of the organization has this userName (any case) */
+  | { kind: 'putScimUser'; user: ScimUser }
+  | { kind: 'deleteScimUser'; orgId: string; identityId: string }
+  /** SCIM_GROUP_NAME_TAKEN if another group of the organization has this displayName */
+  | { kind: 'putScimGroup'; group: ScimGroup }
+  | { kind: 'deleteScimGroup'; orgId: string; groupId: string }
+  /** SCIM_VERSION_MISMATCH unless the stored resource still has `version` (a concurrent change won) */
+  | { kind: 'requireScimVersion'; orgId: string; resource: 'user' | 'group'; id: string; version: number }
   /** MEMBERSHIP_LAST_OWNER unless the organization has an owner other than `identityId` */
   | { kind: 'requireAnotherOwner'; orgId: string; identityId: string }
   /** KEY_NOT_FOUND if missing, KEY_REVOKED if revoked, KEY_ROTATED if replaced (unless `allowReplaced`) */

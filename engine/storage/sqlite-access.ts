@@ -12,6 +12,7 @@ import type {
 } from '../types.js';
 import { createSqliteApiKeys } from './sqlite-api-keys.js';
 import { createSqliteIdentityLinks } from './sqlite-identity-links.js';
+import { createSqliteScim } from './sqlite-scim.js';
 import { createSqliteSso } from './sqlite-sso.js';
 import { run } from './sqlite-rows.js';
 
@@ -61,6 +62,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
     'INSERT INTO identities (identity_id, kind, name, email, created_at) VALUES (?, ?, ?, ?, ?)',
   );
   const identityById = db.prepare('SELECT * FROM identities WHERE identity_id = ?');
+  const updateProfile = db.prepare('UPDATE identities SET name = ?, email = ? WHERE identity_id = ?');
   const upsertOrgRole = db.prepare(
     'INSERT INTO org_members (org_id, identity_id, role) VALUES (?, ?, ?) ON CONFLICT (org_id, identity_id) DO UPDATE SET role = excluded.role',
   );
@@ -96,6 +98,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
   const keys = createSqliteApiKeys(db);
   const links = createSqliteIdentityLinks(db);
   const sso = createSqliteSso(db);
+  const scim = createSqliteScim(db);
 
   const applyOne = (change: AccessChange): void => {
     switch (change.kind) {
@@ -140,6 +143,27 @@ export function createSqliteAccess(db: Database): AccessRepository {
         return;
       case 'requireIssuerUnclaimed':
         sso.writes.requireIssuerUnclaimed(change.issuer, change.connectionId);
+        return;
+      case 'setIdentityProfile':
+        updateProfile.run(change.name, change.email, change.identityId);
+        return;
+      case 'putScimConfig':
+        scim.writes.putConfig(change.config);
+        return;
+      case 'putScimUser':
+        scim.writes.putUser(change.user);
+        return;
+      case 'deleteScimUser':
+        scim.writes.deleteUser(change.orgId, change.identityId);
+        return;
+      case 'putScimGroup':
+        scim.writes.putGroup(change.group);
+        return;
+      case 'deleteScimGroup':
+        scim.writes.deleteGroup(change.orgId, change.groupId);
+        return;
+      case 'requireScimVersion':
+        scim.writes.requireVersion(change.orgId, change.resource, change.id, change.version);
         return;
       case 'requireAnotherOwner':
         if (otherOwner.get(change.orgId, change.identityId) === undefined) {
@@ -210,6 +234,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
     ...keys.methods,
     ...links.methods,
     ...sso.methods,
+    ...scim.methods,
     applyAccessChanges: (changes) => run(() => applyAll.immediate(changes)),
   };
 }

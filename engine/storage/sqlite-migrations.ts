@@ -330,6 +330,55 @@ CREATE TABLE sso_domains (
 CREATE UNIQUE INDEX sso_domains_verified ON sso_domains (domain) WHERE verified_at IS NOT NULL;
 `,
   },
+  {
+    version: 13,
+    name: 'SCIM provisioning',
+    // An organization's directory provisions users and groups (issue 16). A provisioned user is an
+    // identity (its SCIM id); scim_users holds what the directory says about it in that organization.
+    sql: `
+CREATE TABLE scim_configs (
+  org_id TEXT PRIMARY KEY REFERENCES organizations (org_id),
+  token_id TEXT NOT NULL UNIQUE,
+  secret_hmac TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  default_role TEXT NOT NULL,
+  group_roles TEXT NOT NULL
+);
+CREATE TABLE scim_users (
+  org_id TEXT NOT NULL,
+  identity_id TEXT NOT NULL REFERENCES identities (identity_id),
+  user_name TEXT NOT NULL,
+  user_name_key TEXT NOT NULL,
+  external_id TEXT,
+  active INTEGER NOT NULL,
+  attributes TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (org_id, identity_id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX scim_users_by_name ON scim_users (org_id, user_name_key);
+CREATE TABLE scim_groups (
+  org_id TEXT NOT NULL,
+  group_id TEXT NOT NULL,
+  display_name TEXT NOT NULL,
+  display_name_key TEXT NOT NULL,
+  external_id TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (org_id, group_id)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX scim_groups_by_name ON scim_groups (org_id, display_name_key);
+CREATE TABLE scim_group_members (
+  org_id TEXT NOT NULL,
+  group_id TEXT NOT NULL,
+  identity_id TEXT NOT NULL,
+  PRIMARY KEY (org_id, group_id, identity_id)
+) WITHOUT ROWID;
+CREATE INDEX scim_group_members_by_identity ON scim_group_members (org_id, identity_id);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
