@@ -4,6 +4,7 @@
 import { createSecretKey, randomUUID } from 'node:crypto';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance } from 'fastify';
+import { auditOrigin } from '../engine/access/audit.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
 import { createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
@@ -88,6 +89,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     pepper: createSecretKey(options.pepper),
     environment: options.environment,
   };
+  access.signIns = new Set();
   const signIn = options.signIn;
   // Tokens of the hosted issuer, and of each organization's active SSO connection (looked up per
   // token: a deactivated connection stops authenticating at once).
@@ -145,6 +147,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
       throw new StrataError('SHUTTING_DOWN');
     }
   });
+  // Audit records made while serving a request name it (engine/access/audit.ts).
+  app.addHook('onRequest', (request, _reply, done) => auditOrigin.run({ requestId: request.id, clientIp: request.ip }, done));
   if (options.loopbackOnly === true) app.addHook('onRequest', loopbackGuard);
   const limits = options.rateLimit === undefined ? null : await installRateLimits(app, options.rateLimit);
   app.addHook('onRequest', authHook(access, principals, limits?.authFailures ?? null));

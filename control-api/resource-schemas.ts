@@ -138,6 +138,8 @@ export const AuditSchema = Type.Object({
   target: Type.String(),
   details: Type.Record(Type.String(), Type.Unknown()),
   timestamp: Timestamp,
+  requestId: Nullable(Type.String()),
+  clientIp: Nullable(Type.String()),
 });
 export const ErrorSchema = Type.Object({
   error: Type.Object({

@@ -278,4 +278,8 @@ export interface AuditRecord {
   target: string;
   details: Record<string, unknown>;
   timestamp: string;
+  /** the request that made the change (null: not made over the API, e.g. `strata admin`) */
+  requestId: string | null;
+  /** its client address, through the configured trusted proxies only */
+  clientIp: string | null;
 }

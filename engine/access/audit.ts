@@ -1,7 +1,15 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { AccessChange } from '../ports/metadata-repository.js';
 import { isoTimestamp } from '../ports/world.js';
 import type { AuditRecord } from '../types.js';
 import type { AccessDeps } from './deps.js';
+
+/**
+ * The request an access change is made for: a host (the control API) runs each request inside it, so
+ * every audit record names its request id and client address without threading them through every
+ * function.
+ */
+export const auditOrigin = new AsyncLocalStorage<{ requestId: string; clientIp: string }>();
 
 /**
  * One audit record, as a change to apply in the same transaction as what it records (an audited
@@ -20,6 +28,8 @@ export function auditChange(
     target: entry.target,
     details: entry.details,
     timestamp: isoTimestamp(deps.clock),
+    requestId: auditOrigin.getStore()?.requestId ?? null,
+    clientIp: auditOrigin.getStore()?.clientIp ?? null,
   };
   return { kind: 'appendAudit', record };
 }

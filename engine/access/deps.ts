@@ -18,4 +18,9 @@ export interface AccessDeps {
   environment: string;
   /** verifies OIDC access tokens; absent when no issuer is configured (then only API keys work) */
   tokens?: TokenVerifier;
+  /**
+   * access tokens (by jti) this process has seen: the first request with a new one is a sign-in,
+   * audited as `auth.login`. Absent: sign-ins are not audited.
+   */
+  signIns?: Set<string>;
 }

@@ -8,7 +8,7 @@ import type { AccessChange } from '../ports/metadata-repository.js';
 import { isoTimestamp } from '../ports/world.js';
 import type { Identity } from '../types.js';
 import { unsafeCharacterReason } from '../unsafe-text.js';
-import { auditChange } from './audit.js';
+import { audit, auditChange } from './audit.js';
 import { unauthenticated } from './authenticate.js';
 import type { Principal } from './context.js';
 import type { AccessDeps } from './deps.js';
@@ -31,7 +31,33 @@ export async function accessTokenAuthentication(
   if (identity === null) throw unauthenticated();
   // A token from an organization's own issuer speaks for that organization only.
   const principal: Principal = { identity, authKind: 'oidc', keyId: null, orgId: verified.issuer.orgId, projectScope: null, roleCap: null };
+  await auditSignIn(deps, verified, principal);
   return { principal, expiresAt: typeof verified.claims.exp === 'number' ? verified.claims.exp * 1000 : null };
+}
+
+const MAX_SIGN_INS_REMEMBERED = 100_000;
+
+/**
+ * A token's first use here is a sign-in: audited in the organization it speaks for (an SSO issuer's),
+ * or in every organization of the person (the hosted issuer). Another replica may audit it once more.
+ */
+async function auditSignIn(deps: AccessDeps, verified: VerifiedToken, principal: Principal): Promise<void> {
+  const seen = deps.signIns;
+  const jti = typeof verified.claims.jti === 'string' ? verified.claims.jti : `${verified.subject}@${String(verified.claims.iat)}`;
+  const key = `${verified.issuer.issuer} ${jti}`;
+  if (seen === undefined || seen.has(key)) return;
+  if (seen.size >= MAX_SIGN_INS_REMEMBERED) seen.delete(seen.values().next().value as string);
+  seen.add(key);
+  const orgIds = principal.orgId !== null ? [principal.orgId] : (await deps.repository.access.listOrgsOf(principal.identity.identityId)).map((m) => m.orgId);
+  for (const orgId of orgIds) {
+    await audit(deps, {
+      orgId,
+      actorId: principal.identity.identityId,
+      action: 'auth.login',
+      target: principal.identity.identityId,
+      details: { issuer: verified.issuer.issuer, clientId: verified.clientId, service: verified.service },
+    });
+  }
 }
 
 async function linkedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {

@@ -75,6 +75,8 @@ interface AuditRow {
   target: string;
   details: string;
   timestamp: string;
+  request_id: string | null;
+  client_ip: string | null;
 }
 
 type KeyAndAuditMethods = Pick<
@@ -109,7 +111,7 @@ export function createSqliteApiKeys(db: Database): { methods: KeyAndAuditMethods
     'UPDATE api_keys SET last_used_at = ? WHERE key_id = ? AND (last_used_at IS NULL OR last_used_at < ?)',
   );
   const insertAudit = db.prepare(
-    'INSERT INTO audit (audit_id, org_id, actor_id, action, target, details, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO audit (audit_id, org_id, actor_id, action, target, details, timestamp, request_id, client_ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
   const auditPage = db.prepare('SELECT * FROM audit WHERE org_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?');
 
@@ -139,6 +141,8 @@ export function createSqliteApiKeys(db: Database): { methods: KeyAndAuditMethods
         target: row.target,
         details: JSON.parse(row.details) as Record<string, unknown>,
         timestamp: row.timestamp,
+        requestId: row.request_id,
+        clientIp: row.client_ip,
       })),
     };
     if (rows.length > limit) page.nextCursor = encodeCursor('audit', rows[limit - 1]!.seq);
@@ -146,7 +150,17 @@ export function createSqliteApiKeys(db: Database): { methods: KeyAndAuditMethods
   };
 
   const insertAuditRecord = (record: AuditRecord): void => {
-    insertAudit.run(record.auditId, record.orgId, record.actorId, record.action, record.target, JSON.stringify(record.details), record.timestamp);
+    insertAudit.run(
+      record.auditId,
+      record.orgId,
+      record.actorId,
+      record.action,
+      record.target,
+      JSON.stringify(record.details),
+      record.timestamp,
+      record.requestId,
+      record.clientIp,
+    );
   };
   const insertKeyRecord = (key: ApiKeyRecord): void => {
     insertKey.run(...keyParams(key));

@@ -379,6 +379,15 @@ CREATE TABLE scim_group_members (
 CREATE INDEX scim_group_members_by_identity ON scim_group_members (org_id, identity_id);
 `,
   },
+  {
+    version: 14,
+    name: 'audit request and client',
+    // Audit records name the request and the client address that made the change (issue 16).
+    sql: `
+ALTER TABLE audit ADD COLUMN request_id TEXT;
+ALTER TABLE audit ADD COLUMN client_ip TEXT;
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -161,6 +161,8 @@ export function accessConformance(repo: RepositoryGetter): void {
         target: `key/${i}`,
         details: { n: i, nested: { list: [1, 'two', null], flag: true } },
         timestamp: at(i),
+        requestId: i % 2 === 0 ? `req-${i}` : null,
+        clientIp: i % 2 === 0 ? '192.0.2.7' : null,
       }));
       for (const record of records) await repo().access.appendAudit(record);
       const listed = await collectAll((cursor) => repo().access.listAudit(ORG, { cursor, limit: 2 }), 2);
@@ -179,6 +181,8 @@ export function accessConformance(repo: RepositoryGetter): void {
         target: 'k',
         details: { n: 1 },
         timestamp: at(2),
+        requestId: null,
+        clientIp: null,
       };
       await repo().projects.create(project(PROJECT, 'p'));
       await repo().access.applyAccessChanges([
