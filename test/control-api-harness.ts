@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../control-api/app.js';
+import { mintApiKey } from '../engine/access/api-keys.js';
 import { bootstrapOrganization } from '../engine/access/bootstrap.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import type { HostedSignIn } from '../engine/access/resolve.js';
@@ -37,6 +38,8 @@ export interface Harness {
   createProject(name: string, key?: string): Promise<string>;
   /** a new key (and service identity) created by `creator` (default: the owner) */
   createKey(body: Record<string, unknown>, creator?: string): Promise<{ apiKey: string; keyId: string; identityId: string }>;
+  /** another organization with an owner key (made the way bootstrap makes the first) */
+  createOrganization(name: string): Promise<{ orgId: string; apiKey: string }>;
   dispose(): Promise<void>;
 }
 
@@ -109,6 +112,19 @@ export async function openHarness(
         status: 201,
       });
       return { apiKey: res.apiKey, keyId: res.key.keyId, identityId: res.key.identityId };
+    },
+    async createOrganization(name) {
+      const orgId = ids.uuid();
+      const ownerId = ids.uuid();
+      const createdAt = new Date(clock.now()).toISOString();
+      const { apiKey, record } = mintApiKey(access, { orgId, identityId: ownerId, projectId: null, ownerId, purpose: `owner of ${name}`, expiresAt: null, rotateBy: null });
+      await local.repository.access.applyAccessChanges([
+        { kind: 'createOrganization', org: { orgId, name, createdAt } },
+        { kind: 'createIdentity', identity: { identityId: ownerId, kind: 'service', name: `owner of ${name}`, email: null, createdAt } },
+        { kind: 'setOrgRole', membership: { orgId, identityId: ownerId, role: 'owner' } },
+        { kind: 'createApiKey', key: record },
+      ]);
+      return { orgId, apiKey };
     },
     async dispose() {
       try {
