@@ -83,24 +83,43 @@ export function removeLogin(serverUrl: string, env: NodeJS.ProcessEnv = process.
 }
 
 /**
- * The bearer token of a stored login, refreshed (and saved) when it expires within a minute. Once per
- * invocation at most: a command's later requests reuse what the first one got.
+ * A long-lived source of a signed-in person's bearer token (the daemon's sync): every call reads the
+ * stored login, refreshes it when it expires within a minute (one refresh at a time), and saves what
+ * it got. A refresh that fails is retried from the file once: another process (the CLI, another
+ * daemon) may have refreshed the same login meanwhile and rotated its refresh token.
  */
+export function liveTokenSource(serverUrl: string, env: NodeJS.ProcessEnv = process.env): () => Promise<string> {
+  let refreshing: Promise<string> | null = null;
+  const fresh = (login: StoredLogin | null, margin: number) => login !== null && login.expiresAt - Date.now() > margin;
+  return async () => {
+    const { REFRESH_MARGIN_MS, refreshLogin } = await import('./login-flow.js');
+    const login = loadLogin(serverUrl, env);
+    if (login === null) throw new CliError('NO_CREDENTIALS', `not signed in to ${serverUrl}: run \`strata login\``, { exitCode: EXIT.auth });
+    if (fresh(login, REFRESH_MARGIN_MS)) return login.accessToken;
+    refreshing ??= (async () => {
+      try {
+        const refreshed = await refreshLogin(login);
+        if (refreshed !== null) {
+          saveLogin(serverUrl, refreshed, env);
+          return refreshed.accessToken;
+        }
+        const again = loadLogin(serverUrl, env);
+        if (again !== null && fresh(again, 0)) return again.accessToken;
+        throw new CliError('SIGN_IN_EXPIRED', `your sign-in to ${serverUrl} expired: run \`strata login\` again`, { exitCode: EXIT.auth });
+      } finally {
+        refreshing = null;
+      }
+    })();
+    return refreshing;
+  };
+}
+
+/** The bearer token of a stored login for one command: read (and refreshed) once, then reused. */
 export function tokenSourceFor(serverUrl: string, env: NodeJS.ProcessEnv = process.env): () => Promise<string> {
+  const live = liveTokenSource(serverUrl, env);
   let current: Promise<string> | null = null;
   return () => {
-    current ??= (async () => {
-      const login = loadLogin(serverUrl, env);
-      if (login === null) throw new CliError('NO_CREDENTIALS', `not signed in to ${serverUrl}: run \`strata login\``, { exitCode: EXIT.auth });
-      const { REFRESH_MARGIN_MS, refreshLogin } = await import('./login-flow.js');
-      if (login.expiresAt - Date.now() > REFRESH_MARGIN_MS) return login.accessToken;
-      const refreshed = await refreshLogin(login);
-      if (refreshed === null) {
-        throw new CliError('SIGN_IN_EXPIRED', `your sign-in to ${serverUrl} expired: run \`strata login\` again`, { exitCode: EXIT.auth });
-      }
-      saveLogin(serverUrl, refreshed, env);
-      return refreshed.accessToken;
-    })();
+    current ??= live();
     return current;
   };
 }

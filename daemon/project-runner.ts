@@ -19,6 +19,7 @@ import type {
   WatchReconcileStatus,
 } from './host.js';
 import type { DaemonState } from './state.js';
+import { liveTokenSource } from '../cli/credentials.js';
 import { readServerKey } from './sync/link.js';
 import { ProjectSync, type SyncStatus } from './sync/project-sync.js';
 import { type WatchOptions, watchHostFactory } from './watch/host.js';
@@ -180,6 +181,7 @@ export class ProjectRunner {
     const store = this.#deps.store;
     if (link === undefined || store === undefined) return null;
     const { projectId } = this.config;
+    const apiKey = readServerKey(this.#deps.home, link.server);
     return new ProjectSync({
       engine: this.#deps.engine,
       store,
@@ -188,7 +190,9 @@ export class ProjectRunner {
       projectId,
       actor: this.#deps.actor,
       link,
-      apiKey: readServerKey(this.#deps.home, link.server),
+      apiKey,
+      // No key kept for the server: the person signed in to it (`strata login`), checked at each request.
+      ...(apiKey === null ? { signIn: liveTokenSource(link.server) } : {}),
       trackedFiles: () => this.#host?.trackedFiles() ?? this.#deps.state.index.count(projectId),
       ready: () => {
         const scan = this.#host?.status().scan;

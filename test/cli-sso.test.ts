@@ -2,11 +2,11 @@
 // compiled CLI against the control API listening on loopback (DNS TXT answers injected), with two
 // oidc-provider instances (the hosted identity and the lab's own provider); the test plays the browser.
 
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, MAIN, parseJson, runCli, tempDir } from './cli-harness.js';
+import { baseEnv, parseJson, runCli, tempDir } from './cli-harness.js';
 import { type Harness, openHarness } from './control-api-harness.js';
-import { browseToRedirect, CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
+import { withBrowser } from './helpers/browser-login.js';
+import { CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
 const LAB_AUDIENCE = 'api://lab-strata';
 let hosted: TestProvider;
@@ -15,32 +15,6 @@ let h: Harness;
 let env: NodeJS.ProcessEnv;
 let config: { remove(): Promise<void> };
 const txt = new Map<string, string[][]>();
-
-/** Runs a CLI command that prints an authorization URL, signs in through it, and returns its result. */
-async function withBrowser(args: string[], childEnv: NodeJS.ProcessEnv, issuer: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const done = new Promise<number | null>((resolve) => child.on('close', resolve));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL:\n${stderr}`)), 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /^ {2}(http\S+)$/m.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('close', () => reject(new Error(`exited early:\n${stderr}`)));
-  });
-  const callback = await browseToRedirect(url, issuer);
-  expect((await fetch(callback)).status).toBe(200);
-  return { code: await done, stdout, stderr };
-}
 
 beforeAll(async () => {
   hosted = await startTestProvider({ audience: 'https://strata.test/api' });

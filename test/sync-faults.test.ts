@@ -154,7 +154,7 @@ describe('sync through faults', () => {
       },
       60_000,
     );
-    expect(paused.sync.lastError?.message).toMatch(/refused the API key/);
+    expect(paused.sync.lastError?.message).toMatch(/refused the credential/);
     const status = await b.cli(['sync', 'status']);
     expect(status.stdout + status.stderr).not.toContain(bad);
     expect(status.stdout + status.stderr).not.toContain(world.apiKey);

@@ -70,7 +70,7 @@ async function stopChild(child: ChildProcess | null, signal: NodeJS.Signals): Pr
   clearTimeout(killer);
 }
 
-export async function openSyncWorld(prefix = 'strata-sync-'): Promise<SyncWorld> {
+export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv?: NodeJS.ProcessEnv } = {}): Promise<SyncWorld> {
   const temp = await tempDir(prefix);
   const root = temp.path;
   const base = baseEnv(join(root, 'config'));
@@ -92,7 +92,7 @@ export async function openSyncWorld(prefix = 'strata-sync-'): Promise<SyncWorld>
     projectId: '',
     serverCli: (args) => runCli(args, serverEnv, { timeoutMs: 60_000 }),
     async startServer() {
-      server = (await startListening(['serve', '--home', serverHome, '--listen', `127.0.0.1:${port}`, '--quiet'], base, 30_000)).child;
+      server = (await startListening(['serve', '--home', serverHome, '--listen', `127.0.0.1:${port}`, '--quiet'], { ...base, ...options.serveEnv }, 30_000)).child;
     },
     async stopServer(signal = 'SIGTERM') {
       await stopChild(server, signal);

@@ -8,6 +8,7 @@ import type { Command } from 'commander';
 import type { SyncStatus } from '../../daemon/sync/project-sync.js';
 import { defaultWorkstation, normalizeServerUrl, readServerKey, type SyncLink, saveServerKey } from '../../daemon/sync/link.js';
 import { createClient } from '../client.js';
+import { loadLogin, tokenSourceFor } from '../credentials.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT, usageError } from '../errors.js';
@@ -31,12 +32,17 @@ interface LinkedProject {
 export async function prepareLink(home: string, input: { server: string; remoteProjectId: string; apiKey?: string | undefined }): Promise<{ link: SyncLink; name: string }> {
   const server = normalizeServerUrl(input.server);
   const apiKey = input.apiKey ?? process.env['STRATA_API_KEY'] ?? readServerKey(home, server) ?? undefined;
-  if (!apiKey) {
-    throw new CliError('NO_CREDENTIALS', `no API key for ${server}: set STRATA_API_KEY (an \`rk.…\` key of that server)`, { exitCode: EXIT.auth });
+  // Without a key, a person signed in to the server (`strata login`) links with their sign-in, and the
+  // daemon's sync then uses it too (refreshing it as it goes).
+  const signedIn = !apiKey && loadLogin(server) !== null;
+  if (!apiKey && !signedIn) {
+    throw new CliError('NO_CREDENTIALS', `no credentials for ${server}: run \`strata login --server ${server}\`, or set STRATA_API_KEY (an \`rk.…\` key of that server)`, {
+      exitCode: EXIT.auth,
+    });
   }
-  const client = createClient({ serverUrl: server, apiKey, version: CLI_VERSION });
+  const client = createClient({ serverUrl: server, apiKey, ...(signedIn ? { tokenSource: tokenSourceFor(server) } : {}), version: CLI_VERSION });
   const project = await client.json<{ projectId: string; name: string }>('GET', `/v1/projects/${encodeURIComponent(input.remoteProjectId)}`);
-  await saveServerKey(home, server, apiKey);
+  if (apiKey) await saveServerKey(home, server, apiKey);
   return { link: { server, remoteProjectId: project.projectId, workstation: defaultWorkstation() }, name: project.name };
 }
 

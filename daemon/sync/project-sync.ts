@@ -84,6 +84,8 @@ export interface ProjectSyncDeps {
   actor: Actor;
   link: SyncLink;
   apiKey: string | null;
+  /** without an API key: the bearer token of the person signed in to the server (`strata login`) */
+  signIn?: () => Promise<string>;
   /** files the project has here (the incoming mass-delete guard's measure) */
   trackedFiles(): number;
   /**
@@ -136,8 +138,10 @@ export class ProjectSync {
   constructor(deps: ProjectSyncDeps) {
     this.#deps = deps;
     this.#log = deps.logger.child({ sync: deps.link.server });
-    this.#remote = deps.apiKey === null ? null : new Remote({ serverUrl: deps.link.server, remoteProjectId: deps.link.remoteProjectId, apiKey: deps.apiKey });
-    if (deps.apiKey === null) this.#paused = `no API key for ${deps.link.server}: set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again`;
+    const target = { serverUrl: deps.link.server, remoteProjectId: deps.link.remoteProjectId };
+    this.#remote =
+      deps.apiKey !== null ? new Remote({ ...target, apiKey: deps.apiKey }) : deps.signIn !== undefined ? new Remote({ ...target, token: deps.signIn }) : null;
+    if (this.#remote === null) this.#paused = `no API key for ${deps.link.server}: set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again, or \`strata login\``;
     const { flags } = deps.state;
     this.#pushedSeq = flags.get<number>(deps.projectId, 'sync.pushedSeq') ?? 0;
     // From before the host captures anything: what is not on the server yet is never pruned.
@@ -458,7 +462,10 @@ export class ProjectSync {
     const at = new Date().toISOString();
     if (error instanceof RemoteError) {
       if (error.kind === 'auth') {
-        this.#paused = `the server refused the API key (401): set STRATA_API_KEY and run \`strata init DIR --server URL --project ID\` again; everything stays queued`;
+        this.#paused =
+          this.#deps.apiKey === null
+            ? `the server refused the sign-in (${error.message}): run \`strata login\`; everything stays queued`
+            : 'the server refused the API key (401): set STRATA_API_KEY and run `strata init DIR --server URL --project ID` again; everything stays queued';
         this.#lastError = { at, message: error.message, retryAt: null };
         this.#log.error(`${loop}: ${this.#paused}`);
         return 60_000;

@@ -30,7 +30,9 @@ export class RemoteError extends Error {
 export interface RemoteOptions {
   serverUrl: string;
   remoteProjectId: string;
-  apiKey: string;
+  /** the workstation's API key for the server; or, without one, `token`: a signed-in person's */
+  apiKey?: string;
+  token?: () => Promise<string>;
   /** per request, long polls excepted (they add their wait) */
   timeoutMs?: number;
 }
@@ -43,12 +45,27 @@ export interface ChangesPage {
 
 export class Remote {
   readonly #base: string;
-  readonly #auth: string;
+  readonly #authorization: () => Promise<string>;
   readonly #timeoutMs: number;
 
   constructor(options: RemoteOptions) {
     this.#base = `${options.serverUrl.replace(/\/+$/, '')}/v1/projects/${encodeURIComponent(options.remoteProjectId)}`;
-    this.#auth = `Bearer ${options.apiKey}`;
+    const { apiKey, token } = options;
+    if (apiKey !== undefined) {
+      const header = `Bearer ${apiKey}`;
+      this.#authorization = async () => header;
+    } else if (token !== undefined) {
+      this.#authorization = async () => {
+        try {
+          return `Bearer ${await token()}`;
+        } catch (error) {
+          // Not signed in, or the sign-in expired and could not be refreshed: the user must act.
+          throw new RemoteError('auth', (error as Error).message, null, (error as { code?: string }).code ?? null);
+        }
+      };
+    } else {
+      throw new TypeError('Remote needs an apiKey or a token source');
+    }
     this.#timeoutMs = options.timeoutMs ?? 60_000;
   }
 
@@ -184,14 +201,15 @@ export class Remote {
     const signals = [options.signal, options.timeoutMs > 0 ? AbortSignal.timeout(options.timeoutMs) : undefined].filter((s) => s !== undefined);
     let response: Response;
     try {
+      const authorization = await this.#authorization();
       response = await fetch(`${this.#base}${path}`, {
         method,
-        headers: { authorization: this.#auth, ...options.headers },
+        headers: { authorization, ...options.headers },
         ...(options.body === undefined ? {} : { body: options.body }),
         ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       } as RequestInit);
     } catch (error) {
-      if (options.signal?.aborted) throw error;
+      if (options.signal?.aborted || error instanceof RemoteError) throw error;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (error as Error).message;
       throw new RemoteError('retry', `the server is unreachable (${reason})`, null, null);
@@ -212,13 +230,14 @@ export class Remote {
     return size;
   }
 
-  #send(method: string, path: string, body: Readable, size: number, signal?: AbortSignal): Promise<void> {
+  async #send(method: string, path: string, body: Readable, size: number, signal?: AbortSignal): Promise<void> {
+    const authorization = await this.#authorization();
     const url = new URL(`${this.#base}${path}`);
     const timeoutMs = this.#timeoutMs + Math.ceil(size / 1_000); // ≥ 1 MB/s
     return new Promise<void>((resolve, reject) => {
       const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
         method,
-        headers: { authorization: this.#auth, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        headers: { authorization, 'content-type': 'application/octet-stream', 'content-length': String(size) },
         ...(signal ? { signal } : {}),
         timeout: this.#timeoutMs,
       });
@@ -260,7 +279,7 @@ function failure(status: number, text: string, retryAfterHeader: string | null):
     // not the server's error body (a proxy's page): the status says enough
   }
   const retryAfter = parseRetryAfter(retryAfterHeader);
-  if (status === 401) return new RemoteError('auth', `the server refused the API key: ${message}`, 401, code);
+  if (status === 401) return new RemoteError('auth', `the server refused the credential: ${message}`, 401, code);
   if (status === 403) return new RemoteError('forbidden', `not permitted on the server: ${message}`, 403, code);
   if (status === 429 || status === 408 || status >= 500) return new RemoteError('retry', `the server answered ${message}`, status, code, retryAfter);
   return new RemoteError('refused', message, status, code);
