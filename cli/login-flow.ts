@@ -132,6 +132,28 @@ export async function loginWithBrowser(
   }
 }
 
+/**
+ * The device authorization grant (RFC 8628), for a machine with no browser (an HPC login node): the
+ * person opens the printed URL on any other device and confirms the code; this polls until they did.
+ */
+export async function loginWithDeviceCode(route: SignInRoute, options: { announce(url: string, userCode: string): void }): Promise<StoredLogin> {
+  const config = await discover(route.issuer, route.clientId);
+  if (config.serverMetadata().device_authorization_endpoint === undefined) {
+    throw new CliError('SIGN_IN_FAILED', `the identity provider ${route.issuer} offers no device sign-in: run \`strata login --no-browser\` and open the URL on a machine with a browser`, {
+      exitCode: EXIT.auth,
+    });
+  }
+  try {
+    const started = await oidc.initiateDeviceAuthorization(config, { scope: route.scopes.join(' '), resource: route.audience });
+    options.announce(started.verification_uri_complete ?? started.verification_uri, started.user_code);
+    const tokens = await oidc.pollDeviceAuthorizationGrant(config, started, { resource: route.audience });
+    return toStored(route, tokens);
+  } catch (error) {
+    if (error instanceof CliError) throw error;
+    throw new CliError('SIGN_IN_FAILED', `sign-in failed: ${(error as Error).message}`, { exitCode: EXIT.auth, cause: error });
+  }
+}
+
 /** A stored login's token, refreshed first when it expires within a minute. Null: not refreshable. */
 export async function refreshLogin(login: StoredLogin): Promise<StoredLogin | null> {
   if (login.refreshToken === null) return null;

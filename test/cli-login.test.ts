@@ -6,7 +6,7 @@ import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAIN, parseJson, runCli, servedHome } from './cli-harness.js';
-import { browseToRedirect, CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
+import { browseToRedirect, CLI_CLIENT_ID, confirmDeviceCode, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
 const AUDIENCE = 'https://strata.test/api';
 
@@ -123,6 +123,35 @@ describe('strata login', () => {
     expect(result.stderr).toMatch(/sign-in failed/i);
     const who = await runCli(['whoami'], env);
     expect(who.code).toBe(5);
+  });
+
+  it('--device: the person confirms a code on another device; the CLI polls until they did', async () => {
+    provider.signInAs({ sub: 'hpc-user', email: 'hpc@lab.example', name: 'HPC User' });
+    const child = spawn(process.execPath, [MAIN, 'login', '--email', 'hpc@lab.example', '--device'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const done = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no URL:\n${stderr}`)), 20_000);
+      child.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const match = /^ {2}(http\S+)$/m.exec(stderr);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      });
+    });
+    expect(stderr).toMatch(/confirm the code [A-Z0-9-]+/);
+    await confirmDeviceCode(url);
+    expect(await done, stderr).toBe(0);
+    expect(stdout).toContain('as HPC User <hpc@lab.example>');
+    const who = await runCli(['whoami', '--json'], env);
+    expect(parseJson<{ identity: { name: string }; authKind: string }>(who)).toMatchObject({ identity: { name: 'HPC User' }, authKind: 'oidc' });
+    await runCli(['logout'], env);
   });
 
   it('a server without sign-in says so', async () => {

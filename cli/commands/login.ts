@@ -24,17 +24,24 @@ export function registerLoginCommands(program: Command): void {
     .description('sign in to the server with your identity provider (authorization code + PKCE; the browser opens, or visit the printed URL)')
     .requiredOption('--email <address>', 'your email: the server routes it to your organization’s sign-in (env STRATA_EMAIL)', process.env['STRATA_EMAIL'])
     .option('--no-browser', 'do not open a browser; only print the URL (for a login node: open it on your own machine)')
-    .action(async (options: { email: string; browser: boolean }, command: Command) => {
+    .option('--device', 'device sign-in (no browser and no redirect here): open the printed URL on any device and confirm the code')
+    .action(async (options: { email: string; browser: boolean; device?: boolean }, command: Command) => {
       const ctx = contextFor(command);
       const { serverUrl } = ctx.target();
       const anonymous = createClient({ serverUrl, apiKey: undefined, version: CLI_VERSION });
-      const { loginWithBrowser } = await import('../login-flow.js');
+      const { loginWithBrowser, loginWithDeviceCode } = await import('../login-flow.js');
       const route = await anonymous.json<import('../login-flow.js').SignInRoute>('POST', '/auth/resolve', { json: { email: options.email, clientKind: 'cli' } });
-      const login = await loginWithBrowser(route, {
-        openBrowser: options.browser,
-        loginHint: options.email,
-        announce: (url) => process.stderr.write(`To sign in, open this URL in a browser:\n\n  ${url}\n\nWaiting for the identity provider (Ctrl-C to cancel)...\n`),
-      });
+      const login =
+        options.device === true
+          ? await loginWithDeviceCode(route, {
+              announce: (url, code) =>
+                process.stderr.write(`On any device with a browser, open:\n\n  ${url}\n\nand confirm the code ${code}. Waiting (Ctrl-C to cancel)...\n`),
+            })
+          : await loginWithBrowser(route, {
+              openBrowser: options.browser,
+              loginHint: options.email,
+              announce: (url) => process.stderr.write(`To sign in, open this URL in a browser:\n\n  ${url}\n\nWaiting for the identity provider (Ctrl-C to cancel)...\n`),
+            });
       const me = await createClient({ serverUrl, apiKey: undefined, tokenSource: async () => login.accessToken, version: CLI_VERSION }).json<Me>('GET', '/auth/me');
       login.name = me.identity.name;
       const path = saveLogin(serverUrl, login);

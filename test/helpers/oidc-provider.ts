@@ -65,7 +65,7 @@ export async function startTestProvider(options: { audience: string; accessToken
           application_type: 'native',
           token_endpoint_auth_method: 'none',
           redirect_uris: ['http://127.0.0.1/callback'],
-          grant_types: ['authorization_code', 'refresh_token'],
+          grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
           response_types: ['code'],
         },
         { client_id: CI_CLIENT_ID, client_secret: CI_CLIENT_SECRET, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] },
@@ -83,6 +83,7 @@ export async function startTestProvider(options: { audience: string; accessToken
       features: {
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
+        deviceFlow: { enabled: true },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => options.audience,
@@ -173,6 +174,42 @@ export async function startTestProvider(options: { audience: string; accessToken
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * Plays the person on another device for the device flow: opens the verification URL (the code in it),
+ * submits each form the provider shows (the code's auto-submit, the confirmation), signs in through the
+ * scripted interaction, until a page with no form (the success page).
+ */
+export async function confirmDeviceCode(verificationUrl: string): Promise<void> {
+  const cookies = new Map<string, string>();
+  let request: { url: string; init: RequestInit } = { url: verificationUrl, init: {} };
+  for (let hop = 0; hop < 15; hop += 1) {
+    const response = await fetch(request.url, { ...request.init, redirect: 'manual', headers: { ...(request.init.headers as Record<string, string>), cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join('; ') } });
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const eq = pair!.indexOf('=');
+      cookies.set(pair!.slice(0, eq), pair!.slice(eq + 1));
+    }
+    const location = response.headers.get('location');
+    if (location !== null) {
+      request = { url: new URL(location, request.url).href, init: {} };
+      continue;
+    }
+    const html = await response.text();
+    const form = /<form[^>]*action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/i.exec(html);
+    if (form === null) {
+      if (response.status !== 200) throw new Error(`device confirmation stopped: ${response.status} ${html.slice(0, 500)}`);
+      return;
+    }
+    const fields = new URLSearchParams();
+    for (const input of form[2]!.matchAll(/<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"/gi)) fields.set(input[1]!, input[2]!);
+    request = {
+      url: new URL(form[1]!, request.url).href,
+      init: { method: 'POST', body: fields.toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+    };
+  }
+  throw new Error('too many steps');
 }
 
 /**
