@@ -7,9 +7,11 @@ import type { AccessDeps } from '../engine/access/deps.js';
 import type { PrincipalCache } from '../engine/access/principal-cache.js';
 import { accessTokenAuthentication } from '../engine/access/sign-in.js';
 import { looksLikeJwt } from '../engine/access/token-verifier.js';
+import { sessionAuthentication } from '../engine/access/web-sessions.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
 import { invalidQueryKeys } from './query-string.js';
 import type { AuthFailureGuard } from './rate-limits.js';
+import { checkSessionOrigin, cookiesOf, SESSION_COOKIE } from './web-sign-in.js';
 
 /** Query parameters holding project paths: their decoding failures are INVALID_PATH (422). */
 const PATH_PARAMETERS = new Set(['path', 'prefix']);
@@ -21,7 +23,14 @@ export function authHook(deps: AccessDeps, cache: PrincipalCache, failures: Auth
     if (failures !== null) await failures.check(request, reply);
     try {
       const credential = bearerCredential(request.headers.authorization);
-      if (credential === null) throw unauthenticated();
+      if (credential === null) {
+        // A browser's session cookie, when there is no Authorization header.
+        const session = cookiesOf(request).get(SESSION_COOKIE);
+        if (session === undefined) throw unauthenticated();
+        checkSessionOrigin(request);
+        request.strata.principal = await cache.get(`session ${session}`, () => sessionAuthentication(deps, session));
+        return;
+      }
       request.strata.principal = await cache.get(credential, () => {
         // API keys start `rk.`; anything shaped like a JWT is an OIDC access token (when issuers are set).
         const tokens = deps.tokens;

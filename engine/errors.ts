@@ -78,6 +78,7 @@ export const ERROR_CATALOGUE = {
   GIT_UNSNAPSHOTTED_CHANGES: { status: 409, message: 'The project has changes since its last snapshot; snapshot them and pull first' },
   // identity (issue 16)
   IDENTITY_LINK_TAKEN: { status: 409, message: 'This sign-in already belongs to a user' },
+  SIGN_IN_FAILED: { status: 400, message: 'The sign-in could not be completed; start it again' },
   SIGN_IN_NOT_CONFIGURED: { status: 404, message: 'This server has no sign-in configured: use an API key (STRATA_API_KEY)' },
   SSO_CONNECTION_NOT_FOUND: { status: 404, message: 'SSO connection not found' },
   SSO_DOMAIN_TAKEN: { status: 409, message: 'The domain is already verified for another SSO connection' },

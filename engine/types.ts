@@ -223,6 +223,17 @@ export interface ScimGroup {
   version: number;
 }
 
+/** A browser's sign-in: the cookie holds the id, the database only its HMAC. */
+export interface WebSession {
+  sessionHmac: string;
+  identityId: string;
+  /** the organization an SSO sign-in speaks for; null for the hosted identity */
+  orgId: string | null;
+  createdAt: string;
+  expiresAt: string;
+  revokedAt: string | null;
+}
+
 /** An OIDC subject of a trusted issuer, mapped to the internal identity it signs in as. */
 export interface IdentityLink {
   issuer: string;

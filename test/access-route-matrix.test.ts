@@ -52,6 +52,8 @@ const ROUTES: Record<string, Route> = {
   'get /healthz': { level: { on: 'public' } },
   'get /openapi.json': { level: { on: 'public' } },
   'post /auth/resolve': { level: { on: 'public' }, body: { email: 'a@b.example', clientKind: 'cli' } },
+  'get /auth/web/callback': { level: { on: 'public' } },
+  'post /auth/web/logout': { level: { on: 'public' }, body: {} },
   'get /auth/me': { level: { on: 'self' } },
   'patch /auth/me/preferences': { level: { on: 'self' }, body: { theme: 'dark' } },
   'get /v1/orgs': { level: { on: 'self' } },

@@ -81,6 +81,8 @@ describe('control API routes', () => {
       'get /auth/me',
       'patch /auth/me/preferences',
       'post /auth/resolve',
+      'get /auth/web/callback',
+      'post /auth/web/logout',
       'post /v1/orgs/{orgId}/sso',
       'get /v1/orgs/{orgId}/sso',
       'get /v1/orgs/{orgId}/sso/{connectionId}',

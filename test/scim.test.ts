@@ -6,6 +6,7 @@
 
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWebSession } from '../engine/access/web-sessions.js';
 import { type Harness, openHarness } from './control-api-harness.js';
 import { CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
@@ -128,11 +129,17 @@ describe('SCIM', () => {
     await scim('PATCH', `/Groups/${admins.id}`, { schemas: [PATCH], Operations: [{ op: 'remove', path: `members[value eq "${jane.id}"]` }] });
     expect(await roleOf(jane.id)).toBe('member');
 
-    // Deactivation: Okta's PATCH without a path. Her sign-in and her key stop at once.
+    // She also has a browser session.
+    const browser = await createWebSession(h.access, { identity: { identityId: jane.id, kind: 'user', name: 'Jane', email: null, createdAt: '' }, authKind: 'oidc', keyId: null, orgId: h.orgId, projectScope: null, roleCap: null });
+    const cookie = { cookie: `strata_session=${browser.cookie}` };
+    expect((await h.request('GET', '/auth/me', { key: null, headers: cookie })).statusCode).toBe(200);
+
+    // Deactivation: Okta's PATCH without a path. Her sign-in, her browser session and her key stop at once.
     const deactivated = await scim('PATCH', `/Users/${jane.id}`, { schemas: [PATCH], Operations: [{ op: 'replace', value: { active: false } }] });
     expect(deactivated.body).toMatchObject({ active: false });
     expect(await roleOf(jane.id)).toBeNull();
     expect((await h.request('GET', '/auth/me', { key: session })).statusCode).toBe(401);
+    expect((await h.request('GET', '/auth/me', { key: null, headers: cookie })).statusCode).toBe(401);
     expect((await h.request('GET', `/v1/projects/${projectId}`, { key: ci.apiKey })).statusCode).toBe(401);
     const keys = await h.ok<{ items: Array<{ purpose: string; status: string }> }>('GET', '/v1/keys');
     expect(keys.items.find((k) => k.purpose === 'jane CI')?.status).toBe('revoked');

@@ -4,11 +4,11 @@
 import { Type } from 'typebox';
 import { describeCaller, updatePreferences } from '../../engine/access/me.js';
 import { resolveSignInRoute } from '../../engine/access/sso.js';
-import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import { IdentitySchema } from '../resource-schemas.js';
 import type { App, RouteDeps } from '../route-deps.js';
-import { PreferencesPatch, ProjectAccessSchema, ResolveBody } from '../schemas.js';
+import { finishWebSignIn, startWebSignIn, webSignOut } from '../web-sign-in.js';
+import { EmptyBody, PreferencesPatch, ProjectAccessSchema, ResolveBody } from '../schemas.js';
 import { OrgItem } from './orgs.js';
 
 const tags = ['auth'];
@@ -30,17 +30,32 @@ export function registerAuthRoutes(app: App, { access, signIn }: RouteDeps): voi
       schema: { body: ResolveBody },
       config: {
         public: true,
-        doc: { summary: 'Where an email signs in: the hosted identity or its organization’s SSO issuer (no auth)', tags, response: SignInRouteSchema },
+        doc: {
+          summary: 'Where an email signs in: the hosted identity or its organization’s SSO issuer (no auth); for clientKind web, a 303 to that provider',
+          tags,
+          response: SignInRouteSchema,
+        },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { email, clientKind } = request.body;
-      if (clientKind === 'web') {
-        // The browser sign-in lands with the history browser's pages; until then CLIs and desktops only.
-        throw new StrataError('INVALID_ARGUMENT', { message: "clientKind 'web' is not served yet: use 'cli' or 'desktop'", details: { field: 'clientKind' } });
-      }
-      return resolveSignInRoute(access, signIn, email);
+      const route = await resolveSignInRoute(access, signIn, email);
+      // A browser is sent on to its provider; a CLI or desktop app runs the flow itself.
+      if (clientKind === 'web') return startWebSignIn(access, request, reply, route, email);
+      return route;
     },
+  );
+
+  app.get(
+    '/auth/web/callback',
+    { config: { public: true, doc: { summary: "The identity provider's redirect back after a browser sign-in: opens a session (HttpOnly cookie)", tags } } },
+    async (request, reply) => finishWebSignIn(access, request, reply),
+  );
+
+  app.post(
+    '/auth/web/logout',
+    { schema: { body: EmptyBody }, config: { public: true, doc: { summary: "End the browser's session", tags, status: 204 } } },
+    async (request, reply) => webSignOut(access, request, reply),
   );
 
   app.get(
@@ -52,7 +67,7 @@ export function registerAuthRoutes(app: App, { access, signIn }: RouteDeps): voi
           tags,
           response: Type.Object({
             identity: IdentitySchema,
-            authKind: Type.Union([Type.Literal('api-key'), Type.Literal('oidc')]),
+            authKind: Type.Union([Type.Literal('api-key'), Type.Literal('oidc'), Type.Literal('session')]),
             keyId: Type.Union([Type.String(), Type.Null()]),
             projectScope: Type.Union([Type.String(), Type.Null()]),
             organizations: Type.Array(OrgItem),

@@ -3,8 +3,8 @@
 
 import type { Actor, Identity, OrgRole } from '../types.js';
 
-/** `api-key`: an `rk.…` key; `oidc`: an access token of a trusted OIDC issuer */
-export type AuthKind = 'api-key' | 'oidc';
+/** `api-key`: an `rk.…` key; `oidc`: an access token of a trusted OIDC issuer; `session`: a browser's sign-in */
+export type AuthKind = 'api-key' | 'oidc' | 'session';
 
 export interface Principal {
   identity: Identity;

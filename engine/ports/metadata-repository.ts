@@ -19,6 +19,7 @@ import type {
   Snapshot,
   SnapshotEntry,
   SsoConnection,
+  WebSession,
   VersionRecord,
 } from '../types.js';
 
@@ -279,6 +280,8 @@ export interface AccessRepository {
   /** the active connection whose issuer is exactly `issuer`, or null */
   findActiveSsoConnection(issuer: string): Promise<SsoConnection | null>;
 
+  getWebSession(sessionHmac: string): Promise<WebSession | null>;
+
   getScimConfig(orgId: string): Promise<ScimConfig | null>;
   getScimConfigByToken(tokenId: string): Promise<ScimConfig | null>;
   getScimUser(orgId: string, identityId: string): Promise<ScimUser | null>;
@@ -331,6 +334,9 @@ export type AccessChange =
   | { kind: 'requireIssuerUnclaimed'; issuer: string; connectionId: string }
   /** the name and email shown for an identity (a directory renamed the person) */
   | { kind: 'setIdentityProfile'; identityId: string; name: string; email: string | null }
+  | { kind: 'createWebSession'; session: WebSession }
+  /** revokes one session (by its HMAC), or every session of an identity */
+  | { kind: 'revokeWebSessions'; at: string; sessionHmac?: string; identityId?: string }
   | { kind: 'putScimConfig'; config: ScimConfig }
   /** SCIM_USERNAME_TAKEN if another user of the organization has this userName (any case) */
   | { kind: 'putScimUser'; user: ScimUser }

@@ -147,6 +147,15 @@ export function createSqliteAccess(db: Database): AccessRepository {
       case 'setIdentityProfile':
         updateProfile.run(change.name, change.email, change.identityId);
         return;
+      case 'createWebSession':
+        links.writes.insertSession(change.session);
+        return;
+      case 'revokeWebSessions':
+        links.writes.revokeSessions(change.at, {
+          ...(change.sessionHmac === undefined ? {} : { sessionHmac: change.sessionHmac }),
+          ...(change.identityId === undefined ? {} : { identityId: change.identityId }),
+        });
+        return;
       case 'putScimConfig':
         scim.writes.putConfig(change.config);
         return;

@@ -4,15 +4,26 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
 import type { AccessRepository } from '../ports/metadata-repository.js';
-import type { IdentityLink } from '../types.js';
+import type { IdentityLink, WebSession } from '../types.js';
 import { run } from './sqlite-rows.js';
 
-type LinkMethods = Pick<AccessRepository, 'findLinkedIdentity' | 'getPreferences'>;
+type LinkMethods = Pick<AccessRepository, 'findLinkedIdentity' | 'getPreferences' | 'getWebSession'>;
 
 /** The synchronous writes, for composing into one transaction (sqlite-access.ts applyAccessChanges). */
 export interface LinkWrites {
   insertLink(link: IdentityLink): void;
   writePreferences(identityId: string, preferences: Record<string, unknown>): void;
+  insertSession(session: WebSession): void;
+  revokeSessions(at: string, filter: { sessionHmac?: string; identityId?: string }): void;
+}
+
+interface SessionRow {
+  session_hmac: string;
+  identity_id: string;
+  org_id: string | null;
+  created_at: string;
+  expires_at: string;
+  revoked_at: string | null;
 }
 
 export function createSqliteIdentityLinks(db: Database): { methods: LinkMethods; writes: LinkWrites } {
@@ -22,8 +33,25 @@ export function createSqliteIdentityLinks(db: Database): { methods: LinkMethods;
   const upsertPreferences = db.prepare(
     'INSERT INTO identity_preferences (identity_id, preferences) VALUES (?, ?) ON CONFLICT (identity_id) DO UPDATE SET preferences = excluded.preferences',
   );
+  const sessionByHmac = db.prepare('SELECT * FROM web_sessions WHERE session_hmac = ?');
+  const insertSessionRow = db.prepare('INSERT INTO web_sessions (session_hmac, identity_id, org_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)');
+  const revokeOne = db.prepare('UPDATE web_sessions SET revoked_at = ? WHERE session_hmac = ? AND revoked_at IS NULL');
+  const revokeAllOf = db.prepare('UPDATE web_sessions SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL');
   return {
     methods: {
+      getWebSession: (sessionHmac) =>
+        run(() => {
+          const row = sessionByHmac.get(sessionHmac) as SessionRow | undefined;
+          if (row === undefined) return null;
+          return {
+            sessionHmac: row.session_hmac,
+            identityId: row.identity_id,
+            orgId: row.org_id,
+            createdAt: row.created_at,
+            expiresAt: row.expires_at,
+            revokedAt: row.revoked_at,
+          };
+        }),
       findLinkedIdentity: (issuer, subject) => run(() => (linkedIdentity.get(issuer, subject) as string | undefined) ?? null),
       getPreferences: (identityId) =>
         run(() => {
@@ -39,6 +67,13 @@ export function createSqliteIdentityLinks(db: Database): { methods: LinkMethods;
       },
       writePreferences(identityId, preferences) {
         upsertPreferences.run(identityId, JSON.stringify(preferences));
+      },
+      insertSession(s) {
+        insertSessionRow.run(s.sessionHmac, s.identityId, s.orgId, s.createdAt, s.expiresAt, s.revokedAt);
+      },
+      revokeSessions(at, filter) {
+        if (filter.sessionHmac !== undefined) revokeOne.run(at, filter.sessionHmac);
+        if (filter.identityId !== undefined) revokeAllOf.run(at, filter.identityId);
       },
     },
   };

@@ -388,6 +388,23 @@ ALTER TABLE audit ADD COLUMN request_id TEXT;
 ALTER TABLE audit ADD COLUMN client_ip TEXT;
 `,
   },
+  {
+    version: 15,
+    name: 'web sessions',
+    // A browser's sign-in (issue 16): the cookie holds a random id, the row only its HMAC, so a copy of
+    // the database signs nobody in. Revoked on logout and when the directory deactivates the person.
+    sql: `
+CREATE TABLE web_sessions (
+  session_hmac TEXT PRIMARY KEY,
+  identity_id TEXT NOT NULL REFERENCES identities (identity_id),
+  org_id TEXT,
+  created_at TEXT NOT NULL,
+  expires_at TEXT NOT NULL,
+  revoked_at TEXT
+);
+CREATE INDEX web_sessions_by_identity ON web_sessions (identity_id);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -273,5 +273,25 @@ export function accessConformance(repo: RepositoryGetter): void {
       await repo().access.applyAccessChanges([{ kind: 'setPreferences', identityId: user.identityId, preferences: { theme: 'light' } }]);
       expect(await repo().access.getPreferences(user.identityId)).toStrictEqual({ theme: 'light' });
     });
+
+    it('keeps web sessions by their HMAC and revokes one or all of an identity', async () => {
+      const user: Identity = { identityId: uuidFor(9, 0xd), kind: 'user', name: 'Web', email: null, createdAt: at(1) };
+      const session = (n: number) => ({ sessionHmac: `hmac-${n}`, identityId: user.identityId, orgId: n === 1 ? ORG : null, createdAt: at(n), expiresAt: at(1_000 + n), revokedAt: null });
+      await repo().access.applyAccessChanges([
+        { kind: 'createIdentity', identity: user },
+        { kind: 'createWebSession', session: session(1) },
+        { kind: 'createWebSession', session: session(2) },
+        { kind: 'createWebSession', session: session(3) },
+      ]);
+      expect(await repo().access.getWebSession('hmac-1')).toStrictEqual(session(1));
+      expect(await repo().access.getWebSession('hmac-404')).toBeNull();
+      await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(50), sessionHmac: 'hmac-2' }]);
+      expect((await repo().access.getWebSession('hmac-2'))?.revokedAt).toBe(at(50));
+      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBeNull();
+      await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(60), identityId: user.identityId }]);
+      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBe(at(60));
+      // An already revoked session keeps the time it was revoked.
+      expect((await repo().access.getWebSession('hmac-2'))?.revokedAt).toBe(at(50));
+    });
   });
 }

@@ -64,7 +64,8 @@ export async function startTestProvider(options: { audience: string; accessToken
           client_id: CLI_CLIENT_ID,
           application_type: 'native',
           token_endpoint_auth_method: 'none',
-          redirect_uris: ['http://127.0.0.1/callback'],
+          // loopback redirects of a native client may use any port (RFC 8252): the CLI's and the server's
+          redirect_uris: ['http://127.0.0.1/callback', 'http://127.0.0.1/auth/web/callback'],
           grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
           response_types: ['code'],
         },

@@ -85,6 +85,7 @@ async function accessChanges(ctx: ScimContext, identityId: string, active: boole
   }
   if (wasActive && !active) {
     const revokedAt = isoTimestamp(deps.clock);
+    changes.push({ kind: 'revokeWebSessions', at: revokedAt, identityId });
     for (const key of await access.listApiKeys(config.orgId)) {
       if (key.revokedAt === null && (key.ownerId === identityId || key.identityId === identityId)) {
         changes.push({ kind: 'updateApiKey', keyId: key.keyId, patch: { revokedAt } });
