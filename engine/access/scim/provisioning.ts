@@ -304,7 +304,7 @@ async function groupAccessChanges(ctx: ScimContext, before: ScimGroup | null, af
     if (user === null) continue;
     const groups = (await access.listScimGroupsOf(ctx.config.orgId, identityId)).filter((g) => g.groupId !== (before ?? after)!.groupId);
     const names = groups.map((g) => g.displayName);
-    if (after !== null && after.members.includes(identityId)) names.push(after.displayName);
+    if (after?.members.includes(identityId)) names.push(after.displayName);
     changes.push(...(await accessChanges(ctx, identityId, user.active, names, user.active)));
   }
   return changes;
