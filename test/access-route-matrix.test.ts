@@ -10,15 +10,20 @@
 //   role decides;
 // - routes about the caller themself answer everyone; SCIM answers no API key at all.
 //
+// 'provisioned' is a person the organization's directory provisioned (SCIM, default role member),
+// signed in with a token of the organization's own SSO issuer: the same rules as a member.
+//
 // A refused call must also change nothing (the audit log, the project's history, keys, members).
 // An allowed call must get past authorization: any answer but 401, 403 or a "not visible" 404.
 
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Harness, openHarness } from './control-api-harness.js';
+import { CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
-type Caller = 'owner' | 'admin' | 'member' | 'viewer' | 'readOnProject' | 'keyOfOtherProject' | 'otherOrg';
+type Caller = 'owner' | 'admin' | 'member' | 'viewer' | 'readOnProject' | 'keyOfOtherProject' | 'otherOrg' | 'provisioned';
 type Action = 'read' | 'write' | 'manage';
-const CALLERS: Caller[] = ['owner', 'admin', 'member', 'viewer', 'readOnProject', 'keyOfOtherProject', 'otherOrg'];
+const CALLERS: Caller[] = ['owner', 'admin', 'member', 'viewer', 'readOnProject', 'keyOfOtherProject', 'otherOrg', 'provisioned'];
 
 type Level =
   | { on: 'project'; action: Action }
@@ -38,7 +43,7 @@ interface Route {
 }
 
 const RANK: Record<Action, number> = { read: 1, write: 2, manage: 3 };
-const ROLE_CAPABILITY: Record<Caller, number> = { owner: 3, admin: 3, member: 2, viewer: 1, readOnProject: 2, keyOfOtherProject: 2, otherOrg: 3 };
+const ROLE_CAPABILITY: Record<Caller, number> = { owner: 3, admin: 3, member: 2, viewer: 1, readOnProject: 2, keyOfOtherProject: 2, otherOrg: 3, provisioned: 2 };
 /** Codes that mean "not permitted" or "not visible": an allowed caller must never get one. */
 const DENIALS = new Set(['UNAUTHENTICATED', 'FORBIDDEN', 'PROJECT_NOT_FOUND', 'ORG_NOT_FOUND', 'KEY_NOT_FOUND']);
 
@@ -60,31 +65,31 @@ const ROUTES: Record<string, Route> = {
   'get /v1/projects': { level: { on: 'self' } },
   'get /v1/keys': { level: { on: 'self' } },
   'post /v1/projects': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 'ok', viewer: 403, readOnProject: 'ok', keyOfOtherProject: 403, otherOrg: 'ok' } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 'ok', viewer: 403, readOnProject: 'ok', keyOfOtherProject: 403, otherOrg: 'ok', provisioned: 'ok' } },
     body: { name: 'made by the matrix' },
   },
   'post /v1/keys': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 'ok', viewer: 403, readOnProject: 'ok', keyOfOtherProject: 'ok', otherOrg: 'ok' } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 'ok', viewer: 403, readOnProject: 'ok', keyOfOtherProject: 'ok', otherOrg: 'ok', provisioned: 'ok' } },
     body: { purpose: 'made by the matrix', role: 'viewer' },
   },
   // {K} is a member key the owner made: admins may revoke it; only an owner (or the key, or its
   // creator) may rotate it and get the new secret; others do not see it.
   'post /v1/keys/{keyId}/rotate': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 403, member: 404, viewer: 404, readOnProject: 404, keyOfOtherProject: 404, otherOrg: 404 } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 403, member: 404, viewer: 404, readOnProject: 404, keyOfOtherProject: 404, otherOrg: 404, provisioned: 404 } },
     body: {},
   },
   'post /v1/keys/{keyId}/revoke': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 404, viewer: 404, readOnProject: 404, keyOfOtherProject: 404, otherOrg: 404 } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 404, viewer: 404, readOnProject: 404, keyOfOtherProject: 404, otherOrg: 404, provisioned: 404 } },
     body: {},
   },
   // fsck of the caller's own organization; gc acts on the store all organizations share, so with two
   // organizations on the server (as here) it is the operator's, refused to everyone over the API.
   'post /v1/admin/gc': {
-    level: { on: 'custom', expect: { owner: 403, admin: 403, member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 403, otherOrg: 403 } },
+    level: { on: 'custom', expect: { owner: 403, admin: 403, member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 403, otherOrg: 403, provisioned: 403 } },
     body: {},
   },
   'post /v1/admin/fsck': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 403, otherOrg: 'ok' } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 403, otherOrg: 'ok', provisioned: 403 } },
     body: {},
   },
 
@@ -137,11 +142,11 @@ const ROUTES: Record<string, Route> = {
   'get /v1/projects/{projectId}/members': { level: project('read') },
   // Administering a project's members is an organization function: the membership does not narrow it.
   'put /v1/projects/{projectId}/members/{identityId}': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 404, otherOrg: 404 } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 404, otherOrg: 404, provisioned: 403 } },
     body: { access: 'write' },
   },
   'delete /v1/projects/{projectId}/members/{identityId}': {
-    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 404, otherOrg: 404 } },
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 403, viewer: 403, readOnProject: 403, keyOfOtherProject: 404, otherOrg: 404, provisioned: 403 } },
   },
 
   'post /v1/orgs/{orgId}/identities': { level: org('manage'), body: { kind: 'service', name: 'matrix', role: 'viewer' } },
@@ -182,6 +187,8 @@ let h: Harness;
 const keys = {} as Record<Caller, string>;
 const params: Record<string, string> = {};
 let ghostProject: string;
+let lab: TestProvider;
+const txt = new Map<string, string[][]>();
 
 function expected(level: Level, caller: Caller): 'ok' | { status: number; code?: string } {
   switch (level.on) {
@@ -233,7 +240,7 @@ async function state(): Promise<string> {
 }
 
 beforeAll(async () => {
-  h = await openHarness();
+  h = await openHarness({ clockStart: Date.now(), txtResolver: async (name) => txt.get(name) ?? [] });
   const projectId = await h.createProject('matrix');
   const other = await h.createProject('other project');
   ghostProject = '01a2ffff-ffff-7fff-bfff-ffffffffffff';
@@ -271,10 +278,39 @@ beforeAll(async () => {
   keys.readOnProject = narrowed.apiKey;
   keys.keyOfOtherProject = (await h.createKey({ purpose: 'other project', role: 'member', projectId: other })).apiKey;
   keys.otherOrg = (await h.createOrganization('Elsewhere')).apiKey;
+
+  // The provisioned person: the lab's own provider as an active SSO connection, a SCIM user, a token.
+  lab = await startTestProvider({ audience: 'api://lab' });
+  const sso = await h.ok<{ connectionId: string; domains: Array<{ verificationToken: string }> }>('POST', `/v1/orgs/${h.orgId}/sso`, {
+    body: { issuer: lab.issuer, clientId: CLI_CLIENT_ID, audience: 'api://lab', domains: ['lab.example'] },
+    status: 201,
+  });
+  txt.set('lab.example', [[`strata-domain-verification=${sso.domains[0]!.verificationToken}`]]);
+  await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${sso.connectionId}/domains/lab.example/verify`, { body: {} });
+  await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${sso.connectionId}/test`, { body: { accessToken: await labToken('it') } });
+  await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${sso.connectionId}/activate`, { body: {} });
+  const scimToken = (await h.ok<{ token: string }>('POST', `/v1/orgs/${h.orgId}/scim/token`, { body: {}, status: 201 })).token;
+  const provisioned = await h.app.inject({
+    method: 'POST',
+    url: '/scim/v2/Users',
+    headers: { authorization: `Bearer ${scimToken}`, 'content-type': 'application/scim+json' },
+    payload: JSON.stringify({ userName: 'prov@lab.example', active: true }),
+  });
+  expect(provisioned.statusCode).toBe(201);
+  keys.provisioned = await labToken('prov-sub', 'prov@lab.example');
 }, 60_000);
+
+async function labToken(sub: string, email = `${sub}@lab.example`): Promise<string> {
+  const key = lab.keys[0]!;
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({ iss: lab.issuer, aud: 'api://lab', sub, iat: now, exp: now + 3600, client_id: CLI_CLIENT_ID, email, email_verified: true })
+    .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
+    .sign(key.privateKey);
+}
 
 afterAll(async () => {
   await h?.dispose();
+  await lab?.close();
 });
 
 describe('every route × every caller', () => {

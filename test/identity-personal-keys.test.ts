@@ -76,6 +76,12 @@ describe("a person's own API keys", () => {
     });
     expect(rotated.key).toMatchObject({ identityId: graceId, roleCap: 'member' });
     expect((await h.request('GET', '/v1/projects', { key: rotated.apiKey })).statusCode).toBe(200);
+    // She sees only her own keys (not the owner's), and revokes one of hers.
+    const others = await h.ok<{ items: Array<{ keyId: string }> }>('GET', '/v1/keys');
+    expect(mine.items.length).toBeLessThan(others.items.length);
+    const spare = await h.ok<{ apiKey: string; key: { keyId: string } }>('POST', '/v1/keys', { key: token, body: { purpose: 'spare' }, status: 201 });
+    expect(await h.ok('POST', `/v1/keys/${spare.key.keyId}/revoke`, { key: token, body: {} })).toMatchObject({ status: 'revoked' });
+    expect((await h.request('GET', '/v1/projects', { key: spare.apiKey })).statusCode).toBe(401);
 
     // Two hours later the rotated key (same lifetime, counted from its rotation) is expired.
     h.clock.advance(7_200_001);
