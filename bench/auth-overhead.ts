@@ -5,10 +5,9 @@
 // the extra time per request against the unauthenticated route. Target: ≤ 10 % for each.
 // BENCH_PRINCIPAL_TTL_MS=0 measures with the principal cache off (every request a full check).
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { startTestProvider } from '../test/helpers/oidc-provider.js';
+import { startAuthBenchServer } from './lib/auth-server.js';
 import { machineInfo, writeResult } from './lib/env.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -28,21 +27,6 @@ interface Run {
   non2xx: number;
 }
 
-async function startServer(issuer: string): Promise<{ child: ChildProcess; url: string; apiKey: string; orgId: string; projectId: string }> {
-  const script = join(import.meta.dirname, 'auth-overhead-server.js');
-  // BENCH_SERVER_NODE_FLAGS: e.g. `--cpu-prof --cpu-prof-dir=.prof` to profile the server side.
-  const flags = (process.env['BENCH_SERVER_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '');
-  const child = spawn(process.execPath, [...flags, script, issuer, AUDIENCE], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(out.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`bench server exited ${code}`)));
-  });
-  return { child, ...(JSON.parse(line) as { url: string; apiKey: string; orgId: string; projectId: string }) };
-}
 
 async function load(url: string, bearer: string | null): Promise<Omit<Run, 'variant'>> {
   const result = await autocannon({
@@ -55,7 +39,7 @@ async function load(url: string, bearer: string | null): Promise<Omit<Run, 'vari
 }
 
 const provider = await startTestProvider({ audience: AUDIENCE, accessTokenTtlSeconds: 3600 });
-const server = await startServer(provider.issuer);
+const server = await startAuthBenchServer(provider.issuer, AUDIENCE);
 try {
   const token = await provider.clientCredentialsToken();
   // First use creates the client's service identity; the owner then makes it a member.

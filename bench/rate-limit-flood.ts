@@ -3,31 +3,17 @@
 // 429s the flooding key gets (target ≤ 1 ms), and the other key's latency during the flood against
 // the same key alone (target: unchanged). Same route and server as bench/auth-overhead.ts.
 
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { startTestProvider } from '../test/helpers/oidc-provider.js';
+import { startAuthBenchServer } from './lib/auth-server.js';
 import { machineInfo, writeResult } from './lib/env.js';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 8);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const LIMIT = '200/10s';
 
-async function startServer(issuer: string): Promise<{ child: ChildProcess; url: string; apiKey: string; projectId: string }> {
-  const child = spawn(process.execPath, [join(import.meta.dirname, 'auth-overhead-server.js'), issuer, 'https://strata.bench/api'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, BENCH_RATE_LIMIT: LIMIT },
-  });
-  const line = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (out.includes('\n')) resolve(out.split('\n')[0]!);
-    });
-    child.once('exit', (code) => reject(new Error(`bench server exited ${code}`)));
-  });
-  return { child, ...(JSON.parse(line) as { url: string; apiKey: string; projectId: string }) };
-}
 
 const FLOOD_CONNECTIONS = Number(process.env['BENCH_FLOOD_CONNECTIONS'] ?? 8);
 
@@ -49,7 +35,7 @@ async function flood(url: string, key: string): Promise<autocannon.Result> {
 }
 
 const provider = await startTestProvider({ audience: 'https://strata.bench/api' });
-const server = await startServer(provider.issuer);
+const server = await startAuthBenchServer(provider.issuer, 'https://strata.bench/api', { ...process.env, BENCH_RATE_LIMIT: LIMIT });
 try {
   // Fresh keys per round, so every round starts with empty buckets.
   const newKey = async (purpose: string) => {

@@ -6,18 +6,12 @@ import { spawn } from 'node:child_process';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
+import type { SignInRoute } from '../engine/access/resolve.js';
 import type { StoredLogin } from './credentials.js';
 import { CliError, EXIT } from './errors.js';
 
 /** What `POST /auth/resolve` answered: where this person signs in. */
-export interface SignInRoute {
-  mode: 'hosted' | 'sso';
-  issuer: string;
-  clientId: string;
-  audience: string;
-  scopes: string[];
-  orgId: string | null;
-}
+export type { SignInRoute } from '../engine/access/resolve.js';
 
 /** Refresh this long before expiry, so a request never leaves with a token about to die. */
 export const REFRESH_MARGIN_MS = 60_000;

@@ -1,11 +1,11 @@
 // `strata login` / `whoami` / `logout` as a person uses them: the compiled CLI against `strata serve`
 // with a hosted identity (oidc-provider on loopback); the test plays the browser.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAIN, parseJson, runCli, servedHome } from './cli-harness.js';
+import { parseJson, runCli, servedHome } from './cli-harness.js';
+import { startSignIn } from './helpers/browser-login.js';
 import { browseToRedirect, CLI_CLIENT_ID, confirmDeviceCode, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
 const AUDIENCE = 'https://strata.test/api';
@@ -14,29 +14,8 @@ let provider: TestProvider;
 let served: Awaited<ReturnType<typeof servedHome>>;
 let env: NodeJS.ProcessEnv;
 
-/** Starts `strata login`, waits for the URL it prints, and returns it with the running child. */
-async function startLogin(email: string): Promise<{ child: ChildProcess; url: string; done: Promise<{ code: number | null; stdout: string; stderr: string }> }> {
-  const child = spawn(process.execPath, [MAIN, 'login', '--email', email, '--no-browser'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no URL from strata login:\n${stderr}`)), 20_000);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-      const match = /^ {2}(http\S+)$/m.exec(stderr);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match[1]!);
-      }
-    });
-    child.once('close', () => reject(new Error(`strata login exited early:\n${stderr}`)));
-  });
-  return { child, url, done };
-}
+/** Starts `strata login`, waits for the URL it prints. */
+const startLogin = (email: string) => startSignIn(['login', '--email', email, '--no-browser'], env);
 
 beforeAll(async () => {
   provider = await startTestProvider({ audience: AUDIENCE });
@@ -127,28 +106,14 @@ describe('strata login', () => {
 
   it('--device: the person confirms a code on another device; the CLI polls until they did', async () => {
     provider.signInAs({ sub: 'hpc-user', email: 'hpc@lab.example', name: 'HPC User' });
-    const child = spawn(process.execPath, [MAIN, 'login', '--email', 'hpc@lab.example', '--device'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    const done = new Promise<number | null>((resolve) => child.on('close', resolve));
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no URL:\n${stderr}`)), 20_000);
-      child.stderr!.on('data', (chunk: Buffer) => {
-        stderr += chunk.toString();
-        const match = /^ {2}(http\S+)$/m.exec(stderr);
-        if (match) {
-          clearTimeout(timer);
-          resolve(match[1]!);
-        }
-      });
-    });
+    const login = await startSignIn(['login', '--email', 'hpc@lab.example', '--device'], env);
+    const { url } = login;
+    const stderr = login.stderr();
     expect(stderr).toMatch(/confirm the code [A-Z0-9-]+/);
     await confirmDeviceCode(url);
-    expect(await done, stderr).toBe(0);
-    expect(stdout).toContain('as HPC User <hpc@lab.example>');
+    const result = await login.done;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('as HPC User <hpc@lab.example>');
     const who = await runCli(['whoami', '--json'], env);
     expect(parseJson<{ identity: { name: string }; authKind: string }>(who)).toMatchObject({ identity: { name: 'HPC User' }, authKind: 'oidc' });
     await runCli(['logout'], env);
