@@ -9,7 +9,7 @@ import { CLI_VERSION } from './version.js';
 
 const HINTS: Partial<Record<number, string>> = {
   [EXIT.unreachable]: 'is the server running? start one with `strata serve`, or set STRATA_SERVER_URL',
-  [EXIT.auth]: 'check STRATA_API_KEY (a new home needs `strata admin bootstrap`)',
+  [EXIT.auth]: 'sign in with `strata login`, or check STRATA_API_KEY (a new home needs `strata admin bootstrap`)',
 };
 
 function wantsJson(args: string[]): boolean {
@@ -20,7 +20,9 @@ function wantsJson(args: string[]): boolean {
 function report(error: CliError, json: boolean): void {
   process.stderr.write(`strata: ${error.message} (${error.code})\n`);
   // A message that already says what to start needs no generic hint.
-  const hint = error.code === 'DAEMON_NOT_RUNNING' ? undefined : HINTS[error.exitCode];
+  // A refusal (403) is not a credential problem: the auth hint is for missing or bad credentials only.
+  const credentialProblem = error.exitCode !== EXIT.auth || error.code === 'UNAUTHENTICATED' || error.code === 'NO_CREDENTIALS';
+  const hint = error.code === 'DAEMON_NOT_RUNNING' || error.message.includes('strata login') || !credentialProblem ? undefined : HINTS[error.exitCode];
   if (hint && !json) process.stderr.write(`strata: ${hint}\n`);
   if (json) process.stdout.write(JSON.stringify(error.toJson(), null, 2) + '\n');
 }
