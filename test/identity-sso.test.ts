@@ -7,6 +7,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintApiKey } from '../engine/access/api-keys.js';
 import { auditChange } from '../engine/access/audit.js';
+import { createWebSession } from '../engine/access/web-sessions.js';
 import { type Harness, openHarness } from './control-api-harness.js';
 import { CLI_CLIENT_ID, startTestProvider, type TestProvider } from './helpers/oidc-provider.js';
 
@@ -142,9 +143,13 @@ describe('SSO connections', () => {
     const elsewhere = await h.ok<{ route: { mode: string } | null; reason: string }>('GET', `/v1/orgs/${h.orgId}/sso-diagnosis?email=x%40elsewhere.example`);
     expect(elsewhere).toMatchObject({ route: { mode: 'hosted' }, reason: expect.stringContaining('no connection of this organization lists elsewhere.example') });
 
-    // Deactivated: her token stops at once, and resolve goes back to the hosted identity.
+    // Deactivated: her token and her browser session stop at once, and resolve goes back to the hosted identity.
+    const browser = await createWebSession(h.access, { identity: { identityId: ada.identity.identityId, kind: 'user', name: 'Ada', email: null, createdAt: '' }, authKind: 'oidc', keyId: null, orgId: h.orgId, projectScope: null, roleCap: null });
+    const cookie = { cookie: `strata_session=${browser.cookie}` };
+    expect((await h.request('GET', '/auth/me', { key: null, headers: cookie })).statusCode).toBe(200);
     await h.ok('POST', `${base}/${id}/deactivate`, { body: {} });
     expect((await h.request('GET', '/auth/me', { key: adaToken })).statusCode).toBe(401);
+    expect((await h.request('GET', '/auth/me', { key: null, headers: cookie })).statusCode).toBe(401);
     expect(await h.ok('POST', '/auth/resolve', { key: null as never, body: { email: 'ada@lab.example', clientKind: 'cli' } })).toMatchObject({ mode: 'hosted' });
 
     // Every step is in the audit log.

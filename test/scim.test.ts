@@ -19,6 +19,7 @@ const LAB_AUDIENCE = 'api://lab-strata';
 let lab: TestProvider;
 let h: Harness;
 let token: string;
+let earlyId: string;
 
 type Json = Record<string, unknown> & { id: string };
 
@@ -58,6 +59,9 @@ beforeAll(async () => {
   await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${created.connectionId}/domains/lab.example/verify`, { body: {} });
   await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${created.connectionId}/test`, { body: { accessToken: await labToken('it', 'it@lab.example') } });
   await h.ok('POST', `/v1/orgs/${h.orgId}/sso/${created.connectionId}/activate`, { body: {} });
+
+  // Someone signs in through the lab's provider before the directory is connected: a member, made then.
+  earlyId = (await h.ok<{ identity: { identityId: string } }>('GET', '/auth/me', { key: await labToken('early-sub', 'early@lab.example') })).identity.identityId;
 
   token = (await h.ok<{ token: string }>('POST', `/v1/orgs/${h.orgId}/scim/token`, { body: {}, status: 201 })).token;
   await h.ok('PUT', `/v1/orgs/${h.orgId}/scim/roles`, { body: { defaultRole: 'member', groupRoles: { 'Strata Admins': 'admin', Readers: 'viewer' } } });
@@ -206,6 +210,19 @@ describe('SCIM', () => {
     expect(gone.status).toBe(404);
     expect(gone.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'], status: '404' });
     expect((await scim('DELETE', `/Groups/${group.id}`)).status).toBe(204);
+  });
+
+  it('with the directory connected only its people sign in; one who signed in before is adopted, not duplicated', async () => {
+    const early = await labToken('early-sub', 'early@lab.example');
+    expect((await h.request('GET', '/auth/me', { key: early })).statusCode).toBe(401);
+    expect((await h.request('GET', '/auth/me', { key: await labToken('stranger', 'stranger@lab.example') })).statusCode).toBe(401);
+    const created = await scim('POST', '/Users', { schemas: [USER], userName: 'EARLY@lab.example', active: true });
+    expect(created.status).toBe(201);
+    expect(created.body!.id).toBe(earlyId);
+    expect((await h.request('GET', '/auth/me', { key: early })).statusCode).toBe(200);
+    // Deactivating the adopted user stops the sign-in that existed before the directory.
+    await scim('PATCH', `/Users/${earlyId}`, { schemas: [PATCH], Operations: [{ op: 'replace', value: { active: false } }] });
+    expect((await h.request('GET', '/auth/me', { key: early })).statusCode).toBe(401);
   });
 
   it('refuses what it does not support and bad tokens, with SCIM errors; a new token replaces the old', async () => {

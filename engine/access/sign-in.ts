@@ -61,11 +61,17 @@ async function auditSignIn(deps: AccessDeps, verified: VerifiedToken, principal:
 }
 
 async function linkedIdentity(deps: AccessDeps, verified: VerifiedToken): Promise<Identity | null> {
+  const orgId = verified.issuer.orgId;
+  // An organization whose directory provisions its people (SCIM) decides who signs in through its
+  // issuer: nobody it has not provisioned, nobody it deactivated.
+  const directed = orgId !== null && !verified.service && (await deps.repository.access.getScimConfig(orgId)) !== null;
+  if (directed && (await deps.repository.access.findLinkedIdentity(verified.issuer.issuer, verified.subject)) === null && (await provisionedIdentity(deps, verified)) === null) {
+    return null;
+  }
   const identity = await findOrCreateIdentity(deps, verified);
-  // A person the organization's directory deactivated signs in through its issuer no more.
-  if (identity !== null && verified.issuer.orgId !== null) {
-    const provisioned = await deps.repository.access.getScimUser(verified.issuer.orgId, identity.identityId);
-    if (provisioned !== null && !provisioned.active) return null;
+  if (identity !== null && orgId !== null) {
+    const provisioned = await deps.repository.access.getScimUser(orgId, identity.identityId);
+    if (provisioned !== null ? !provisioned.active : directed) return null;
   }
   return identity;
 }

@@ -191,6 +191,8 @@ export async function setSsoActive(deps: AccessDeps, principal: Principal, input
   const next: SsoConnection = { ...connection, active: input.active, activatedAt: input.active ? isoTimestamp(deps.clock) : connection.activatedAt };
   await deps.repository.access.applyAccessChanges([
     ...(input.active ? [{ kind: 'requireIssuerUnclaimed' as const, issuer: connection.issuer, connectionId: connection.connectionId }] : []),
+    // Browser sessions its sign-ins opened end with it, like its tokens.
+    ...(input.active ? [] : [{ kind: 'revokeWebSessions' as const, at: isoTimestamp(deps.clock), orgId: connection.orgId }]),
     { kind: 'putSsoConnection', connection: next },
     audit(deps, principal, next, input.active ? 'sso.activate' : 'sso.deactivate'),
   ]);

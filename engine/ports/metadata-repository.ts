@@ -335,8 +335,8 @@ export type AccessChange =
   /** the name and email shown for an identity (a directory renamed the person) */
   | { kind: 'setIdentityProfile'; identityId: string; name: string; email: string | null }
   | { kind: 'createWebSession'; session: WebSession }
-  /** revokes one session (by its HMAC), or every session of an identity */
-  | { kind: 'revokeWebSessions'; at: string; sessionHmac?: string; identityId?: string }
+  /** revokes one session (by its HMAC), every session of an identity, or every session an organization's SSO opened */
+  | { kind: 'revokeWebSessions'; at: string; sessionHmac?: string; identityId?: string; orgId?: string }
   | { kind: 'putScimConfig'; config: ScimConfig }
   /** SCIM_USERNAME_TAKEN if another user of the organization has this userName (any case) */
   | { kind: 'putScimUser'; user: ScimUser }

@@ -154,6 +154,7 @@ export function createSqliteAccess(db: Database): AccessRepository {
         links.writes.revokeSessions(change.at, {
           ...(change.sessionHmac === undefined ? {} : { sessionHmac: change.sessionHmac }),
           ...(change.identityId === undefined ? {} : { identityId: change.identityId }),
+          ...(change.orgId === undefined ? {} : { orgId: change.orgId }),
         });
         return;
       case 'putScimConfig':

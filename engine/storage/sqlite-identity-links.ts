@@ -14,7 +14,7 @@ export interface LinkWrites {
   insertLink(link: IdentityLink): void;
   writePreferences(identityId: string, preferences: Record<string, unknown>): void;
   insertSession(session: WebSession): void;
-  revokeSessions(at: string, filter: { sessionHmac?: string; identityId?: string }): void;
+  revokeSessions(at: string, filter: { sessionHmac?: string; identityId?: string; orgId?: string }): void;
 }
 
 interface SessionRow {
@@ -37,6 +37,7 @@ export function createSqliteIdentityLinks(db: Database): { methods: LinkMethods;
   const insertSessionRow = db.prepare('INSERT INTO web_sessions (session_hmac, identity_id, org_id, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)');
   const revokeOne = db.prepare('UPDATE web_sessions SET revoked_at = ? WHERE session_hmac = ? AND revoked_at IS NULL');
   const revokeAllOf = db.prepare('UPDATE web_sessions SET revoked_at = ? WHERE identity_id = ? AND revoked_at IS NULL');
+  const revokeAllOfOrg = db.prepare('UPDATE web_sessions SET revoked_at = ? WHERE org_id = ? AND revoked_at IS NULL');
   return {
     methods: {
       getWebSession: (sessionHmac) =>
@@ -74,6 +75,7 @@ export function createSqliteIdentityLinks(db: Database): { methods: LinkMethods;
       revokeSessions(at, filter) {
         if (filter.sessionHmac !== undefined) revokeOne.run(at, filter.sessionHmac);
         if (filter.identityId !== undefined) revokeAllOf.run(at, filter.identityId);
+        if (filter.orgId !== undefined) revokeAllOfOrg.run(at, filter.orgId);
       },
     },
   };

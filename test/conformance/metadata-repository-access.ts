@@ -274,7 +274,7 @@ export function accessConformance(repo: RepositoryGetter): void {
       expect(await repo().access.getPreferences(user.identityId)).toStrictEqual({ theme: 'light' });
     });
 
-    it('keeps web sessions by their HMAC and revokes one or all of an identity', async () => {
+    it('keeps web sessions by their HMAC and revokes one, those of an organization, or all of an identity', async () => {
       const user: Identity = { identityId: uuidFor(9, 0xd), kind: 'user', name: 'Web', email: null, createdAt: at(1) };
       const session = (n: number) => ({ sessionHmac: `hmac-${n}`, identityId: user.identityId, orgId: n === 1 ? ORG : null, createdAt: at(n), expiresAt: at(1_000 + n), revokedAt: null });
       await repo().access.applyAccessChanges([
@@ -285,11 +285,16 @@ export function accessConformance(repo: RepositoryGetter): void {
       ]);
       expect(await repo().access.getWebSession('hmac-1')).toStrictEqual(session(1));
       expect(await repo().access.getWebSession('hmac-404')).toBeNull();
+      // An organization's SSO ends: only the sessions it opened (hmac-1 has orgId ORG).
+      await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(40), orgId: OTHER_ORG }]);
+      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBeNull();
+      await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(45), orgId: ORG }]);
+      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBe(at(45));
+      expect((await repo().access.getWebSession('hmac-3'))?.revokedAt).toBeNull();
       await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(50), sessionHmac: 'hmac-2' }]);
       expect((await repo().access.getWebSession('hmac-2'))?.revokedAt).toBe(at(50));
-      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBeNull();
       await repo().access.applyAccessChanges([{ kind: 'revokeWebSessions', at: at(60), identityId: user.identityId }]);
-      expect((await repo().access.getWebSession('hmac-1'))?.revokedAt).toBe(at(60));
+      expect((await repo().access.getWebSession('hmac-3'))?.revokedAt).toBe(at(60));
       // An already revoked session keeps the time it was revoked.
       expect((await repo().access.getWebSession('hmac-2'))?.revokedAt).toBe(at(50));
     });

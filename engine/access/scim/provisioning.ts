@@ -187,16 +187,34 @@ export async function createUser(ctx: ScimContext, body: unknown): Promise<Resou
     throw new StrataError('SCIM_USERNAME_TAKEN', { details: { userName: parsed.userName } });
   }
   const now = isoTimestamp(deps.clock);
-  const identityId = deps.ids.uuid();
   const person = personOf(parsed.userName, parsed.attributes);
+  // Someone who signed in before the directory provisioned them is that user, not a second one:
+  // otherwise deactivating the provisioned user would leave their own sign-in working.
+  const existing = await memberWithEmail(ctx, [parsed.userName, person.email]);
+  const identityId = existing ?? deps.ids.uuid();
   const user: ScimUser = { orgId: config.orgId, identityId, ...parsed, createdAt: now, updatedAt: now, version: 1 };
   await deps.repository.access.applyAccessChanges([
-    { kind: 'createIdentity', identity: { identityId, kind: 'user', name: person.name, email: person.email, createdAt: now } },
+    existing === null
+      ? { kind: 'createIdentity', identity: { identityId, kind: 'user', name: person.name, email: person.email, createdAt: now } }
+      : { kind: 'setIdentityProfile', identityId, name: person.name, email: person.email },
     { kind: 'putScimUser', user },
     ...(await accessChanges(ctx, identityId, user.active, [], false)),
-    audit(ctx, 'scim.user.create', identityId, { identityId, userName: user.userName, active: user.active }),
+    audit(ctx, 'scim.user.create', identityId, { identityId, userName: user.userName, active: user.active, adopted: existing !== null }),
   ]);
   return userResource(ctx, user);
+}
+
+/** A person already in the organization (not provisioned yet) whose email is one of `emails`. */
+async function memberWithEmail(ctx: ScimContext, emails: Array<string | null>): Promise<string | null> {
+  const wanted = new Set(emails.filter((e): e is string => e !== null && e.includes('@')).map((e) => e.toLowerCase()));
+  if (wanted.size === 0) return null;
+  const access = ctx.deps.repository.access;
+  for (const member of await access.listOrgMembers(ctx.config.orgId)) {
+    const identity = await access.getIdentity(member.identityId);
+    if (identity?.kind !== 'user' || identity.email === null || !wanted.has(identity.email.toLowerCase())) continue;
+    if ((await access.getScimUser(ctx.config.orgId, identity.identityId)) === null) return identity.identityId;
+  }
+  return null;
 }
 
 async function writeUser(ctx: ScimContext, old: ScimUser, next: Omit<ScimUser, 'orgId' | 'identityId' | 'createdAt' | 'updatedAt' | 'version'>, action: string): Promise<Resource> {
