@@ -206,7 +206,7 @@ export async function createUser(ctx: ScimContext, body: unknown): Promise<Resou
 
 /** A person already in the organization (not provisioned yet) whose email is one of `emails`. */
 async function memberWithEmail(ctx: ScimContext, emails: Array<string | null>): Promise<string | null> {
-  const wanted = new Set(emails.filter((e): e is string => e !== null && e.includes('@')).map((e) => e.toLowerCase()));
+  const wanted = new Set(emails.filter((e): e is string => e?.includes('@') === true).map((e) => e.toLowerCase()));
   if (wanted.size === 0) return null;
   const access = ctx.deps.repository.access;
   for (const member of await access.listOrgMembers(ctx.config.orgId)) {
