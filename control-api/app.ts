@@ -63,6 +63,11 @@ export interface BuildAppOptions {
   loopbackOnly?: boolean;
   /** the hosted OIDC identity: its access tokens authenticate, and `/auth/resolve` sends people to it */
   signIn?: HostedSignIn;
+  /**
+   * `GET /readyz`: each named check resolves when its backend answers (the metadata database, the
+   * object store); absent: only liveness is served.
+   */
+  readiness?: Record<string, () => Promise<unknown>>;
   /** DNS TXT lookups for SSO domain verification (default: the system resolver) */
   txtResolver?: TxtResolver;
   /** rate limits per credential and for failed authentications (the network server); absent: none */
@@ -162,6 +167,14 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRoute', (route) => openapi.onRoute(route));
 
   app.get('/healthz', { config: { public: true, doc: { summary: 'Liveness', tags: ['maintenance'] } } }, async () => ({ ok: true }));
+  const readiness = options.readiness;
+  if (readiness !== undefined) {
+    app.get('/readyz', { config: { public: true, doc: { summary: 'Readiness: the metadata database and the object store answer (no auth)', tags: ['maintenance'] } } }, async () => {
+      const checks = await checkReadiness(readiness);
+      if (Object.values(checks).some((state) => state !== 'ok')) throw new StrataError('NOT_READY', { details: { checks } });
+      return { ready: true, checks };
+    });
+  }
   let document: Record<string, unknown> | null = null;
   app.get('/openapi.json', { config: { public: true, doc: { summary: 'This document', tags: ['maintenance'] } } }, async () => {
     document ??= openapi.document({ title: 'Strata control API', version: '1' });
@@ -186,4 +199,23 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
 
   await app.ready();
   return app;
+}
+
+/** Each check within 2 s; a failure is reported by its error code or name, never its message. */
+async function checkReadiness(checks: Record<string, () => Promise<unknown>>): Promise<Record<string, string>> {
+  const entries = await Promise.all(
+    Object.entries(checks).map(async ([name, check]): Promise<[string, string]> => {
+      let timer: NodeJS.Timeout | undefined;
+      try {
+        await Promise.race([check(), new Promise((_, reject) => (timer = setTimeout(() => reject(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })), 2_000)))]);
+        return [name, 'ok'];
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        return [name, typeof code === 'string' ? code : (error as Error).name];
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  return Object.fromEntries(entries);
 }

@@ -32,8 +32,9 @@ const STATUS_CODES: Record<number, ErrorCode> = { 400: 'MALFORMED_REQUEST', 404:
 /** Turns anything thrown into a StrataError that is safe to show to the caller. */
 export function toPublicError(error: unknown): { error: StrataError; expected: boolean } {
   if (isStrataError(error)) {
-    // Server-side failures keep their code but not their message or details (paths, driver text).
-    if (error.status >= 500) return { error: new StrataError(error.code), expected: false };
+    // Server-side failures keep their code but not their message or details (paths, driver text);
+    // a 503 is a state the service reports on purpose (shutting down, not ready) and says why.
+    if (error.status >= 500 && error.status !== 503) return { error: new StrataError(error.code), expected: false };
     return { error, expected: true };
   }
   const fastifyError = error as Partial<FastifyError> | null;

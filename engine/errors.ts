@@ -57,6 +57,7 @@ export const ERROR_CATALOGUE = {
   INTERNAL: { status: 500, message: 'Internal error' },
   // 503
   SHUTTING_DOWN: { status: 503, message: 'The service is shutting down' },
+  NOT_READY: { status: 503, message: 'A storage backend the service needs is not reachable' },
   // daemon (issue 3)
   FUSE_UNAVAILABLE: { status: 503, message: 'FUSE is not available here; use `strata watch DIR` instead' },
   WATCH_LIMIT_REACHED: { status: 503, message: 'The inotify watch limit is exhausted' },

@@ -1,5 +1,6 @@
-import { bootstrapOrganization } from '../engine/access/bootstrap.js';
+import { bootstrapOrganization, createOrganizationWithOwner } from '../engine/access/bootstrap.js';
 import { createIdGenerator } from '../engine/ids.js';
+import { StrataError } from '../engine/errors.js';
 import { openLocalEngine } from '../engine/local.js';
 import { type Clock, systemClock } from '../engine/ports/world.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
@@ -19,6 +20,38 @@ export async function bootstrapHome(options: {
   const local = await openLocalEngine({ home: options.home, clock });
   try {
     return await bootstrapOrganization({ repository: local.repository, clock, ids: createIdGenerator(clock), pepper, environment });
+  } finally {
+    await local.close();
+  }
+}
+
+/** `strata admin org create`: another organization with its own owner key, on an existing home. */
+export async function createOrganizationInHome(options: {
+  home: string;
+  name: string;
+  environment?: string;
+  clock?: Clock;
+}): Promise<{ apiKey: string; orgId: string; keyId: string; identityId: string }> {
+  const environment = resolveEnvironment(options.environment);
+  const clock = options.clock ?? systemClock;
+  const local = await openLocalEngine({ home: options.home, clock });
+  try {
+    if ((await local.repository.access.listOrganizations()).length === 0) {
+      throw new StrataError('INVALID_ARGUMENT', { message: `${options.home} has no organization yet: run \`strata admin bootstrap\` first`, details: { field: 'home' } });
+    }
+    const pepper = await loadPepper(options.home, { create: false });
+    const deps = { repository: local.repository, clock, ids: createIdGenerator(clock), pepper, environment };
+    return await createOrganizationWithOwner(deps, { orgName: options.name, ownerName: `owner of ${options.name}` });
+  } finally {
+    await local.close();
+  }
+}
+
+/** `strata admin org list`: every organization of the home. */
+export async function listOrganizationsInHome(home: string): Promise<Array<{ orgId: string; name: string; createdAt: string }>> {
+  const local = await openLocalEngine({ home });
+  try {
+    return await local.repository.access.listOrganizations();
   } finally {
     await local.close();
   }

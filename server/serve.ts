@@ -8,6 +8,7 @@ import type { AppLoggerOptions } from '../control-api/logging.js';
 import { StrataError } from '../engine/errors.js';
 import { openLocalEngine } from '../engine/local.js';
 import type { Clock } from '../engine/ports/world.js';
+import type { ContentHash } from '../engine/types.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
 import { type NetworkFlags, networkFromConfig } from './network-config.js';
 import { signInFromConfig, type SignInFlags } from './sign-in-config.js';
@@ -62,6 +63,10 @@ export async function startServer(options: {
       ...(signIn === undefined ? {} : { signIn }),
       ...(network.rateLimit === undefined ? {} : { rateLimit: network.rateLimit }),
       ...(network.trustedProxies.length === 0 ? {} : { trustProxy: network.trustedProxies }),
+      readiness: {
+        metadata: () => local.repository.access.listOrganizations(),
+        objects: () => local.store.has(`blake3:${'0'.repeat(64)}` as ContentHash),
+      },
     });
     try {
       await app.listen({ host, port });

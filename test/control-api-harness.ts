@@ -49,6 +49,8 @@ export async function openHarness(
     txtResolver?: TxtResolver;
     rateLimit?: RateLimitOptions;
     trustProxy?: string[];
+    /** serve /readyz with checks of this harness's own repository and store */
+    readyz?: boolean;
   } = {},
 ): Promise<Harness> {
   const dir = await tempDir('strata-api-');
@@ -74,6 +76,9 @@ export async function openHarness(
     ...(options.txtResolver === undefined ? {} : { txtResolver: options.txtResolver }),
     ...(options.rateLimit === undefined ? {} : { rateLimit: options.rateLimit }),
     ...(options.trustProxy === undefined ? {} : { trustProxy: options.trustProxy }),
+    ...(options.readyz === true
+      ? { readiness: { metadata: () => local.repository.access.listOrganizations(), objects: () => local.store.has(`blake3:${'0'.repeat(64)}`) } }
+      : {}),
   });
 
   const harness: Harness = {

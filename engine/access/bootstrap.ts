@@ -1,5 +1,6 @@
 import { StrataError } from '../errors.js';
 import type { Identity } from '../types.js';
+import { unsafeCharacterReason } from '../unsafe-text.js';
 import { mintApiKey } from './api-keys.js';
 import { auditChange } from './audit.js';
 import type { AccessDeps } from './deps.js';
@@ -22,6 +23,23 @@ export async function bootstrapOrganization(
   input: { orgName?: string; ownerName?: string } = {},
 ): Promise<BootstrapResult> {
   if ((await deps.repository.access.listOrganizations()).length > 0) throw new StrataError('ALREADY_BOOTSTRAPPED');
+  return createOrganizationWithOwner(deps, input, { first: true });
+}
+
+/**
+ * Another organization on a deployment (the operator's `strata admin org create`): the same as the
+ * first — an owner service identity and its key, shown once — without the first-run guard.
+ */
+export async function createOrganizationWithOwner(
+  deps: AccessDeps,
+  input: { orgName?: string; ownerName?: string },
+  options: { first: boolean } = { first: false },
+): Promise<BootstrapResult> {
+  const name = input.orgName ?? 'local';
+  const unsafe = unsafeCharacterReason(name);
+  if (name.trim() === '' || name.length > 200 || unsafe !== null) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `organization name ${unsafe ?? 'must be 1 to 200 characters'}`, details: { field: 'name' } });
+  }
   const createdAt = new Date(deps.clock.now()).toISOString();
   const orgId = deps.ids.uuid();
   const identity: Identity = { identityId: deps.ids.uuid(), kind: 'service', name: input.ownerName ?? 'local owner', email: null, createdAt };
@@ -37,8 +55,8 @@ export async function bootstrapOrganization(
   // One transaction, its guard re-checked inside it: two bootstraps racing make one organization,
   // and a crash leaves either nothing or a complete organization with its owner key.
   await deps.repository.access.applyAccessChanges([
-    { kind: 'requireNoOrganization' },
-    { kind: 'createOrganization', org: { orgId, name: input.orgName ?? 'local', createdAt } },
+    ...(options.first ? [{ kind: 'requireNoOrganization' as const }] : []),
+    { kind: 'createOrganization', org: { orgId, name, createdAt } },
     { kind: 'createIdentity', identity },
     { kind: 'setOrgRole', membership: { orgId, identityId: identity.identityId, role: 'owner' } },
     { kind: 'createApiKey', key: record },

@@ -1,0 +1,65 @@
+// What a platform team needs of `strata serve` beyond the API: readiness that reflects the storage,
+// and more than one organization per server.
+
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { baseEnv, parseJson, runCli, servedHome, tempDir } from './cli-harness.js';
+import { openHarness } from './control-api-harness.js';
+
+describe('server operations', () => {
+  it('/readyz answers 200 while the metadata database and the object store answer, 503 NOT_READY when one does not', async () => {
+    const h = await openHarness({ readyz: true });
+    let closed = false;
+    try {
+      const ready = await h.request('GET', '/readyz', { key: null });
+      expect(ready.statusCode).toBe(200);
+      expect(ready.json()).toStrictEqual({ ready: true, checks: { metadata: 'ok', objects: 'ok' } });
+      await h.local.repository.close();
+      closed = true;
+      const down = await h.request('GET', '/readyz', { key: null });
+      expect(down.statusCode).toBe(503);
+      expect(down.json().error).toMatchObject({ code: 'NOT_READY', details: { checks: { objects: 'ok' } } });
+      expect(down.json().error.details.checks.metadata).not.toBe('ok');
+      // Liveness is not readiness: the process still answers.
+      expect((await h.request('GET', '/healthz', { key: null })).statusCode).toBe(200);
+    } finally {
+      await h.dispose().catch((error: unknown) => {
+        if (!closed) throw error;
+      });
+    }
+  });
+
+  it('the operator creates more organizations; each owner key sees its own organization only', async () => {
+    const served = await servedHome('strata-orgs-');
+    try {
+      const home = join(served.dir.path, 'home');
+      expect(parseJson<{ ready: boolean }>(await runCli(['--json', 'admin', 'org', 'list', '--home', home], served.env))).toMatchObject({ items: [{ name: 'local' }] });
+      const created = await runCli(['admin', 'org', 'create', 'Physics', '--home', home, '--json'], served.env);
+      expect(created.code, created.stderr).toBe(0);
+      const physics = parseJson<{ apiKey: string; orgId: string }>(created);
+      expect((await fetch(`${served.server.url}/readyz`)).status).toBe(200);
+      const me = await runCli(['whoami', '--json'], { ...served.env, STRATA_API_KEY: physics.apiKey });
+      expect(parseJson<{ organizations: Array<{ orgId: string; name: string; role: string }> }>(me).organizations).toStrictEqual([{ orgId: physics.orgId, name: 'Physics', role: 'owner' }]);
+      const project = await runCli(['project', 'create', 'optics', '--json'], { ...served.env, STRATA_API_KEY: physics.apiKey });
+      expect(project.code, project.stderr).toBe(0);
+      const theirs = parseJson<{ projectId: string }>(project).projectId;
+      // The first organization's owner does not see it.
+      expect((await runCli(['project', 'show', '--project', theirs], served.env)).code).toBe(3);
+      const listed = parseJson<{ items: Array<{ name: string }> }>(await runCli(['admin', 'org', 'list', '--home', home, '--json'], served.env));
+      expect(listed.items.map((o) => o.name).sort()).toStrictEqual(['Physics', 'local']);
+    } finally {
+      await served.dispose();
+    }
+  });
+
+  it('org create on a home nobody bootstrapped says what to run first', async () => {
+    const dir = await tempDir('strata-orgs-empty-');
+    try {
+      const result = await runCli(['admin', 'org', 'create', 'X', '--home', join(dir.path, 'home')], baseEnv(join(dir.path, 'config')));
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toContain('strata admin bootstrap');
+    } finally {
+      await dir.remove();
+    }
+  });
+});
