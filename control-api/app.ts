@@ -68,6 +68,8 @@ export interface BuildAppOptions {
    * object store); absent: only liveness is served.
    */
   readiness?: Record<string, () => Promise<unknown>>;
+  /** called once per answered request (server metrics) */
+  observe?: (sample: { method: string; route: string; status: number; seconds: number }) => void;
   /** DNS TXT lookups for SSO domain verification (default: the system resolver) */
   txtResolver?: TxtResolver;
   /** rate limits per credential and for failed authentications (the network server); absent: none */
@@ -162,6 +164,13 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  const observe = options.observe;
+  if (observe !== undefined) {
+    app.addHook('onResponse', async (request, reply) => {
+      // The route's pattern, never the URL: ids in paths would make a label value per request.
+      observe({ method: request.method, route: request.routeOptions.url ?? 'unmatched', status: reply.statusCode, seconds: reply.elapsedTime / 1000 });
+    });
+  }
 
   const openapi = createOpenApiCollector();
   app.addHook('onRoute', (route) => openapi.onRoute(route));

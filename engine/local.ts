@@ -34,6 +34,8 @@ export async function openLocalEngine(options: {
   ids?: IdGenerator;
   gcGraceMs?: number;
   defaultPolicy?: EngineDeps['defaultPolicy'];
+  /** a host's view of the repository the engine uses (server metrics count its commits) */
+  wrapRepository?: (repository: MetadataRepository) => MetadataRepository;
 }): Promise<LocalEngine> {
   const layout = homeLayout(options.home);
   await mkdir(options.home, { recursive: true, mode: 0o700 });
@@ -42,6 +44,7 @@ export async function openLocalEngine(options: {
   let repository: MetadataRepository;
   try {
     repository = openSqliteRepository({ file: layout.metadata });
+    if (options.wrapRepository !== undefined) repository = options.wrapRepository(repository);
   } catch (error) {
     await store.close();
     throw error;

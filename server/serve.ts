@@ -10,6 +10,8 @@ import { openLocalEngine } from '../engine/local.js';
 import type { Clock } from '../engine/ports/world.js';
 import type { ContentHash } from '../engine/types.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
+import type { MetadataRepository } from '../engine/ports/metadata-repository.js';
+import { createServerMetrics, serveMetrics } from './metrics.js';
 import { type NetworkFlags, networkFromConfig } from './network-config.js';
 import { signInFromConfig, type SignInFlags } from './sign-in-config.js';
 
@@ -41,7 +43,9 @@ export async function startServer(options: {
   signIn?: SignInFlags;
   /** rate limits and proxies (flags; the environment fills what they leave out) */
   network?: NetworkFlags;
-}): Promise<{ url: string; close(): Promise<void> }> {
+  /** HOST:PORT for Prometheus metrics (else STRATA_METRICS_LISTEN; none by default) */
+  metricsListen?: string;
+}): Promise<{ url: string; metricsUrl: string | null; close(): Promise<void> }> {
   const { host, port } = parseListen(options.listen);
   const environment = resolveEnvironment(options.environment);
   const signIn = signInFromConfig(options.signIn ?? {});
@@ -50,10 +54,17 @@ export async function startServer(options: {
   // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
   const logger: AppLoggerOptions | false =
     options.logger === false ? false : options.logger === true || options.logger === undefined ? { level: 'info', stream: pino.destination(2) } : options.logger;
-  const local = await openLocalEngine(options.clock === undefined ? { home: options.home } : { home: options.home, clock: options.clock });
+  const metricsListen = options.metricsListen ?? process.env['STRATA_METRICS_LISTEN'];
+  const metrics = metricsListen === undefined || metricsListen === '' ? null : createServerMetrics();
+  const local = await openLocalEngine({
+    home: options.home,
+    ...(options.clock === undefined ? {} : { clock: options.clock }),
+    ...(metrics === null ? {} : { wrapRepository: (repository: MetadataRepository) => metrics.countVersions(repository) }),
+  });
   try {
     const app = await buildApp({
-      engine: local.engine,
+      engine: metrics === null ? local.engine : metrics.countGc(local.engine),
+      ...(metrics === null ? {} : { observe: metrics.observe }),
       repository: local.repository,
       pepper,
       environment,
@@ -77,10 +88,22 @@ export async function startServer(options: {
     const address = app.server.address();
     const boundPort = typeof address === 'object' && address !== null ? address.port : port;
     const urlHost = isIP(host) === 6 ? `[${host}]` : host;
+    let metricsServer: Awaited<ReturnType<typeof serveMetrics>> | null = null;
+    if (metrics !== null) {
+      const at = parseListen(metricsListen!);
+      try {
+        metricsServer = await serveMetrics(metrics, at.host, at.port);
+      } catch (error) {
+        await app.close();
+        throw error;
+      }
+    }
     return {
       url: `http://${urlHost}:${boundPort}`,
+      metricsUrl: metricsServer?.url ?? null,
       async close() {
         try {
+          await metricsServer?.close();
           await app.close();
         } finally {
           await network.rateLimit?.redis?.quit().catch(() => {});

@@ -1,6 +1,7 @@
 // What a platform team needs of `strata serve` beyond the API: readiness that reflects the storage,
 // and more than one organization per server.
 
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, servedHome, tempDir } from './cli-harness.js';
@@ -47,6 +48,33 @@ describe('server operations', () => {
       expect((await runCli(['project', 'show', '--project', theirs], served.env)).code).toBe(3);
       const listed = parseJson<{ items: Array<{ name: string }> }>(await runCli(['admin', 'org', 'list', '--home', home, '--json'], served.env));
       expect(listed.items.map((o) => o.name).sort()).toStrictEqual(['Physics', 'local']);
+    } finally {
+      await served.dispose();
+    }
+  });
+
+  it('Prometheus metrics on their own address: requests by route pattern and status, versions written, process figures', async () => {
+    const served = await servedHome('strata-metrics-', { STRATA_METRICS_LISTEN: '127.0.0.1:0' });
+    try {
+      const metricsUrl = /metrics on (http\S+)/.exec(served.server.stderr())?.[1];
+      expect(metricsUrl).toBeDefined();
+      const created = await runCli(['project', 'create', 'measured', '--json'], served.env);
+      const projectId = parseJson<{ projectId: string }>(created).projectId;
+      const file = join(served.dir.path, 'r.txt');
+      await writeFile(file, 'twelve bytes');
+      expect((await runCli(['put', file, 'r.txt', '--project', projectId], served.env)).code).toBe(0);
+      await runCli(['project', 'show', '--project', 'no-such-project'], served.env);
+      const text = await (await fetch(metricsUrl!)).text();
+      expect(text).toContain('strata_http_requests_total{method="PUT",route="/v1/projects/:projectId/fs/write",status="201"} 1');
+      expect(text).toContain('strata_http_requests_total{method="GET",route="/v1/projects/:projectId",status="404"} 1');
+      expect(text).toContain('strata_http_request_duration_seconds_bucket{le="+Inf",method="PUT",route="/v1/projects/:projectId/fs/write",status="201"} 1');
+      expect(text).toContain('strata_http_request_duration_seconds_count{method="PUT",route="/v1/projects/:projectId/fs/write",status="201"} 1');
+      expect(text).toContain('strata_versions_written_total 1');
+      expect(text).toContain('strata_version_bytes_written_total 12');
+      expect(text).toContain('strata_process_cpu_user_seconds_total');
+      // Never a concrete id as a label, and nothing of this on the API's own port.
+      expect(text).not.toContain(projectId);
+      expect((await fetch(`${served.server.url}/metrics`)).status).toBe(404);
     } finally {
       await served.dispose();
     }

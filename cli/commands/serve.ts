@@ -25,10 +25,12 @@ export function registerServeCommand(program: Command): void {
     .option('--rate-limit <N/Ss>', 'requests per credential, e.g. 1000/10s, or off (env STRATA_RATE_LIMIT; default 1000/10s on a network address, off on loopback)')
     .option('--auth-failure-limit <N/Ss>', 'failed authentications per client IP (env STRATA_AUTH_FAILURE_LIMIT; default 20/60s)')
     .option('--redis <url>', 'redis://HOST:PORT to share rate-limit counters between replicas (env STRATA_REDIS_URL)')
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics at http://HOST:PORT/metrics, apart from the API (env STRATA_METRICS_LISTEN)')
     .option('--trusted-proxies <cidrs>', 'comma-separated proxies whose X-Forwarded-For names the client (env STRATA_TRUSTED_PROXIES)')
     .action(async (options: ServeOptions, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
+      if (options.metricsListen !== undefined) checkListen(options.metricsListen);
       const { resolveHome } = await import('../../server/home.js');
       const { startServer } = await import('../../server/serve.js');
       const home = resolveHome(options.home);
@@ -41,6 +43,7 @@ export function registerServeCommand(program: Command): void {
             ...(options.environment === undefined ? {} : { environment: options.environment }),
             signIn: signInFlags(options),
             network: networkFlags(options),
+            ...(options.metricsListen === undefined ? {} : { metricsListen: options.metricsListen }),
           }).catch((error: unknown) => {
             throw listenError(error, options.listen);
           }),
@@ -50,7 +53,7 @@ export function registerServeCommand(program: Command): void {
       });
       if (server === undefined) return;
       // Tests and scripts read this line to learn the port chosen for --listen HOST:0.
-      process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n`);
+      process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n${server.metricsUrl === null ? '' : `metrics on ${server.metricsUrl}\n`}`);
       if (ctx.output.json) ctx.output.result({ url: server.url, home }, () => {});
     });
 }
@@ -69,6 +72,7 @@ interface ServeOptions {
   authFailureLimit?: string;
   redis?: string;
   trustedProxies?: string;
+  metricsListen?: string;
 }
 
 function networkFlags(options: ServeOptions): NetworkFlags {
