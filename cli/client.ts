@@ -94,8 +94,12 @@ export function createClient(options: ClientOptions): ApiClient {
     try {
       response = await new Promise<ApiResponse>((resolve, reject) => {
         const outgoing = (target.protocol === 'https:' ? https : http).request(target, { method, headers }, (incoming) => {
-          // An answer before the upload ended (a refusal): stop sending.
-          if (upload !== undefined && !upload.readableEnded) upload.unpipe(outgoing);
+          // A refusal before the upload ended: stop sending (the server closes the connection). A
+          // success can also arrive first — the server counted Content-Length bytes while our file
+          // stream had yet to see its end — and then the pipe must finish: unpiped, the request was
+          // never ended and its socket kept the process alive until the server's keep-alive timeout
+          // (a `strata put` that printed its result and exited 60 s later, under load).
+          if (upload !== undefined && !upload.readableEnded && (incoming.statusCode ?? 0) >= 300) upload.unpipe(outgoing);
           resolve({ status: incoming.statusCode ?? 0, headers: { get: (name) => headerValue(incoming.headers[name.toLowerCase()]) }, body: incoming });
         });
         outgoing.on('error', reject);
