@@ -244,7 +244,10 @@ export class Remote {
       const overall = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
       const settle = (error: Error | null) => {
         clearTimeout(overall);
-        body.unpipe(request);
+        // A success can arrive before the body stream saw its end (the server counts Content-Length
+        // bytes): the pipe then finishes the request; unpiped, the request stayed open and the stream
+        // (a file's descriptor) with it.
+        if (error !== null) body.unpipe(request);
         if (error === null) resolve();
         else if (signal?.aborted || error instanceof RemoteError) reject(error);
         else reject(new RemoteError('retry', `the server is unreachable (${(error as NodeJS.ErrnoException).code ?? error.message})`, null, null));
