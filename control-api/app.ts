@@ -76,6 +76,8 @@ export interface BuildAppOptions {
   rateLimit?: RateLimitOptions;
   /** how long an authenticated credential is remembered (default 2 s; 0: never) */
   principalTtlMs?: number;
+  /** serve HTTPS with this certificate and key (else plain HTTP, behind a proxy that terminates TLS) */
+  https?: { cert: Buffer; key: Buffer };
   /** proxies whose X-Forwarded-For is believed when resolving the client IP (Fastify trustProxy) */
   trustProxy?: boolean | string | string[] | ((address: string, hop: number) => boolean);
   /**
@@ -117,7 +119,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   };
   if (signIn !== undefined) deps.signIn = signIn;
 
-  const app: App = Fastify({
+  const app = Fastify({
+    ...(options.https === undefined ? {} : { https: options.https }),
     logger: loggerOptions(options.logger),
     bodyLimit: options.bodyLimit ?? DEFAULT_BODY_LIMIT,
     trustProxy: options.trustProxy ?? false,
@@ -129,7 +132,8 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
     clientErrorHandler: clientErrorHandler(randomUUID),
     // Fastify's own 503 while closing has a different body; ours is below.
     return503OnClosing: false,
-  }).withTypeProvider<TypeBoxTypeProvider>();
+    // The HTTPS server is an https.Server: the routes see the same request and reply types.
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
 

@@ -63,12 +63,27 @@ export function parsePepperValue(value: string): Buffer {
 }
 
 /**
- * The pepper: $STRATA_PEPPER if set, else `<home>/secrets/pepper`, created (32 random bytes) when
+ * The pepper: $STRATA_PEPPER if set, else the file $STRATA_PEPPER_FILE names, else `<home>/secrets/pepper`, created (32 random bytes) when
  * `create` is true and it does not exist yet.
  */
 export async function loadPepper(home: string, options: { create: boolean; env?: NodeJS.ProcessEnv }): Promise<Buffer> {
-  const fromEnv = (options.env ?? process.env)['STRATA_PEPPER'];
+  const env = options.env ?? process.env;
+  const fromEnv = env['STRATA_PEPPER'];
   if (fromEnv !== undefined && fromEnv !== '') return parsePepperValue(fromEnv);
+  // STRATA_PEPPER_FILE: a file holding the value (a container secret), for every command alike.
+  const file = env['STRATA_PEPPER_FILE'];
+  if (file !== undefined && file !== '') {
+    let text: string;
+    try {
+      text = (await readFile(file, 'utf8')).trim();
+    } catch (error) {
+      throw new StrataError('INVALID_ARGUMENT', {
+        message: `cannot read STRATA_PEPPER_FILE ${file} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+        details: { field: 'STRATA_PEPPER_FILE' },
+      });
+    }
+    return parsePepperValue(text);
+  }
   const path = pepperPath(home);
   let pepper: Buffer;
   try {

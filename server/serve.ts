@@ -1,6 +1,7 @@
 // `strata serve`: the control API over a local home. On a loopback address it is the daemon's API
 // (loopback Host only, no browser Origin); on any other address it is a network server.
 
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import pino from 'pino';
 import { buildApp } from '../control-api/app.js';
@@ -45,16 +46,22 @@ export async function startServer(options: {
   network?: NetworkFlags;
   /** HOST:PORT for Prometheus metrics (else STRATA_METRICS_LISTEN; none by default) */
   metricsListen?: string;
+  /** certificate and key files for HTTPS (else STRATA_TLS_CERT / STRATA_TLS_KEY; none: plain HTTP behind a proxy) */
+  tls?: { cert?: string; key?: string };
+  /** where settings the options leave out come from (serve-config.ts: the environment over a config file) */
+  env?: NodeJS.ProcessEnv;
 }): Promise<{ url: string; metricsUrl: string | null; close(): Promise<void> }> {
+  const env = options.env ?? process.env;
   const { host, port } = parseListen(options.listen);
-  const environment = resolveEnvironment(options.environment);
-  const signIn = signInFromConfig(options.signIn ?? {});
-  const network = networkFromConfig(options.network ?? {}, isLoopbackAddress(host));
-  const pepper = await loadPepper(options.home, { create: true });
+  const environment = resolveEnvironment(options.environment, env);
+  const signIn = signInFromConfig(options.signIn ?? {}, env);
+  const network = networkFromConfig(options.network ?? {}, isLoopbackAddress(host), env);
+  const https = readTls(options.tls?.cert ?? env['STRATA_TLS_CERT'], options.tls?.key ?? env['STRATA_TLS_KEY']);
+  const pepper = await loadPepper(options.home, { create: true, env });
   // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
   const logger: AppLoggerOptions | false =
     options.logger === false ? false : options.logger === true || options.logger === undefined ? { level: 'info', stream: pino.destination(2) } : options.logger;
-  const metricsListen = options.metricsListen ?? process.env['STRATA_METRICS_LISTEN'];
+  const metricsListen = options.metricsListen ?? env['STRATA_METRICS_LISTEN'];
   const metrics = metricsListen === undefined || metricsListen === '' ? null : createServerMetrics();
   const local = await openLocalEngine({
     home: options.home,
@@ -74,6 +81,7 @@ export async function startServer(options: {
       ...(signIn === undefined ? {} : { signIn }),
       ...(network.rateLimit === undefined ? {} : { rateLimit: network.rateLimit }),
       ...(network.trustedProxies.length === 0 ? {} : { trustProxy: network.trustedProxies }),
+      ...(https === null ? {} : { https }),
       readiness: {
         metadata: () => local.repository.access.listOrganizations(),
         objects: () => local.store.has(`blake3:${'0'.repeat(64)}` as ContentHash),
@@ -99,7 +107,7 @@ export async function startServer(options: {
       }
     }
     return {
-      url: `http://${urlHost}:${boundPort}`,
+      url: `${https === null ? 'http' : 'https'}://${urlHost}:${boundPort}`,
       metricsUrl: metricsServer?.url ?? null,
       async close() {
         try {
@@ -116,4 +124,20 @@ export async function startServer(options: {
     await local.close();
     throw error;
   }
+}
+
+/** HTTPS needs both files; one without the other is a mistake worth stopping for. */
+function readTls(cert: string | undefined, key: string | undefined): { cert: Buffer; key: Buffer } | null {
+  if ((cert === undefined || cert === '') && (key === undefined || key === '')) return null;
+  if (cert === undefined || cert === '' || key === undefined || key === '') {
+    throw new StrataError('INVALID_ARGUMENT', { message: 'HTTPS needs both --tls-cert and --tls-key', details: { field: cert ? 'tlsKey' : 'tlsCert' } });
+  }
+  const read = (path: string, field: string) => {
+    try {
+      return readFileSync(path);
+    } catch (error) {
+      throw new StrataError('INVALID_ARGUMENT', { message: `cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`, details: { field } });
+    }
+  };
+  return { cert: read(cert, 'tlsCert'), key: read(key, 'tlsKey') };
 }

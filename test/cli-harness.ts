@@ -100,7 +100,7 @@ export function startListening(
     }, timeoutMs);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
-      const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
+      const match = /^listening on (https?:\/\/\S+)$/m.exec(stderr);
       if (match && !settled) {
         settled = true;
         clearTimeout(timer);

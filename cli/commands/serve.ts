@@ -26,26 +26,35 @@ export function registerServeCommand(program: Command): void {
     .option('--auth-failure-limit <N/Ss>', 'failed authentications per client IP (env STRATA_AUTH_FAILURE_LIMIT; default 20/60s)')
     .option('--redis <url>', 'redis://HOST:PORT to share rate-limit counters between replicas (env STRATA_REDIS_URL)')
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics at http://HOST:PORT/metrics, apart from the API (env STRATA_METRICS_LISTEN)')
+    .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; env STRATA_TLS_CERT), with --tls-key; without both, plain HTTP behind a TLS proxy')
+    .option('--tls-key <file>', 'the certificate’s private key (PEM; env STRATA_TLS_KEY)')
+    .option('--config <file>', 'a JSON file of these settings (flags and the environment win over it); secrets as pepperFile / redisUrlFile')
     .option('--trusted-proxies <cidrs>', 'comma-separated proxies whose X-Forwarded-For names the client (env STRATA_TRUSTED_PROXIES)')
     .action(async (options: ServeOptions, command: Command) => {
       const ctx = contextFor(command);
-      checkListen(options.listen);
+      const { serveEnvironment } = await import('../../server/serve-config.js');
+      const env = serveEnvironment(options.config);
+      // --listen's default gives way to a listen address from the environment or the config file.
+      const listen = command.getOptionValueSource('listen') === 'default' && env['STRATA_LISTEN'] ? env['STRATA_LISTEN'] : options.listen;
+      checkListen(listen);
       if (options.metricsListen !== undefined) checkListen(options.metricsListen);
       const { resolveHome } = await import('../../server/home.js');
       const { startServer } = await import('../../server/serve.js');
-      const home = resolveHome(options.home);
+      const home = resolveHome(options.home, env);
       const server = await runUntilSignal({
         start: () =>
           startServer({
             home,
-            listen: options.listen,
+            listen,
+            env,
+            tls: { ...(options.tlsCert === undefined ? {} : { cert: options.tlsCert }), ...(options.tlsKey === undefined ? {} : { key: options.tlsKey }) },
             ...(options.quiet ? { logger: false } : {}),
             ...(options.environment === undefined ? {} : { environment: options.environment }),
             signIn: signInFlags(options),
             network: networkFlags(options),
             ...(options.metricsListen === undefined ? {} : { metricsListen: options.metricsListen }),
           }).catch((error: unknown) => {
-            throw listenError(error, options.listen);
+            throw listenError(error, listen);
           }),
         stop: (running) => running.close(),
         timeoutMs: CLOSE_TIMEOUT_MS,
@@ -73,6 +82,9 @@ interface ServeOptions {
   redis?: string;
   trustedProxies?: string;
   metricsListen?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  config?: string;
 }
 
 function networkFlags(options: ServeOptions): NetworkFlags {

@@ -1,0 +1,89 @@
+// `strata serve --config FILE`: every setting of the server in one JSON file, for a platform team's
+// configuration management. The file fills in what neither a flag nor the environment gives (flags >
+// environment > file > defaults); an unknown key is an error naming it (a typo must not silently fall
+// back to a default). Secrets come from files, never from the command line: `pepperFile`,
+// `redisUrlFile` in the config, or `STRATA_PEPPER_FILE`, `STRATA_REDIS_URL_FILE` in the environment
+// (container secrets); their values appear in no log line and no error.
+//
+// {
+//   "home": "/var/lib/strata", "listen": "0.0.0.0:7420", "environment": "prod",
+//   "oidcIssuer": "https://id.example.org", "oidcAudience": "https://strata.example.org", "oidcClientId": "strata-cli",
+//   "rateLimit": "1000/10s", "authFailureLimit": "20/60s", "redisUrlFile": "/run/secrets/redis-url",
+//   "trustedProxies": ["10.0.0.0/8"], "metricsListen": "127.0.0.1:9464",
+//   "tlsCert": "/etc/strata/tls.crt", "tlsKey": "/etc/strata/tls.key", "pepperFile": "/run/secrets/strata-pepper"
+// }
+
+import { readFileSync } from 'node:fs';
+import { StrataError } from '../engine/errors.js';
+
+/** Config key → the environment variable it stands in for. */
+const KEYS = {
+  home: 'STRATA_HOME',
+  listen: 'STRATA_LISTEN',
+  environment: 'STRATA_ENV',
+  oidcIssuer: 'STRATA_OIDC_ISSUER',
+  oidcAudience: 'STRATA_OIDC_AUDIENCE',
+  oidcClientId: 'STRATA_OIDC_CLIENT_ID',
+  oidcScopes: 'STRATA_OIDC_SCOPES',
+  oidcTokenType: 'STRATA_OIDC_TOKEN_TYPE',
+  rateLimit: 'STRATA_RATE_LIMIT',
+  authFailureLimit: 'STRATA_AUTH_FAILURE_LIMIT',
+  redisUrl: 'STRATA_REDIS_URL',
+  redisUrlFile: 'STRATA_REDIS_URL_FILE',
+  trustedProxies: 'STRATA_TRUSTED_PROXIES',
+  metricsListen: 'STRATA_METRICS_LISTEN',
+  tlsCert: 'STRATA_TLS_CERT',
+  tlsKey: 'STRATA_TLS_KEY',
+  pepperFile: 'STRATA_PEPPER_FILE',
+} as const;
+
+/** Secrets whose value is in a file named by `<NAME>_FILE`. */
+const SECRET_FILES = { STRATA_PEPPER_FILE: 'STRATA_PEPPER', STRATA_REDIS_URL_FILE: 'STRATA_REDIS_URL' } as const;
+
+function invalid(field: string, message: string): StrataError {
+  return new StrataError('INVALID_ARGUMENT', { message, details: { field } });
+}
+
+function readSecret(path: string, variable: string): string {
+  try {
+    return readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    // The path is configuration, not a secret; the file's content never appears.
+    throw invalid(variable, `cannot read ${variable} ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+/**
+ * The environment the server reads its settings from: the real one, over the config file's values,
+ * with `*_FILE` secrets read in.
+ */
+export function serveEnvironment(configPath: string | undefined, env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const fromFile: NodeJS.ProcessEnv = {};
+  if (configPath !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(readFileSync(configPath, 'utf8'));
+    } catch (error) {
+      const why = error instanceof SyntaxError ? 'is not valid JSON' : `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
+      throw invalid('config', `the config file ${configPath} ${why}`);
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw invalid('config', `the config file ${configPath} must hold a JSON object`);
+    for (const [key, value] of Object.entries(parsed)) {
+      const variable = KEYS[key as keyof typeof KEYS];
+      if (variable === undefined) throw invalid(key, `unknown setting '${key}' in ${configPath} (known: ${Object.keys(KEYS).join(', ')})`);
+      if (key === 'trustedProxies' && Array.isArray(value) && value.every((item) => typeof item === 'string')) {
+        fromFile[variable] = value.join(',');
+      } else if (typeof value === 'string') {
+        fromFile[variable] = value;
+      } else {
+        throw invalid(key, `'${key}' in ${configPath} must be a string`);
+      }
+    }
+  }
+  const merged: NodeJS.ProcessEnv = { ...fromFile, ...env };
+  for (const [fileVariable, variable] of Object.entries(SECRET_FILES)) {
+    const path = merged[fileVariable];
+    if (path !== undefined && path !== '' && (merged[variable] === undefined || merged[variable] === '')) merged[variable] = readSecret(path, fileVariable);
+  }
+  return merged;
+}
