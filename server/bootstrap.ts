@@ -1,7 +1,9 @@
 import { bootstrapOrganization, createOrganizationWithOwner } from '../engine/access/bootstrap.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { StrataError } from '../engine/errors.js';
-import { openLocalEngine } from '../engine/local.js';
+import Database from 'better-sqlite3';
+import { homeLayout, openLocalEngine } from '../engine/local.js';
+import { applyMigrations, LATEST_SCHEMA_VERSION } from '../engine/storage/sqlite-migrations.js';
 import { type Clock, systemClock } from '../engine/ports/world.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
 
@@ -54,5 +56,23 @@ export async function listOrganizationsInHome(home: string): Promise<Array<{ org
     return await local.repository.access.listOrganizations();
   } finally {
     await local.close();
+  }
+}
+
+/**
+ * `strata serve --migrate-only`: applies pending schema migrations and returns. Migrations run in one
+ * IMMEDIATE transaction (sqlite-migrations.ts), so replicas starting at once apply them once.
+ */
+export async function migrateHome(home: string): Promise<{ schemaVersion: number; applied: number[] }> {
+  const { mkdir } = await import('node:fs/promises');
+  await mkdir(home, { recursive: true, mode: 0o700 });
+  const db = new Database(homeLayout(home).metadata);
+  try {
+    db.pragma('busy_timeout = 30000');
+    db.pragma('journal_mode = WAL');
+    const applied = applyMigrations(db);
+    return { schemaVersion: LATEST_SCHEMA_VERSION, applied };
+  } finally {
+    db.close();
   }
 }

@@ -80,6 +80,26 @@ describe('server operations', () => {
     }
   });
 
+  it('serve --migrate-only brings a home to the current schema once, even when two run at once', async () => {
+    const dir = await tempDir('strata-migrate-');
+    try {
+      const home = join(dir.path, 'home');
+      const env = baseEnv(join(dir.path, 'config'));
+      const [a, b] = await Promise.all([0, 1].map(() => runCli(['serve', '--migrate-only', '--home', home, '--json'], env)));
+      expect(a!.code, a!.stderr).toBe(0);
+      expect(b!.code, b!.stderr).toBe(0);
+      const results = [parseJson<{ schemaVersion: number; applied: number[] }>(a!), parseJson<{ schemaVersion: number; applied: number[] }>(b!)];
+      const latest = results[0]!.schemaVersion;
+      // One of them applied every migration, the other found the schema current.
+      expect(results.map((r) => r.applied.length).sort((x, y) => x - y)).toStrictEqual([0, latest]);
+      const again = await runCli(['serve', '--migrate-only', '--home', home], env);
+      expect(again.stdout).toContain(`metadata schema at version ${latest} (already current)`);
+      expect((await runCli(['admin', 'bootstrap', '--home', home], env)).code).toBe(0);
+    } finally {
+      await dir.remove();
+    }
+  });
+
   it('org create on a home nobody bootstrapped says what to run first', async () => {
     const dir = await tempDir('strata-orgs-empty-');
     try {

@@ -28,6 +28,7 @@ export function registerServeCommand(program: Command): void {
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics at http://HOST:PORT/metrics, apart from the API (env STRATA_METRICS_LISTEN)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; env STRATA_TLS_CERT), with --tls-key; without both, plain HTTP behind a TLS proxy')
     .option('--tls-key <file>', 'the certificate’s private key (PEM; env STRATA_TLS_KEY)')
+    .option('--migrate-only', 'bring the metadata database to the current schema and exit (safe while other replicas start)')
     .option('--config <file>', 'a JSON file of these settings (flags and the environment win over it); secrets as pepperFile / redisUrlFile')
     .option('--trusted-proxies <cidrs>', 'comma-separated proxies whose X-Forwarded-For names the client (env STRATA_TRUSTED_PROXIES)')
     .action(async (options: ServeOptions, command: Command) => {
@@ -41,6 +42,12 @@ export function registerServeCommand(program: Command): void {
       const { resolveHome } = await import('../../server/home.js');
       const { startServer } = await import('../../server/serve.js');
       const home = resolveHome(options.home, env);
+      if (options.migrateOnly === true) {
+        const { migrateHome } = await import('../../server/bootstrap.js');
+        const migrated = await migrateHome(home);
+        ctx.output.result(migrated, () => ctx.output.line(`${home}: metadata schema at version ${migrated.schemaVersion}${migrated.applied.length === 0 ? ' (already current)' : ` (applied ${migrated.applied.join(', ')})`}`));
+        return;
+      }
       const server = await runUntilSignal({
         start: () =>
           startServer({
@@ -85,6 +92,7 @@ interface ServeOptions {
   tlsCert?: string;
   tlsKey?: string;
   config?: string;
+  migrateOnly?: boolean;
 }
 
 function networkFlags(options: ServeOptions): NetworkFlags {
