@@ -33,10 +33,10 @@ async function scim(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: st
   return { status: response.statusCode, type: response.headers['content-type'], body: response.body === '' ? null : (JSON.parse(response.body) as Json) };
 }
 
-async function labToken(sub: string, email: string): Promise<string> {
+async function labToken(sub: string, email: string, verified = true): Promise<string> {
   const key = lab.keys[0]!;
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ iss: lab.issuer, aud: LAB_AUDIENCE, sub, iat: now, exp: now + 3600, client_id: CLI_CLIENT_ID, email, email_verified: true })
+  return new SignJWT({ iss: lab.issuer, aud: LAB_AUDIENCE, sub, iat: now, exp: now + 3600, client_id: CLI_CLIENT_ID, email, email_verified: verified })
     .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid })
     .sign(key.privateKey);
 }
@@ -220,6 +220,11 @@ describe('SCIM', () => {
     expect(created.status).toBe(201);
     expect(created.body!.id).toBe(earlyId);
     expect((await h.request('GET', '/auth/me', { key: early })).statusCode).toBe(200);
+    // A token whose email the provider has not verified finds nobody; the same email verified does.
+    const kim = (await scim('POST', '/Users', { schemas: [USER], userName: 'kim@lab.example', active: true })).body!;
+    expect((await h.request('GET', '/auth/me', { key: await labToken('kim-sub', 'kim@lab.example', false) })).statusCode).toBe(401);
+    const kimMe = await h.ok<{ identity: { identityId: string } }>('GET', '/auth/me', { key: await labToken('kim-sub', 'kim@lab.example') });
+    expect(kimMe.identity.identityId).toBe(kim.id);
     // Deactivating the adopted user stops the sign-in that existed before the directory.
     await scim('PATCH', `/Users/${earlyId}`, { schemas: [PATCH], Operations: [{ op: 'replace', value: { active: false } }] });
     expect((await h.request('GET', '/auth/me', { key: early })).statusCode).toBe(401);

@@ -84,7 +84,9 @@ async function provisionedIdentity(deps: AccessDeps, verified: VerifiedToken): P
   const orgId = verified.issuer.orgId;
   if (orgId === null || verified.service) return null;
   const { claims } = verified;
-  for (const name of [claims.email, claims.preferred_username, claims.upn]) {
+  // An email the provider says it has not verified names nobody.
+  const email = claims.email_verified === false ? undefined : claims.email;
+  for (const name of [email, claims.preferred_username, claims.upn]) {
     if (typeof name !== 'string' || name === '') continue;
     const user = await deps.repository.access.findScimUserByUserName(orgId, name);
     if (user !== null) return user.identityId;
