@@ -8,6 +8,9 @@ import { dirname, join } from 'node:path';
 import { configPath } from './config.js';
 import { CliError, EXIT } from './errors.js';
 
+/** Refresh this long before expiry, so a request never leaves with a token about to die. */
+export const REFRESH_MARGIN_MS = 60_000;
+
 export interface StoredLogin {
   issuer: string;
   clientId: string;
@@ -92,12 +95,13 @@ export function liveTokenSource(serverUrl: string, env: NodeJS.ProcessEnv = proc
   let refreshing: Promise<string> | null = null;
   const fresh = (login: StoredLogin | null, margin: number) => login !== null && login.expiresAt - Date.now() > margin;
   return async () => {
-    const { REFRESH_MARGIN_MS, refreshLogin } = await import('./login-flow.js');
     const login = loadLogin(serverUrl, env);
     if (login === null) throw new CliError('NO_CREDENTIALS', `not signed in to ${serverUrl}: run \`strata login\``, { exitCode: EXIT.auth });
     if (fresh(login, REFRESH_MARGIN_MS)) return login.accessToken;
     refreshing ??= (async () => {
       try {
+        // openid-client is loaded only to refresh: most commands find a fresh token.
+        const { refreshLogin } = await import('./login-flow.js');
         const refreshed = await refreshLogin(login);
         if (refreshed !== null) {
           saveLogin(serverUrl, refreshed, env);

@@ -13,8 +13,6 @@ import { CliError, EXIT } from './errors.js';
 /** What `POST /auth/resolve` answered: where this person signs in. */
 export type { SignInRoute } from '../engine/access/resolve.js';
 
-/** Refresh this long before expiry, so a request never leaves with a token about to die. */
-export const REFRESH_MARGIN_MS = 60_000;
 const DEFAULT_LOGIN_TIMEOUT_MS = 5 * 60_000;
 
 function isLoopbackHttp(url: URL): boolean {
