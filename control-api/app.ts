@@ -167,6 +167,9 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', queryEncodingHook);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // A request that was in flight when shutdown began ends its connection with its answer: a kept-
+    // alive idle connection would hold the closing server open until the client gave it up.
+    if (closing) reply.header('connection', 'close');
   });
   const observe = options.observe;
   if (observe !== undefined) {

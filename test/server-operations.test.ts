@@ -1,7 +1,8 @@
 // What a platform team needs of `strata serve` beyond the API: readiness that reflects the storage,
 // and more than one organization per server.
 
-import { writeFile } from 'node:fs/promises';
+import { readdir, stat, writeFile } from 'node:fs/promises';
+import { Agent, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, servedHome, tempDir } from './cli-harness.js';
@@ -97,6 +98,55 @@ describe('server operations', () => {
       expect((await runCli(['admin', 'bootstrap', '--home', home], env)).code).toBe(0);
     } finally {
       await dir.remove();
+    }
+  });
+
+  it('SIGTERM drains: an upload in flight completes and is kept, then the process exits 0 at once', async () => {
+    const served = await servedHome('strata-drain-');
+    try {
+      const projectId = parseJson<{ projectId: string }>(await runCli(['project', 'create', 'drained', '--json'], served.env)).projectId;
+      const size = 8 * 1024 * 1024;
+      const url = new URL(`${served.server.url}/v1/projects/${projectId}/fs/write?path=big.bin`);
+      let pendingRest: () => void = () => {};
+      const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const upload = httpRequest(url, {
+          // A client that keeps an idle connection for a minute (as browsers and proxies do).
+          agent: new Agent({ keepAlive: true, timeout: 60_000 }),
+          method: 'PUT',
+          headers: { authorization: `Bearer ${served.apiKey}`, 'content-type': 'application/octet-stream', 'content-length': String(size) },
+        });
+        upload.on('response', (response) => {
+          let body = '';
+          response.on('data', (chunk: Buffer) => {
+            body += chunk.toString();
+          });
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        });
+        upload.on('error', reject);
+        // Half now; the other half once the server is shutting down.
+        upload.write(Buffer.alloc(size / 2, 1));
+        pendingRest = () => upload.end(Buffer.alloc(size / 2, 2));
+      });
+      // The server is inside the upload once its staging file has bytes.
+      const tmp = join(served.dir.path, 'home', 'store', 'tmp');
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const sizes = await Promise.all((await readdir(tmp)).map(async (name) => (await stat(join(tmp, name)).catch(() => ({ size: 0 }))).size));
+        if (sizes.some((bytes) => bytes > 0)) break;
+        if (Date.now() > deadline) throw new Error('the upload never reached the server');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const signalled = Date.now();
+      served.server.child.kill('SIGTERM');
+      pendingRest();
+      const result = await answer;
+      expect(result.status, result.body).toBe(201);
+      expect(JSON.parse(result.body)).toMatchObject({ version: { path: 'big.bin', size } });
+      expect(await served.server.exited).toBe(0);
+      // Not held open by the client's idle keep-alive connection (the answer closed it).
+      expect(Date.now() - signalled).toBeLessThan(30_000);
+    } finally {
+      await served.dispose();
     }
   });
 
