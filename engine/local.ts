@@ -27,16 +27,17 @@ export function homeLayout(home: string) {
   };
 }
 
-/** Opens (creating if needed) the embedded default engine in `home`. */
-export async function openLocalEngine(options: {
-  home: string;
+export interface EngineOptions {
   clock?: Clock;
   ids?: IdGenerator;
   gcGraceMs?: number;
   defaultPolicy?: EngineDeps['defaultPolicy'];
   /** a host's view of the repository the engine uses (server metrics count its commits) */
   wrapRepository?: (repository: MetadataRepository) => MetadataRepository;
-}): Promise<LocalEngine> {
+}
+
+/** Opens (creating if needed) the embedded default engine in `home`. */
+export async function openLocalEngine(options: EngineOptions & { home: string }): Promise<LocalEngine> {
   const layout = homeLayout(options.home);
   await mkdir(options.home, { recursive: true, mode: 0o700 });
   const clock = options.clock ?? systemClock;
@@ -44,14 +45,23 @@ export async function openLocalEngine(options: {
   let repository: MetadataRepository;
   try {
     repository = openSqliteRepository({ file: layout.metadata });
-    if (options.wrapRepository !== undefined) repository = options.wrapRepository(repository);
   } catch (error) {
     await store.close();
     throw error;
   }
-  const deps: EngineDeps = { store, repository, clock, ids: options.ids ?? createIdGenerator(clock) };
+  return engineOn({ repository, store, home: options.home }, { ...options, clock });
+}
+
+/**
+ * An engine over storage the caller opened (the server's Postgres and S3, server/server-storage.ts);
+ * closing the engine closes both.
+ */
+export function engineOn(storage: { repository: MetadataRepository; store: ContentStore; home: string }, options: EngineOptions): LocalEngine {
+  const clock = options.clock ?? systemClock;
+  const repository = options.wrapRepository === undefined ? storage.repository : options.wrapRepository(storage.repository);
+  const deps: EngineDeps = { store: storage.store, repository, clock, ids: options.ids ?? createIdGenerator(clock) };
   if (options.gcGraceMs !== undefined) deps.gcGraceMs = options.gcGraceMs;
   if (options.defaultPolicy !== undefined) deps.defaultPolicy = options.defaultPolicy;
   const engine = createEngine(deps);
-  return { engine, repository, store, clock, home: options.home, close: () => engine.close() };
+  return { engine, repository, store: storage.store, clock, home: storage.home, close: () => engine.close() };
 }

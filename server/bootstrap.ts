@@ -1,11 +1,24 @@
 import { bootstrapOrganization, createOrganizationWithOwner } from '../engine/access/bootstrap.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { StrataError } from '../engine/errors.js';
-import Database from 'better-sqlite3';
-import { homeLayout, openLocalEngine } from '../engine/local.js';
-import { applyMigrations, LATEST_SCHEMA_VERSION } from '../engine/storage/sqlite-migrations.js';
+import type { MetadataRepository } from '../engine/ports/metadata-repository.js';
 import { type Clock, systemClock } from '../engine/ports/world.js';
+import { PG_LATEST_SCHEMA_VERSION } from '../engine/storage/pg-migrations.js';
+import { LATEST_SCHEMA_VERSION } from '../engine/storage/sqlite-migrations.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
+import { openServerRepository, requireSharedPepper, storageUrls } from './server-storage.js';
+
+// The operator's commands on a server home, in-process: they work on the metadata the home's storage
+// URLs name (STRATA_DATABASE_URL: Postgres; else the home's SQLite), never through the API.
+
+async function withRepository<T>(home: string, env: NodeJS.ProcessEnv, fn: (repository: MetadataRepository) => Promise<T>): Promise<T> {
+  const repository = await openServerRepository(home, storageUrls(env));
+  try {
+    return await fn(repository);
+  } finally {
+    await repository.close();
+  }
+}
 
 /**
  * First run of a home: pepper, first organization, an owner service identity and its API key (the
@@ -15,16 +28,14 @@ export async function bootstrapHome(options: {
   home: string;
   environment?: string;
   clock?: Clock;
+  env?: NodeJS.ProcessEnv;
 }): Promise<{ apiKey: string; orgId: string; keyId: string; identityId: string }> {
-  const environment = resolveEnvironment(options.environment);
+  const env = options.env ?? process.env;
+  const environment = resolveEnvironment(options.environment, env);
   const clock = options.clock ?? systemClock;
-  const pepper = await loadPepper(options.home, { create: true });
-  const local = await openLocalEngine({ home: options.home, clock });
-  try {
-    return await bootstrapOrganization({ repository: local.repository, clock, ids: createIdGenerator(clock), pepper, environment });
-  } finally {
-    await local.close();
-  }
+  requireSharedPepper(storageUrls(env), env);
+  const pepper = await loadPepper(options.home, { create: true, env });
+  return withRepository(options.home, env, (repository) => bootstrapOrganization({ repository, clock, ids: createIdGenerator(clock), pepper, environment }));
 }
 
 /** `strata admin org create`: another organization with its own owner key, on an existing home. */
@@ -33,46 +44,60 @@ export async function createOrganizationInHome(options: {
   name: string;
   environment?: string;
   clock?: Clock;
+  env?: NodeJS.ProcessEnv;
 }): Promise<{ apiKey: string; orgId: string; keyId: string; identityId: string }> {
-  const environment = resolveEnvironment(options.environment);
+  const env = options.env ?? process.env;
+  const environment = resolveEnvironment(options.environment, env);
   const clock = options.clock ?? systemClock;
-  const local = await openLocalEngine({ home: options.home, clock });
-  try {
-    if ((await local.repository.access.listOrganizations()).length === 0) {
+  return withRepository(options.home, env, async (repository) => {
+    if ((await repository.access.listOrganizations()).length === 0) {
       throw new StrataError('INVALID_ARGUMENT', { message: `${options.home} has no organization yet: run \`strata admin bootstrap\` first`, details: { field: 'home' } });
     }
-    const pepper = await loadPepper(options.home, { create: false });
-    const deps = { repository: local.repository, clock, ids: createIdGenerator(clock), pepper, environment };
-    return await createOrganizationWithOwner(deps, { orgName: options.name, ownerName: `owner of ${options.name}` });
-  } finally {
-    await local.close();
-  }
+    requireSharedPepper(storageUrls(env), env);
+    const pepper = await loadPepper(options.home, { create: false, env });
+    const deps = { repository, clock, ids: createIdGenerator(clock), pepper, environment };
+    return createOrganizationWithOwner(deps, { orgName: options.name, ownerName: `owner of ${options.name}` });
+  });
 }
 
 /** `strata admin org list`: every organization of the home. */
-export async function listOrganizationsInHome(home: string): Promise<Array<{ orgId: string; name: string; createdAt: string }>> {
-  const local = await openLocalEngine({ home });
-  try {
-    return await local.repository.access.listOrganizations();
-  } finally {
-    await local.close();
-  }
+export async function listOrganizationsInHome(home: string, env: NodeJS.ProcessEnv = process.env): Promise<Array<{ orgId: string; name: string; createdAt: string }>> {
+  return withRepository(home, env, (repository) => repository.access.listOrganizations());
 }
 
 /**
- * `strata serve --migrate-only`: applies pending schema migrations and returns. Migrations run in one
- * IMMEDIATE transaction (sqlite-migrations.ts), so replicas starting at once apply them once.
+ * `strata serve --migrate-only`: applies pending schema migrations and returns. Opening a repository
+ * migrates it, and both databases make that safe for replicas starting at once (SQLite: one IMMEDIATE
+ * transaction, sqlite-migrations.ts; Postgres: an advisory lock, pg-migrations.ts).
  */
-export async function migrateHome(home: string): Promise<{ schemaVersion: number; applied: number[] }> {
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(home, { recursive: true, mode: 0o700 });
-  const db = new Database(homeLayout(home).metadata);
+export async function migrateHome(home: string, env: NodeJS.ProcessEnv = process.env): Promise<{ database: 'sqlite' | 'postgres'; schemaVersion: number; applied: number[] }> {
+  const urls = storageUrls(env);
+  if (urls.database === undefined) {
+    const { mkdir } = await import('node:fs/promises');
+    const Database = (await import('better-sqlite3')).default;
+    const { applyMigrations } = await import('../engine/storage/sqlite-migrations.js');
+    const { homeLayout } = await import('../engine/local.js');
+    await mkdir(home, { recursive: true, mode: 0o700 });
+    const db = new Database(homeLayout(home).metadata);
+    try {
+      db.pragma('busy_timeout = 30000');
+      db.pragma('journal_mode = WAL');
+      return { database: 'sqlite', schemaVersion: LATEST_SCHEMA_VERSION, applied: applyMigrations(db) };
+    } finally {
+      db.close();
+    }
+  }
+  const { PgDatabase } = await import('../engine/storage/pg-db.js');
+  const { applyPgMigrations } = await import('../engine/storage/pg-migrations.js');
+  const db = new PgDatabase({ url: urls.database, max: 1 });
   try {
-    db.pragma('busy_timeout = 30000');
-    db.pragma('journal_mode = WAL');
-    const applied = applyMigrations(db);
-    return { schemaVersion: LATEST_SCHEMA_VERSION, applied };
+    const client = await db.pool.connect();
+    try {
+      return { database: 'postgres', schemaVersion: PG_LATEST_SCHEMA_VERSION, applied: await applyPgMigrations(client) };
+    } finally {
+      client.release();
+    }
   } finally {
-    db.close();
+    await db.close();
   }
 }

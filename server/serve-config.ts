@@ -10,7 +10,9 @@
 //   "oidcIssuer": "https://id.example.org", "oidcAudience": "https://strata.example.org", "oidcClientId": "strata-cli",
 //   "rateLimit": "1000/10s", "authFailureLimit": "20/60s", "redisUrlFile": "/run/secrets/redis-url",
 //   "trustedProxies": ["10.0.0.0/8"], "metricsListen": "127.0.0.1:9464",
-//   "tlsCert": "/etc/strata/tls.crt", "tlsKey": "/etc/strata/tls.key", "pepperFile": "/run/secrets/strata-pepper"
+//   "tlsCert": "/etc/strata/tls.crt", "tlsKey": "/etc/strata/tls.key", "pepperFile": "/run/secrets/strata-pepper",
+//   "databaseUrlFile": "/run/secrets/strata-database-url", "objectsUrl": "s3://strata-objects?region=eu-west-1",
+//   "s3AccessKeyIdFile": "/run/secrets/s3-key-id", "s3SecretAccessKeyFile": "/run/secrets/s3-secret"
 // }
 
 import { readFileSync } from 'node:fs';
@@ -35,10 +37,22 @@ const KEYS = {
   tlsCert: 'STRATA_TLS_CERT',
   tlsKey: 'STRATA_TLS_KEY',
   pepperFile: 'STRATA_PEPPER_FILE',
+  databaseUrl: 'STRATA_DATABASE_URL',
+  databaseUrlFile: 'STRATA_DATABASE_URL_FILE',
+  objectsUrl: 'STRATA_OBJECTS_URL',
+  s3AccessKeyIdFile: 'AWS_ACCESS_KEY_ID_FILE',
+  s3SecretAccessKeyFile: 'AWS_SECRET_ACCESS_KEY_FILE',
 } as const;
 
 /** Secrets whose value is in a file named by `<NAME>_FILE`. */
-const SECRET_FILES = { STRATA_PEPPER_FILE: 'STRATA_PEPPER', STRATA_REDIS_URL_FILE: 'STRATA_REDIS_URL' } as const;
+const SECRET_FILES = {
+  STRATA_PEPPER_FILE: 'STRATA_PEPPER',
+  STRATA_REDIS_URL_FILE: 'STRATA_REDIS_URL',
+  // a database URL carries its password
+  STRATA_DATABASE_URL_FILE: 'STRATA_DATABASE_URL',
+  AWS_ACCESS_KEY_ID_FILE: 'AWS_ACCESS_KEY_ID',
+  AWS_SECRET_ACCESS_KEY_FILE: 'AWS_SECRET_ACCESS_KEY',
+} as const;
 
 function invalid(field: string, message: string): StrataError {
   return new StrataError('INVALID_ARGUMENT', { message, details: { field } });

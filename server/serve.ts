@@ -7,12 +7,12 @@ import pino from 'pino';
 import { buildApp } from '../control-api/app.js';
 import type { AppLoggerOptions } from '../control-api/logging.js';
 import { StrataError } from '../engine/errors.js';
-import { openLocalEngine } from '../engine/local.js';
 import type { Clock } from '../engine/ports/world.js';
 import type { ContentHash } from '../engine/types.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
 import type { MetadataRepository } from '../engine/ports/metadata-repository.js';
 import { createServerMetrics, serveMetrics } from './metrics.js';
+import { openServerEngine, requireSharedPepper, storageUrls } from './server-storage.js';
 import { type NetworkFlags, networkFromConfig } from './network-config.js';
 import { signInFromConfig, type SignInFlags } from './sign-in-config.js';
 
@@ -48,7 +48,10 @@ export async function startServer(options: {
   metricsListen?: string;
   /** certificate and key files for HTTPS (else STRATA_TLS_CERT / STRATA_TLS_KEY; none: plain HTTP behind a proxy) */
   tls?: { cert?: string; key?: string };
-  /** where settings the options leave out come from (serve-config.ts: the environment over a config file) */
+  /**
+   * where settings the options leave out come from (serve-config.ts: the environment over a config
+   * file), the storage URLs included (server-storage.ts)
+   */
   env?: NodeJS.ProcessEnv;
 }): Promise<{ url: string; metricsUrl: string | null; close(): Promise<void> }> {
   const env = options.env ?? process.env;
@@ -57,14 +60,14 @@ export async function startServer(options: {
   const signIn = signInFromConfig(options.signIn ?? {}, env);
   const network = networkFromConfig(options.network ?? {}, isLoopbackAddress(host), env);
   const https = readTls(options.tls?.cert ?? env['STRATA_TLS_CERT'], options.tls?.key ?? env['STRATA_TLS_KEY']);
+  requireSharedPepper(storageUrls(env), env);
   const pepper = await loadPepper(options.home, { create: true, env });
   // Request logs go to stderr: stdout belongs to the CLI's own (possibly --json) output.
   const logger: AppLoggerOptions | false =
     options.logger === false ? false : options.logger === true || options.logger === undefined ? { level: 'info', stream: pino.destination(2) } : options.logger;
   const metricsListen = options.metricsListen ?? env['STRATA_METRICS_LISTEN'];
   const metrics = metricsListen === undefined || metricsListen === '' ? null : createServerMetrics();
-  const local = await openLocalEngine({
-    home: options.home,
+  const local = await openServerEngine(options.home, env, {
     ...(options.clock === undefined ? {} : { clock: options.clock }),
     ...(metrics === null ? {} : { wrapRepository: (repository: MetadataRepository) => metrics.countVersions(repository) }),
   });
@@ -84,7 +87,8 @@ export async function startServer(options: {
       ...(https === null ? {} : { https }),
       readiness: {
         metadata: () => local.repository.access.listOrganizations(),
-        objects: () => local.store.has(`blake3:${'0'.repeat(64)}` as ContentHash),
+        // stat, not has: has() of a shared bucket records a touch (object-guard.ts); a probe must not write.
+        objects: () => local.store.stat(`blake3:${'0'.repeat(64)}` as ContentHash),
       },
     });
     try {

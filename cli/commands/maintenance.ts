@@ -9,14 +9,24 @@ import { formatBytes, plural } from '../output.js';
 // Running in-process next to a live server on the same home is safe: SQLite WAL serializes writers
 // and gc keeps objects younger than its grace period (writes in flight).
 
-function runsLocally(ctx: CommandContext, home: string | undefined): boolean {
-  return home !== undefined || ctx.target().serverUrlSource === 'default';
+// A server home on Postgres and S3 is named as `strata serve` names it: --config, or the storage URLs
+// in the environment (STRATA_DATABASE_URL, STRATA_OBJECTS_URL).
+
+interface HomeOptions {
+  home?: string;
+  config?: string;
 }
 
-async function withLocalEngine<T>(home: string | undefined, fn: (engine: Engine) => Promise<T>): Promise<T> {
+function runsLocally(ctx: CommandContext, options: HomeOptions): boolean {
+  return options.home !== undefined || options.config !== undefined || ctx.target().serverUrlSource === 'default';
+}
+
+async function withLocalEngine<T>(options: HomeOptions, fn: (engine: Engine) => Promise<T>): Promise<T> {
   const { resolveHome } = await import('../../server/home.js');
-  const { openLocalEngine } = await import('../../engine/local.js');
-  const local = await openLocalEngine({ home: resolveHome(home) });
+  const { serveEnvironment } = await import('../../server/serve-config.js');
+  const { openServerEngine } = await import('../../server/server-storage.js');
+  const env = serveEnvironment(options.config);
+  const local = await openServerEngine(resolveHome(options.home, env), env);
   try {
     return await fn(local.engine);
   } finally {
@@ -29,10 +39,11 @@ export function registerMaintenanceCommands(program: Command): void {
     .command('fsck')
     .description('verify every stored object against its hash and every reference (exit 8 on problems)')
     .option('--home <dir>', 'check this Strata home in-process (default: $STRATA_HOME when no server is configured)')
-    .action(async (options: { home?: string }, command: Command) => {
+    .option('--config <file>', "check in-process the storage a server's config file names (Postgres, S3)")
+    .action(async (options: HomeOptions, command: Command) => {
       const ctx = contextFor(command);
-      const report = runsLocally(ctx, options.home)
-        ? await withLocalEngine(options.home, (engine) => engine.fsck())
+      const report = runsLocally(ctx, options)
+        ? await withLocalEngine(options, (engine) => engine.fsck())
         : await ctx.client().json<FsckReport>('POST', '/v1/admin/fsck');
       ctx.output.result(report, () => {
         ctx.output.line(
@@ -52,10 +63,11 @@ export function registerMaintenanceCommands(program: Command): void {
     .command('gc')
     .description('delete stored content that no version references any more')
     .option('--home <dir>', 'collect this Strata home in-process (default: $STRATA_HOME when no server is configured)')
-    .action(async (options: { home?: string }, command: Command) => {
+    .option('--config <file>', "collect in-process the storage a server's config file names (Postgres, S3)")
+    .action(async (options: HomeOptions, command: Command) => {
       const ctx = contextFor(command);
-      const report = runsLocally(ctx, options.home)
-        ? await withLocalEngine(options.home, (engine) => engine.gc())
+      const report = runsLocally(ctx, options)
+        ? await withLocalEngine(options, (engine) => engine.gc())
         : await ctx.client().json<GcReport>('POST', '/v1/admin/gc');
       ctx.output.result(report, () => {
         ctx.output.line(

@@ -28,13 +28,15 @@ export function registerServeCommand(program: Command): void {
     .option('--metrics-listen <host:port>', 'serve Prometheus metrics at http://HOST:PORT/metrics, apart from the API (env STRATA_METRICS_LISTEN)')
     .option('--tls-cert <file>', 'serve HTTPS with this certificate (PEM; env STRATA_TLS_CERT), with --tls-key; without both, plain HTTP behind a TLS proxy')
     .option('--tls-key <file>', 'the certificate’s private key (PEM; env STRATA_TLS_KEY)')
+    .option('--database <url>', 'postgres://USER@HOST:PORT/DB[?schema=NAME] for the metadata (env STRATA_DATABASE_URL or _FILE; default: SQLite in the home)')
+    .option('--objects <url>', 's3://BUCKET[/PREFIX]?endpoint=URL&region=R for the content (env STRATA_OBJECTS_URL; credentials AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or _FILE; default: the home)')
     .option('--migrate-only', 'bring the metadata database to the current schema and exit (safe while other replicas start)')
     .option('--config <file>', 'a JSON file of these settings (flags and the environment win over it); secrets as pepperFile / redisUrlFile')
     .option('--trusted-proxies <cidrs>', 'comma-separated proxies whose X-Forwarded-For names the client (env STRATA_TRUSTED_PROXIES)')
     .action(async (options: ServeOptions, command: Command) => {
       const ctx = contextFor(command);
       const { serveEnvironment } = await import('../../server/serve-config.js');
-      const env = serveEnvironment(options.config);
+      const env = withStorageFlags(serveEnvironment(options.config), options);
       // --listen's default gives way to a listen address from the environment or the config file.
       const listen = command.getOptionValueSource('listen') === 'default' && env['STRATA_LISTEN'] ? env['STRATA_LISTEN'] : options.listen;
       checkListen(listen);
@@ -44,8 +46,9 @@ export function registerServeCommand(program: Command): void {
       const home = resolveHome(options.home, env);
       if (options.migrateOnly === true) {
         const { migrateHome } = await import('../../server/bootstrap.js');
-        const migrated = await migrateHome(home);
-        ctx.output.result(migrated, () => ctx.output.line(`${home}: metadata schema at version ${migrated.schemaVersion}${migrated.applied.length === 0 ? ' (already current)' : ` (applied ${migrated.applied.join(', ')})`}`));
+        const migrated = await migrateHome(home, env);
+        const where = migrated.database === 'postgres' ? 'Postgres' : home;
+        ctx.output.result(migrated, () => ctx.output.line(`${where}: metadata schema at version ${migrated.schemaVersion}${migrated.applied.length === 0 ? ' (already current)' : ` (applied ${migrated.applied.join(', ')})`}`));
         return;
       }
       const server = await runUntilSignal({
@@ -93,6 +96,16 @@ interface ServeOptions {
   tlsKey?: string;
   config?: string;
   migrateOnly?: boolean;
+  database?: string;
+  objects?: string;
+}
+
+/** --database / --objects win over the environment and the config file, like every flag. */
+export function withStorageFlags(env: NodeJS.ProcessEnv, flags: { database?: string; objects?: string }): NodeJS.ProcessEnv {
+  const merged = { ...env };
+  if (flags.database !== undefined) merged['STRATA_DATABASE_URL'] = flags.database;
+  if (flags.objects !== undefined) merged['STRATA_OBJECTS_URL'] = flags.objects;
+  return merged;
 }
 
 function networkFlags(options: ServeOptions): NetworkFlags {

@@ -16,13 +16,13 @@ import { createSqliteScim } from './sqlite-scim.js';
 import { createSqliteSso } from './sqlite-sso.js';
 import { run } from './sqlite-rows.js';
 
-interface OrgRow {
+export interface OrgRow {
   org_id: string;
   name: string;
   created_at: string;
 }
 
-interface IdentityRow {
+export interface IdentityRow {
   identity_id: string;
   kind: string;
   name: string;
@@ -30,25 +30,25 @@ interface IdentityRow {
   created_at: string;
 }
 
-interface MemberRow {
+export interface MemberRow {
   org_id: string;
   identity_id: string;
   role: string;
 }
 
-interface ProjectMemberRow {
+export interface ProjectMemberRow {
   project_id: string;
   identity_id: string;
   access: string;
 }
 
-const toOrg = (row: OrgRow): Organization => ({ orgId: row.org_id, name: row.name, createdAt: row.created_at });
-const toMember = (row: MemberRow): OrgMembership => ({
+export const toOrg = (row: OrgRow): Organization => ({ orgId: row.org_id, name: row.name, createdAt: row.created_at });
+export const toMember = (row: MemberRow): OrgMembership => ({
   orgId: row.org_id,
   identityId: row.identity_id,
   role: row.role as OrgRole,
 });
-const toProjectMember = (row: ProjectMemberRow): ProjectMembership => ({
+export const toProjectMember = (row: ProjectMemberRow): ProjectMembership => ({
   projectId: row.project_id,
   identityId: row.identity_id,
   access: row.access as ProjectAccess,

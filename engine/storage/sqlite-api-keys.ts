@@ -5,7 +5,7 @@ import type { ApiKeyRecord, AuditRecord, OrgRole, Page } from '../types.js';
 import { checkLimit, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { run } from './sqlite-rows.js';
 
-interface ApiKeyRow {
+export interface ApiKeyRow {
   key_id: string;
   environment: string;
   secret_hmac: string;
@@ -24,7 +24,7 @@ interface ApiKeyRow {
   role_cap: string | null;
 }
 
-function toApiKey(row: ApiKeyRow): ApiKeyRecord {
+export function toApiKey(row: ApiKeyRow): ApiKeyRecord {
   return {
     keyId: row.key_id,
     environment: row.environment,
@@ -45,7 +45,7 @@ function toApiKey(row: ApiKeyRow): ApiKeyRecord {
   };
 }
 
-function keyParams(key: ApiKeyRecord): Array<string | null> {
+export function keyParams(key: ApiKeyRecord): Array<string | null> {
   return [
     key.environment,
     key.secretHmac,
@@ -66,7 +66,7 @@ function keyParams(key: ApiKeyRecord): Array<string | null> {
   ];
 }
 
-interface AuditRow {
+export interface AuditRow {
   seq: number;
   audit_id: string;
   org_id: string;

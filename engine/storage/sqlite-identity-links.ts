@@ -17,7 +17,7 @@ export interface LinkWrites {
   revokeSessions(at: string, filter: { sessionHmac?: string; identityId?: string; orgId?: string }): void;
 }
 
-interface SessionRow {
+export interface SessionRow {
   session_hmac: string;
   identity_id: string;
   org_id: string | null;

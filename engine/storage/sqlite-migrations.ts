@@ -405,6 +405,15 @@ CREATE TABLE web_sessions (
 CREATE INDEX web_sessions_by_identity ON web_sessions (identity_id);
 `,
   },
+  {
+    version: 16,
+    name: 'uploads by hash',
+    // "Was it uploaded to any project?" is part of every reference check (gc, retention): without
+    // this index each check scanned the whole table.
+    sql: `
+CREATE INDEX project_objects_by_hash ON project_objects (content_hash);
+`,
+  },
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;

@@ -4,7 +4,7 @@ import type { ProjectRepository } from '../ports/metadata-repository.js';
 import type { DatasetRules, Project, VersioningPolicy } from '../types.js';
 import { run } from './sqlite-rows.js';
 
-interface ProjectRow {
+export interface ProjectRow {
   project_id: string;
   org_id: string;
   name: string;
@@ -14,7 +14,7 @@ interface ProjectRow {
   datasets: string;
 }
 
-function toProject(row: ProjectRow): Project {
+export function toProject(row: ProjectRow): Project {
   return {
     projectId: row.project_id,
     orgId: row.org_id,

@@ -7,7 +7,7 @@ import type { AccessRepository } from '../ports/metadata-repository.js';
 import type { ScimConfig, ScimGroup, ScimUser } from '../types.js';
 import { run } from './sqlite-rows.js';
 
-interface ConfigRow {
+export interface ConfigRow {
   org_id: string;
   token_id: string;
   secret_hmac: string;
@@ -16,7 +16,7 @@ interface ConfigRow {
   group_roles: string;
 }
 
-interface UserRow {
+export interface UserRow {
   org_id: string;
   identity_id: string;
   user_name: string;
@@ -28,7 +28,7 @@ interface UserRow {
   version: number;
 }
 
-interface GroupRow {
+export interface GroupRow {
   org_id: string;
   group_id: string;
   display_name: string;
@@ -53,9 +53,9 @@ export interface ScimWrites {
 }
 
 /** The case-insensitive key of a userName or displayName. */
-const keyOf = (name: string): string => name.normalize('NFC').toLowerCase();
+export const keyOf = (name: string): string => name.normalize('NFC').toLowerCase();
 
-const toConfig = (row: ConfigRow): ScimConfig => ({
+export const toConfig = (row: ConfigRow): ScimConfig => ({
   orgId: row.org_id,
   tokenId: row.token_id,
   secretHmac: row.secret_hmac,
@@ -64,7 +64,7 @@ const toConfig = (row: ConfigRow): ScimConfig => ({
   groupRoles: JSON.parse(row.group_roles) as ScimConfig['groupRoles'],
 });
 
-const toUser = (row: UserRow): ScimUser => ({
+export const toUser = (row: UserRow): ScimUser => ({
   orgId: row.org_id,
   identityId: row.identity_id,
   userName: row.user_name,

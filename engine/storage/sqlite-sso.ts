@@ -6,7 +6,7 @@ import type { AccessRepository } from '../ports/metadata-repository.js';
 import type { SsoConnection, SsoDomain } from '../types.js';
 import { run } from './sqlite-rows.js';
 
-interface ConnectionRow {
+export interface ConnectionRow {
   connection_id: string;
   org_id: string;
   issuer: string;
@@ -21,7 +21,7 @@ interface ConnectionRow {
   created_at: string;
 }
 
-interface DomainRow {
+export interface DomainRow {
   domain: string;
   verification_token: string;
   verified_at: string | null;

@@ -1,0 +1,304 @@
+import type { VersionCommit, VersionCommitResult, VersionRepository, WriteConflict } from '../ports/metadata-repository.js';
+import type { Entry, Page, VersionRecord } from '../types.js';
+import type { PgDatabase, Tx } from './pg-db.js';
+import { createPgPrune } from './pg-prune.js';
+import { createPgSyncObjects, hasNul, requireStorable } from './pg-sync-objects.js';
+import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
+import { pathRange } from './sqlite-range.js';
+import { type EntryRow, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
+
+const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, symlink, dataset';
+
+/** Told a committed record's version seq, and the size of the entry it replaced (null: none). */
+export type PgCommitted = (seq: number, previousSize: number | null) => void;
+
+// One commit is ONE statement (one round trip): the precondition, the version row, its shards and the
+// entry change are data-modifying CTEs that all see the statement's snapshot. The caller's transaction
+// holds the project's advisory lock (pg-db.ts), so nothing changes the entry between the read in
+// `prev` and the writes. Every parameter is cast: in INSERT … SELECT Postgres would type them text.
+const COMMIT_ONE = `
+WITH prev AS (
+  SELECT version_id, size FROM entries WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean
+), state AS (
+  SELECT (SELECT version_id FROM prev) AS current, (SELECT size FROM prev) AS previous_size
+), ins AS (
+  INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
+  SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text,
+         $12::integer, $13::integer, $14::integer, state.current, $15::integer
+  FROM state
+  WHERE $16::boolean OR NOT $17::boolean OR state.current IS NOT DISTINCT FROM $18::text
+  RETURNING seq
+), shards AS (
+  INSERT INTO dataset_shards (manifest_hash, shard_hash)
+  SELECT $4::text, shard FROM ins, unnest($19::text[]) AS shard
+  ON CONFLICT DO NOTHING
+), put AS (
+  INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
+  SELECT $2::text, $3::text, ins.seq, $1::text, $4::text, $5::bigint, $9::text, $12::integer, $13::integer, $14::integer
+  FROM ins WHERE NOT $16::boolean AND $4::text IS NOT NULL
+  ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
+    content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
+    symlink = excluded.symlink, dataset = excluded.dataset
+), gone AS (
+  DELETE FROM entries
+  WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean AND $4::text IS NULL AND EXISTS (SELECT 1 FROM ins)
+)
+SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq FROM state`;
+
+const flag = (value: boolean): number => (value ? 1 : 0);
+// NUL cannot occur in Postgres text, so it cannot occur in a project id or path: a safe separator.
+const keyOf = (projectId: string, path: string): string => `${projectId}\u0000${path}`;
+const stale = (currentVersionId: string | null): VersionCommitResult => ({ ok: false, code: 'STALE_BASE_VERSION', currentVersionId });
+
+/** A record's values in the order of the versions columns $1..$14 of COMMIT_ONE and INSERT_VERSIONS. */
+function recordValues(r: VersionRecord): unknown[] {
+  return [r.versionId, r.projectId, r.path, r.contentHash, r.size, r.actor.id, r.actor.kind, r.actor.name, r.timestamp, r.kind, r.restoredFrom, flag(r.executable), flag(r.symlink), flag(r.dataset)];
+}
+
+/** Rows to the column arrays that unnest() turns back into rows: one parameter per column. */
+function columnsOf(rows: unknown[][]): unknown[][] {
+  return rows[0]!.map((_, column) => rows.map((row) => row[column]));
+}
+
+interface CommitOneRow {
+  current: string | null;
+  previous_size: number | null;
+  seq: number | null;
+}
+
+/** The entry a committed record makes current (null: a tombstone or a history-only record). */
+export function entryOf(commit: VersionCommit): Entry | null {
+  const { record } = commit;
+  if (commit.historyOnly === true || record.contentHash === null) return null;
+  return {
+    path: record.path,
+    versionId: record.versionId,
+    contentHash: record.contentHash,
+    size: record.size,
+    timestamp: record.timestamp,
+    executable: record.executable,
+    symlink: record.symlink,
+    dataset: record.dataset,
+  };
+}
+
+/** Dataset shards to record with a commit (none unless the record is a dataset with content). */
+export function shardsOf(commit: VersionCommit): string[] {
+  return commit.record.dataset && commit.record.contentHash !== null ? [...new Set(commit.shards ?? [])] : [];
+}
+
+/**
+ * Commits one version record (and its entry) with its precondition checked, inside the caller's
+ * transaction, which must hold the record's project lock (`db.tx(…, { projects: [projectId] })`):
+ * the versions repository, and a git push's whole chain (importChain). The replaced version is always
+ * read: it is the record's base in the sync outbox (migration 8).
+ */
+export async function pgCommitOne(tx: Tx, commit: VersionCommit, committed?: PgCommitted): Promise<VersionCommitResult> {
+  const { record } = commit;
+  const row = (await tx.one<CommitOneRow>(COMMIT_ONE, [
+    ...recordValues(record),
+    flag(commit.pulled === true),
+    commit.historyOnly === true,
+    commit.expectedCurrent !== undefined,
+    commit.expectedCurrent ?? null,
+    shardsOf(commit),
+  ]))!;
+  if (row.seq === null) return stale(row.current);
+  committed?.(row.seq, row.previous_size);
+  return { ok: true, entry: entryOf(commit) };
+}
+
+// A batch of more than one record costs a fixed number of statements, not one per record: one read
+// of the current entries of every path it touches, the preconditions checked here in input order
+// (each record sees the ones before it in the batch), then one insert of all accepted versions, one
+// of their shards, and one upsert and one delete for each path's final state. Nothing is written
+// before every precondition is known, so an atomic batch that fails needs no savepoint.
+const CURRENT_OF = `
+  SELECT e.project_id, e.path, e.version_id FROM entries e
+  JOIN unnest($1::text[], $2::text[]) AS k(project_id, path) ON e.project_id = k.project_id AND e.path = k.path`;
+// The rows come out of unnest in array order and the identity is drawn as each row is inserted, so
+// seqs follow input order (checked below: history and the sync feed depend on it).
+const INSERT_VERSIONS = `
+  INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+                       $12::integer[], $13::integer[], $14::integer[], $15::text[], $16::integer[])
+  RETURNING version_id, seq`;
+const INSERT_SHARDS = `
+  INSERT INTO dataset_shards (manifest_hash, shard_hash) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`;
+// One row per path (its batch's last record): ON CONFLICT DO UPDATE may not touch a row twice.
+const UPSERT_ENTRIES = `
+  INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::integer[], $9::integer[], $10::integer[])
+  ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
+    content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
+    symlink = excluded.symlink, dataset = excluded.dataset`;
+const DELETE_ENTRIES = `
+  DELETE FROM entries e USING unnest($1::text[], $2::text[]) AS k(project_id, path) WHERE e.project_id = k.project_id AND e.path = k.path`;
+
+async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): Promise<VersionCommitResult[]> {
+  const keys = new Map<string, { projectId: string; path: string }>();
+  for (const { record } of commits) keys.set(keyOf(record.projectId, record.path), { projectId: record.projectId, path: record.path });
+  const targets = [...keys.values()];
+  const committedState = new Map<string, string>();
+  const currentRows = await tx.query<{ project_id: string; path: string; version_id: string }>(CURRENT_OF, [
+    targets.map((t) => t.projectId),
+    targets.map((t) => t.path),
+  ]);
+  for (const row of currentRows) committedState.set(keyOf(row.project_id, row.path), row.version_id);
+
+  const state = new Map<string, string | null>(committedState);
+  const results: VersionCommitResult[] = [];
+  const accepted: Array<{ commit: VersionCommit; base: string | null }> = [];
+  const finalOf = new Map<string, VersionCommit>();
+  for (const commit of commits) {
+    const { record } = commit;
+    if (commit.historyOnly === true) {
+      // History only: no precondition, no entry change, and no base (as sqlite-versions.ts).
+      accepted.push({ commit, base: null });
+      results.push({ ok: true, entry: null });
+      continue;
+    }
+    const key = keyOf(record.projectId, record.path);
+    const current = state.get(key) ?? null;
+    if (commit.expectedCurrent !== undefined && commit.expectedCurrent !== current) {
+      results.push(stale(current));
+      continue;
+    }
+    accepted.push({ commit, base: current });
+    state.set(key, record.contentHash === null ? null : record.versionId);
+    finalOf.set(key, commit);
+    results.push({ ok: true, entry: entryOf(commit) });
+  }
+  if (accepted.length < commits.length && atomic) {
+    // Every record reports its path's committed current version, never an id of this batch.
+    return commits.map(({ record }) => stale(committedState.get(keyOf(record.projectId, record.path)) ?? null));
+  }
+  if (accepted.length === 0) return results;
+
+  const records = accepted.map((a) => a.commit.record);
+  const inserted = await tx.query<{ version_id: string; seq: number }>(
+    INSERT_VERSIONS,
+    columnsOf(accepted.map((a) => [...recordValues(a.commit.record), a.base, flag(a.commit.pulled === true)])),
+  );
+  const seqOf = new Map(inserted.map((row) => [row.version_id, row.seq]));
+  let previousSeq = 0;
+  for (const record of records) {
+    const seq = seqOf.get(record.versionId)!;
+    if (!(seq > previousSeq)) throw new Error('versions were numbered out of input order');
+    previousSeq = seq;
+  }
+
+  const manifests: string[] = [];
+  const shards: string[] = [];
+  for (const { commit } of accepted) {
+    for (const shard of shardsOf(commit)) {
+      manifests.push(commit.record.contentHash!);
+      shards.push(shard);
+    }
+  }
+  if (shards.length > 0) await tx.query(INSERT_SHARDS, [manifests, shards]);
+
+  const finals = [...finalOf.values()].map((c) => c.record);
+  const puts = finals.filter((r) => r.contentHash !== null);
+  const gone = finals.filter((r) => r.contentHash === null);
+  if (puts.length > 0) {
+    const rows = puts.map((r) => [r.projectId, r.path, seqOf.get(r.versionId), r.versionId, r.contentHash, r.size, r.timestamp, flag(r.executable), flag(r.symlink), flag(r.dataset)]);
+    await tx.query(UPSERT_ENTRIES, columnsOf(rows));
+  }
+  if (gone.length > 0) await tx.query(DELETE_ENTRIES, [gone.map((r) => r.projectId), gone.map((r) => r.path)]);
+  return results;
+}
+
+/** The $n form of pathRange (sqlite-range.ts), numbering its placeholders from `first`. */
+function pgPathRange(column: string, prefix: string, after: string | undefined, first: number): { sql: string; params: string[] } {
+  const range = pathRange(column, prefix, after);
+  let n = first;
+  return { sql: range.sql.replace(/\?/g, () => `$${n++}::text`), params: range.params };
+}
+
+export function createPgVersions(db: PgDatabase): VersionRepository {
+  const isDirectory = async (projectId: string, dirPath: string): Promise<boolean> => {
+    if (hasNul(dirPath)) return false;
+    if (dirPath === '') return (await db.one('SELECT 1 FROM entries WHERE project_id = $1::text LIMIT 1', [projectId])) !== undefined;
+    // 'dir/' < every path below dir < 'dir0' ('0' follows '/'): an index range, no LIKE.
+    const range = pgPathRange('path', `${dirPath}/`, undefined, 2);
+    return (await db.one(`SELECT 1 FROM entries WHERE project_id = $1::text AND ${range.sql} LIMIT 1`, [projectId, ...range.params])) !== undefined;
+  };
+
+  return {
+    // Every project the batch touches is locked first (sorted, so batches never deadlock): a
+    // concurrent writer cannot commit between our precondition reads and our writes, on any replica.
+    commit: async (commits, options) => {
+      if (commits.length === 0) return [];
+      for (const { record, expectedCurrent, shards } of commits) {
+        requireStorable('record', record.versionId, record.restoredFrom, expectedCurrent, record.path, record.contentHash, ...(shards ?? []));
+        requireStorable('actor', record.actor.id, record.actor.kind, record.actor.name);
+      }
+      const atomic = options?.atomic === true;
+      return db.tx(
+        async (tx) => (commits.length === 1 ? [await pgCommitOne(tx, commits[0]!)] : commitBatch(tx, commits, atomic)),
+        { projects: commits.map((c) => c.record.projectId) },
+      );
+    },
+    get: async (projectId, versionId) => {
+      if (hasNul(versionId)) return null;
+      const row = await db.one<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = $1::text AND project_id = $2::text`, [versionId, projectId]);
+      return row === undefined ? null : toVersion(row);
+    },
+    history: async (projectId, query) => {
+      const limit = checkLimit(query.limit);
+      const before = query.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeSeqCursor('history', query.cursor);
+      if (hasNul(query.path)) return { items: [] };
+      const params = [projectId, before, limit + 1, ...(query.path === undefined ? [] : [query.path])];
+      const rows = await db.query<VersionRow>(
+        `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = $1::text ${query.path === undefined ? '' : 'AND path = $4::text'}
+         AND seq < $2::bigint ORDER BY seq DESC LIMIT $3::bigint`,
+        params,
+      );
+      const page: Page<VersionRecord> = { items: rows.slice(0, limit).map(toVersion) };
+      if (rows.length > limit) page.nextCursor = encodeCursor('history', rows[limit - 1]!.seq);
+      return page;
+    },
+    getEntry: async (projectId, path) => {
+      if (hasNul(path)) return null;
+      const row = await db.one<EntryRow>(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = $1::text AND path = $2::text`, [projectId, path]);
+      return row === undefined ? null : toEntry(row);
+    },
+    listEntries: async (projectId, options) => {
+      const limit = checkLimit(options.limit);
+      const after = options.cursor === undefined ? undefined : decodePathCursor('entries', options.cursor);
+      pathRange('path', options.prefix, after); // a cursor of another prefix is INVALID_CURSOR, NUL or not
+      if (hasNul(options.prefix)) return { items: [] };
+      // No stored path contains NUL, so for a cursor s + NUL + t (s without NUL) "path > cursor" selects
+      // exactly the paths "path > s" does: the cut is exact, and keeps NUL out of the statement.
+      const range = pgPathRange('path', options.prefix, after?.split('\u0000')[0], 2);
+      // path is COLLATE "C": byte order, the order of the cursor and of prefixUpperBound's range.
+      const rows = await db.query<EntryRow>(
+        `SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = $1::text AND ${range.sql} ORDER BY path LIMIT $${range.params.length + 2}::bigint`,
+        [projectId, ...range.params, limit + 1],
+      );
+      const page: Page<Entry> = { items: rows.slice(0, limit).map(toEntry) };
+      if (rows.length > limit) page.nextCursor = encodeCursor('entries', rows[limit - 1]!.path);
+      return page;
+    },
+    isDirectory,
+    writeConflict: async (projectId, path): Promise<WriteConflict | null> => {
+      if (path === '') return (await isDirectory(projectId, path)) ? { kind: 'directory' } : null;
+      const ancestors: string[] = [];
+      for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) ancestors.push(path.slice(0, slash));
+      // One round trip for the check every write makes. The ancestor nearest the root wins, as in the
+      // SQLite walk: a prefix sorts before its extensions. Nothing stored lies below a path with NUL.
+      const range = hasNul(path) ? { sql: 'false', params: [] } : pgPathRange('path', `${path}/`, undefined, 3);
+      const row = (await db.one<{ directory: boolean; ancestor: string | null }>(
+        `SELECT EXISTS (SELECT 1 FROM entries WHERE project_id = $1::text AND ${range.sql}) AS directory,
+                (SELECT path FROM entries WHERE project_id = $1::text AND path = ANY($2::text[]) ORDER BY path LIMIT 1) AS ancestor`,
+        [projectId, ancestors.filter((ancestor) => !hasNul(ancestor)), ...range.params],
+      ))!;
+      if (row.directory) return { kind: 'directory' };
+      return row.ancestor === null ? null : { kind: 'file-ancestor', ancestor: row.ancestor };
+    },
+    countVersions: async (projectId) => (await db.one<{ count: number }>('SELECT count(*) AS count FROM versions WHERE project_id = $1::text', [projectId]))!.count,
+    ...createPgPrune(db),
+    ...createPgSyncObjects(db),
+  };
+}
