@@ -24,6 +24,8 @@ import { openPgRepository } from '../engine/storage/pg-repository.js';
 import { LATEST_SCHEMA_VERSION, applyMigrations } from '../engine/storage/sqlite-migrations.js';
 import { engineOn } from '../engine/local.js';
 import type { ContentHash, FsckReport } from '../engine/index.js';
+import { join } from 'node:path';
+import { loadPepper, writeSecretFileOnce } from './secrets.js';
 import { openServerStore, type StorageUrls } from './server-storage.js';
 
 /** Tables in an order that satisfies every foreign key, with the column ordering copies by. */
@@ -63,6 +65,11 @@ export interface MigrateStorageReport {
   /** every table compared row for row (a digest of each side) */
   verified: boolean;
   fsck: FsckReport;
+  /**
+   * The home's API key pepper as hex, in a 0600 file for STRATA_PEPPER_FILE: a server on Postgres
+   * takes its pepper from there (every replica the same), and the copied keys verify only under it.
+   */
+  pepperFile: string;
 }
 
 export type MigrateProgress = (event: { phase: 'objects' | 'metadata' | 'verify'; done: number; total: number }) => void
@@ -94,7 +101,10 @@ export async function migrateStorage(options: {
       // fsck through a real engine on the target: every referenced hash present and intact.
       const engine = engineOn({ repository, store: target, home: options.home }, {});
       const fsck = await engine.engine.fsck();
-      return { objects, tables, verified, fsck };
+      const pepper = await loadPepper(options.home, { create: false, env: {} });
+      const pepperFile = join(layout.secrets, 'pepper.hex');
+      await writeSecretFileOnce(pepperFile, Buffer.from(pepper.toString('hex')));
+      return { objects, tables, verified, fsck, pepperFile };
     } finally {
       await repository.close();
     }

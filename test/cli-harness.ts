@@ -116,9 +116,9 @@ export function startListening(
   });
 }
 
-/** Starts `strata serve --listen 127.0.0.1:0` and reads the chosen URL from its stderr. */
-export async function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs = 20_000): Promise<ServeHandle> {
-  const { child, url, stderr } = await startListening(['serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], env, timeoutMs);
+/** Starts `strata serve --listen 127.0.0.1:0 [extraArgs]` and reads the chosen URL from its stderr. */
+export async function startServe(home: string, env: NodeJS.ProcessEnv, timeoutMs = 20_000, extraArgs: string[] = []): Promise<ServeHandle> {
+  const { child, url, stderr } = await startListening(['serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet', ...extraArgs], env, timeoutMs);
   const exited = new Promise<number | null>((res) => {
     if (child.exitCode !== null || child.signalCode !== null) res(child.exitCode);
     else child.on('exit', (code) => res(code));

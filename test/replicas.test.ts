@@ -165,6 +165,7 @@ describe('three replicas over one Postgres and one bucket', () => {
     // A large upload that is still arriving when the replica dies: never acknowledged, and harmless.
     let sent = 0;
     let killed = false;
+    let crashed: Promise<void> | undefined;
     const body = new Readable({
       read() {
         if (killed) return;
@@ -172,7 +173,7 @@ describe('three replicas over one Postgres and one bucket', () => {
         this.push(randomBytes(1 << 20));
         if (sent >= 8 << 20 && !killed) {
           killed = true;
-          void victim.crash();
+          crashed = victim.crash();
         }
       },
     });
@@ -183,6 +184,8 @@ describe('three replicas over one Postgres and one bucket', () => {
       duplex: 'half',
     } as RequestInit);
     await expect(upload).rejects.toThrow();
+    // The client may see its connection drop before this process has reaped the child.
+    await crashed;
     expect(victim.child.signalCode).toBe('SIGKILL');
     // Every acknowledged version reads back, through the replicas that are left.
     let n = 0;

@@ -16,9 +16,19 @@ export interface BenchEngine {
   projectId: string;
 }
 
-/** Opens a home in this process with one project (in `orgId`, else in a new organization). */
-export async function openBenchEngine(home: string, orgId?: string): Promise<BenchEngine> {
-  const local = await openLocalEngine({ home });
+/**
+ * Opens a home in this process with one project (in `orgId`, else in a new organization). With
+ * `options.env`, on the storage its STRATA_DATABASE_URL / STRATA_OBJECTS_URL name, as `strata serve`
+ * opens it (server/server-storage.ts); without, the home's SQLite and object directory.
+ */
+export async function openBenchEngine(home: string, orgId?: string, options: { env?: NodeJS.ProcessEnv } = {}): Promise<BenchEngine> {
+  let local: LocalEngine;
+  if (options.env === undefined) {
+    local = await openLocalEngine({ home });
+  } else {
+    const { openServerEngine } = await import('../../server/server-storage.js');
+    local = await openServerEngine(home, options.env);
+  }
   let org = orgId;
   if (org === undefined) {
     org = createIdGenerator(systemClock).uuid();
@@ -47,11 +57,14 @@ export interface ServerChild {
   close(): Promise<void>;
 }
 
-/** `node dist/cli/main.js serve --home H --listen 127.0.0.1:0`; resolves once it prints its URL. */
-export async function startServerChild(home: string): Promise<ServerChild> {
+/**
+ * `node dist/cli/main.js serve --home H --listen 127.0.0.1:0`; resolves once it prints its URL.
+ * `options.env` is added to its environment (e.g. STRATA_DATABASE_URL, STRATA_OBJECTS_URL).
+ */
+export async function startServerChild(home: string, options: { env?: NodeJS.ProcessEnv } = {}): Promise<ServerChild> {
   if (!existsSync(CLI_MAIN)) throw new Error(`${CLI_MAIN} is missing: run \`npm run build\` first`);
   const child = spawn(process.execPath, [...nodeFlags('serve'), CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--quiet'], {
-    env: nodeEnv(),
+    env: { ...nodeEnv(), ...options.env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -113,7 +113,11 @@ export function registerMigrateStorageCommand(admin: Command): void {
           `migrate-storage: ${report.objects.total} objects (${report.objects.copied} copied, ${report.objects.alreadyThere} already there), ${rows} rows in ${report.tables.length} tables; ` +
             `rows compared: ${report.verified ? 'identical' : 'DIFFERENT'}; fsck of the target: ${report.fsck.ok ? 'ok' : `${report.fsck.missing.length} missing, ${report.fsck.corrupt.length} corrupt`}`,
         );
-        if (ok) ctx.output.hint(`now serve with --database and --objects (or the same --config); ${home}'s SQLite and store are left as they were`);
+        if (ok) {
+          ctx.output.hint(
+            `now serve with --database and --objects (or the same --config) and STRATA_PEPPER_FILE=${report.pepperFile} on every replica (the keys verify only under this pepper); ${home}'s SQLite and store are left as they were`,
+          );
+        }
       });
       if (!ok) {
         const { EXIT } = await import('../errors.js');

@@ -1,0 +1,104 @@
+// What a platform team configures for a server on Postgres + S3: --migrate-only as a deploy step,
+// the settings in a --config file with secrets in files, readiness that follows the database and the
+// bucket, and a server that refuses to start without the pepper its replicas must share. No secret
+// (database password, S3 secret key, pepper) ever appears in the server's output.
+
+import { randomBytes } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { baseEnv, parseJson, runCli, startServe, tempDir } from './cli-harness.js';
+import { createTestSchema, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { startS3Server } from './helpers/s3-server.js';
+
+describe('a server on Postgres and S3, configured', () => {
+  it('serve --migrate-only migrates a Postgres schema once, even when two run at once', async () => {
+    const dir = await tempDir('strata-pg-migrate-');
+    const schema = await createTestSchema('strata_cfg');
+    try {
+      const env = { ...baseEnv(join(dir.path, 'config')), STRATA_DATABASE_URL: schema.url };
+      const runs = await Promise.all([1, 2].map((n) => runCli(['serve', '--migrate-only', '--home', join(dir.path, `h${n}`), '--json'], env)));
+      for (const run of runs) expect(run.code, run.stderr).toBe(0);
+      const results = runs.map((run) => parseJson<{ database: string; schemaVersion: number; applied: number[] }>(run));
+      expect(results.map((r) => r.database)).toStrictEqual(['postgres', 'postgres']);
+      const applied = results.map((r) => r.applied).sort((a, b) => b.length - a.length);
+      expect(applied[0]).toStrictEqual(Array.from({ length: results[0]!.schemaVersion }, (_, i) => i + 1));
+      expect(applied[1]).toStrictEqual([]);
+    } finally {
+      await schema.drop();
+      await dir.remove();
+    }
+  }, 60_000);
+
+  it('refuses to serve on Postgres without a shared pepper, saying which setting to make', async () => {
+    const dir = await tempDir('strata-pg-pepper-');
+    const schema = await createTestSchema('strata_cfg');
+    try {
+      const env = { ...baseEnv(join(dir.path, 'config')), STRATA_DATABASE_URL: schema.url };
+      const run = await runCli(['serve', '--home', join(dir.path, 'home'), '--listen', '127.0.0.1:0'], env, { timeoutMs: 30_000 });
+      expect(run.code).toBe(6);
+      expect(run.stderr).toContain('STRATA_PEPPER_FILE');
+    } finally {
+      await schema.drop();
+      await dir.remove();
+    }
+  }, 60_000);
+
+  it('--config with secrets in files: serves, /readyz follows the bucket, and no secret reaches the output', async () => {
+    const dir = await tempDir('strata-pg-config-');
+    const schema = await createTestSchema('strata_cfg');
+    const s3 = await startS3Server();
+    let server: Awaited<ReturnType<typeof startServe>> | undefined;
+    try {
+      // Trust authentication ignores the password, which lets the test see that it is never printed.
+      const password = `pw${randomBytes(8).toString('hex')}`;
+      const databaseUrl = new URL(schema.url);
+      databaseUrl.password = password;
+      const pepper = randomBytes(32).toString('hex');
+      const secret = (name: string, value: string) => writeFile(join(dir.path, name), `${value}\n`, { mode: 0o600 });
+      await secret('database-url', databaseUrl.toString());
+      await secret('s3-key-id', s3.accessKeyId);
+      await secret('s3-secret', s3.secretAccessKey);
+      await secret('pepper', pepper);
+      const config = join(dir.path, 'server.json');
+      await writeFile(
+        config,
+        JSON.stringify({
+          home: join(dir.path, 'home'),
+          databaseUrlFile: join(dir.path, 'database-url'),
+          objectsUrl: s3.url,
+          s3AccessKeyIdFile: join(dir.path, 's3-key-id'),
+          s3SecretAccessKeyFile: join(dir.path, 's3-secret'),
+          pepperFile: join(dir.path, 'pepper'),
+          environment: 'prod',
+        }),
+      );
+      const env = baseEnv(join(dir.path, 'config'));
+      const boot = await runCli(['admin', 'bootstrap', '--config', config, '--json'], env);
+      expect(boot.code, boot.stderr).toBe(0);
+      const apiKey = parseJson<{ apiKey: string }>(boot).apiKey;
+      expect(apiKey.startsWith('rk.prod.')).toBe(true);
+      server = await startServe(join(dir.path, 'home'), env, 20_000, ['--config', config]);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      const whoami = await runCli(['whoami', '--json'], { ...env, STRATA_SERVER_URL: server.url, STRATA_API_KEY: apiKey });
+      expect(whoami.code, whoami.stderr).toBe(0);
+
+      await s3.close();
+      const down = await fetch(`${server.url}/readyz`);
+      expect(down.status).toBe(503);
+      const body = (await down.json()) as { error: { code: string; details: { checks: Record<string, string> } } };
+      expect(body.error.code).toBe('NOT_READY');
+      expect(body.error.details.checks['metadata']).toBe('ok');
+      expect(body.error.details.checks['objects']).not.toBe('ok');
+
+      const output = `${server.stderr()}${boot.stderr}${boot.stdout}${JSON.stringify(body)}`;
+      for (const value of [password, s3.secretAccessKey, pepper]) expect(output).not.toContain(value);
+      expect(output).not.toContain(TEST_DATABASE_URL.replace('postgres://', `postgres://postgres:${password}@`));
+    } finally {
+      await server?.stop();
+      await s3.close().catch(() => {});
+      await schema.drop();
+      await dir.remove();
+    }
+  }, 90_000);
+});
