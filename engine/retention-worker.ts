@@ -1,3 +1,4 @@
+import { collectObject } from './commands/gc.js';
 import type { EngineContext } from './context.js';
 import type { ContentHash } from './types.js';
 
@@ -76,7 +77,7 @@ export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
     await ctx.gcLock.exclusive(async () => {
       const stillReferenced = await ctx.repository.versions.referencedHashes(hashes);
       for (const hash of hashes) {
-        if (!stillReferenced.has(hash)) await ctx.store.delete(hash);
+        if (!stillReferenced.has(hash)) await collectObject(ctx, hash, ctx.gcGraceMs);
       }
     });
     // Outside the lock: compaction only moves bytes that stay referenced, readers and writers go on.

@@ -52,21 +52,18 @@ export async function openServerRepository(home: string, urls: StorageUrls): Pro
   return openPgRepository({ url: urls.database });
 }
 
-/** The default grace period of garbage collection (engine/context.ts), which the guard applies too. */
-const GC_GRACE_MS = 10 * 60 * 1000;
-
 export async function openServerStore(
   home: string,
   urls: StorageUrls,
   env: NodeJS.ProcessEnv,
-  options: { clock?: EngineOptions['clock']; guard?: ObjectGuard; gcGraceMs?: number } = {},
+  options: { clock?: EngineOptions['clock']; guard?: ObjectGuard } = {},
 ): Promise<ContentStore> {
   if (urls.objects === undefined) return createLocalContentStore({ root: homeLayout(home).store, clock: options.clock ?? systemClock });
   const { openS3ContentStore, parseObjectsUrl } = await import('../engine/storage/s3-content-store.js');
   return openS3ContentStore({
     ...parseObjectsUrl(urls.objects, env),
     scratchDir: join(home, 'tmp'),
-    ...(options.guard === undefined ? {} : { guard: { guard: options.guard, graceMs: options.gcGraceMs ?? GC_GRACE_MS } }),
+    ...(options.guard === undefined ? {} : { guard: options.guard }),
   });
 }
 

@@ -14,7 +14,8 @@ const CHECK_BATCH = 500;
  */
 export async function gc(ctx: EngineContext, options: { graceMs?: number } = {}): Promise<GcReport> {
   await ctx.retention.settle();
-  const cutoff = ctx.clock.now() - (options.graceMs ?? ctx.gcGraceMs);
+  const graceMs = options.graceMs ?? ctx.gcGraceMs;
+  const cutoff = ctx.clock.now() - graceMs;
   const report: GcReport = { objectsScanned: 0, objectsDeleted: 0, bytesFreed: 0 };
   let batch: Array<{ hash: ContentHash; size: number }> = [];
 
@@ -28,7 +29,7 @@ export async function gc(ctx: EngineContext, options: { graceMs?: number } = {})
         const info = await ctx.store.stat(candidate.hash);
         // Deduplicated against since the scan: a write refreshed it; spare it.
         if (!info || info.touchedAtMs >= cutoff) continue;
-        await ctx.store.delete(candidate.hash);
+        if (!(await collectObject(ctx, candidate.hash, graceMs))) continue;
         report.objectsDeleted += 1;
         report.bytesFreed += candidate.size;
       }
@@ -44,4 +45,15 @@ export async function gc(ctx: EngineContext, options: { graceMs?: number } = {})
   if (batch.length > 0) await sweep();
   if (report.objectsDeleted > 0 && ctx.store.compact !== undefined) await ctx.store.compact();
   return report;
+}
+
+/**
+ * Deletes an object nothing referenced when last checked: through the store's collect() where other
+ * processes write to it too (replicas sharing a bucket: it may still spare the object), else plainly
+ * (the engine's GC lock, held by the caller, excludes every writer). True if it is gone.
+ */
+export async function collectObject(ctx: EngineContext, hash: ContentHash, graceMs: number): Promise<boolean> {
+  if (ctx.store.collect !== undefined) return ctx.store.collect(hash, graceMs);
+  await ctx.store.delete(hash);
+  return true;
 }

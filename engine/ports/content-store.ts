@@ -131,6 +131,13 @@ export interface ContentStore {
   verify(hash: ContentHash): Promise<'ok' | 'missing' | 'corrupt'>;
   delete(hash: ContentHash): Promise<void>;
   /**
+   * Optional: garbage collection's delete on a store other processes write to as well (server
+   * replicas over one bucket, ports/object-guard.ts): deletes unless the object was touched within
+   * `graceMs` on the guard's clock or is referenced; true if it deleted. Without it, collectors call
+   * delete under the engine's own GC lock, which covers every writer there is.
+   */
+  collect?(hash: ContentHash, graceMs: number): Promise<boolean>;
+  /**
    * Optional: reclaim space that deletes left inside container files (the local store's shard packs).
    * Garbage collection calls it after deleting; safe beside writes and reads.
    */

@@ -34,9 +34,9 @@ export interface S3ContentStoreOptions {
   scratchDir?: string;
   /**
    * When replicas share the bucket (ports/object-guard.ts): every existence check touches the hash
-   * first, and delete() goes through the guard, sparing what was touched within `graceMs`.
+   * first, and the store offers collect(), which deletes through the guard.
    */
-  guard?: { guard: ObjectGuard; graceMs: number };
+  guard?: ObjectGuard;
 }
 
 export const MIB = 1024 * 1024;
@@ -62,7 +62,7 @@ export interface S3Context extends S3Where {
   readonly digests: DigestPool;
   readonly hashPool: HashWorkerPool;
   readonly now: () => number;
-  readonly guard: { guard: ObjectGuard; graceMs: number } | undefined;
+  readonly guard: ObjectGuard | undefined;
 }
 
 function invalid(message: string, field: string): StrataError {

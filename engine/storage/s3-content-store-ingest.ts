@@ -51,7 +51,7 @@ export function checkExpected(limits: Limits, actual: ContentHash): void {
 
 /** Asked before deduplicating against the object: with a guard, touched first (object-guard.ts). */
 export async function objectExists(ctx: S3Context, hash: ContentHash): Promise<boolean> {
-  await ctx.guard?.guard.touch([hash]);
+  await ctx.guard?.touch([hash]);
   const head = await s3CallOrMissing(ctx, 'HeadObject', () => ctx.client.send(new HeadObjectCommand({ Bucket: ctx.bucket, Key: objectKey(ctx, hash) })));
   return head !== null;
 }

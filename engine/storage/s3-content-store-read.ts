@@ -41,7 +41,7 @@ export async function statObject(ctx: S3Context, hash: ContentHash): Promise<Obj
  * points at it), so with a guard the hash is touched first: a replica's collector then spares it.
  */
 export async function hasObject(ctx: S3Context, hash: ContentHash): Promise<boolean> {
-  await ctx.guard?.guard.touch([hash]);
+  await ctx.guard?.touch([hash]);
   return (await head(ctx, objectKey(ctx, hash))) !== null;
 }
 

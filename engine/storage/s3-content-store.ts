@@ -87,7 +87,17 @@ class S3ContentStore implements ContentStore {
     private readonly scratch: DatasetScratch,
   ) {
     this.settler = new Settler(ctx);
+    const guard = ctx.guard;
+    // Only with a guard (replicas share the bucket): see ContentStore.collect.
+    if (guard !== undefined) {
+      this.collect = (hash, graceMs) => {
+        const valid = this.check(hash);
+        return this.track(() => guard.collect(valid, graceMs, () => this.remove(valid)));
+      };
+    }
   }
+
+  readonly collect?: (hash: ContentHash, graceMs: number) => Promise<boolean>;
 
   put(source: AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<PutResult> {
     return this.track(() => ingestStream(this.ctx, this.settler, source, readLimits(options), options.onProgress));
@@ -177,17 +187,13 @@ class S3ContentStore implements ContentStore {
   }
 
   delete(hash: ContentHash): Promise<void> {
-    return this.track(async () => {
-      const valid = this.check(hash);
-      const remove = async () => {
-        // The object first: a marker without its object is ignored; an object without its marker is just older.
-        await deleteObject(this.ctx, objectKey(this.ctx, valid));
-        await deleteObject(this.ctx, markerKey(this.ctx, valid));
-      };
-      // Shared by replicas: only what no other writer touched within the grace period (object-guard.ts).
-      if (this.ctx.guard === undefined) await remove();
-      else await this.ctx.guard.guard.collect(valid, this.ctx.guard.graceMs, remove);
-    });
+    return this.track(() => this.remove(this.check(hash)));
+  }
+
+  private async remove(hash: ContentHash): Promise<void> {
+    // The object first: a marker without its object is ignored; an object without its marker is just older.
+    await deleteObject(this.ctx, objectKey(this.ctx, hash));
+    await deleteObject(this.ctx, markerKey(this.ctx, hash));
   }
 
   async *list(): AsyncIterable<ObjectInfo> {

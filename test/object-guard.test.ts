@@ -1,0 +1,107 @@
+// Two replicas' content stores over one bucket and one Postgres (each its own connection pool, as
+// separate processes have): a collector on one never deletes what the other is writing or has just
+// deduplicated against (engine/ports/object-guard.ts, engine/storage/pg-object-guard.ts).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ContentStore } from '../engine/ports/content-store.js';
+import type { ObjectGuard } from '../engine/ports/object-guard.js';
+import { createPgObjectGuard } from '../engine/storage/pg-object-guard.js';
+import { openPgRepository, type PgRepository } from '../engine/storage/pg-repository.js';
+import { openS3ContentStore } from '../engine/storage/s3-content-store.js';
+import { commitAll, recordMaker } from './conformance/metadata-repository-fixtures.js';
+import { adminQuery, createTestSchema, type TestSchema } from './helpers/postgres.js';
+import { startS3Server, type TestS3Server } from './helpers/s3-server.js';
+
+interface Replica {
+  repository: PgRepository;
+  guard: ObjectGuard;
+  store: ContentStore;
+}
+
+let schema: TestSchema;
+let s3: TestS3Server;
+const replicas: Replica[] = [];
+
+async function openReplica(): Promise<Replica> {
+  const repository = await openPgRepository({ url: schema.url, max: 3 });
+  const guard = createPgObjectGuard(repository.db);
+  const store = await openS3ContentStore({
+    bucket: s3.bucket,
+    endpoint: s3.endpoint,
+    region: s3.region,
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    guard,
+  });
+  return { repository, guard, store };
+}
+
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+beforeAll(async () => {
+  schema = await createTestSchema('strata_guard');
+  s3 = await startS3Server();
+  replicas.push(await openReplica(), await openReplica());
+}, 60_000);
+
+afterAll(async () => {
+  for (const replica of replicas) {
+    await replica.store.close();
+    await replica.repository.close();
+  }
+  await s3?.close();
+  await schema?.drop();
+});
+
+describe('replicas sharing a bucket', () => {
+  it('a collector spares what another replica touched within the grace period, and takes it afterwards', async () => {
+    const [a, b] = replicas as [Replica, Replica];
+    const content = Buffer.from('written by replica a\n');
+    const { hash } = await a.store.putBuffer(content);
+    // B looks at it with a grace period the touch is inside of: spared.
+    expect(await b.store.collect!(hash, 60_000)).toBe(false);
+    expect(await a.store.has(hash)).toBe(true);
+    // A deduplicates against it again later: that is a touch too.
+    expect((await a.store.putBuffer(content)).created).toBe(false);
+    expect(await b.store.collect!(hash, 60_000)).toBe(false);
+    // Past the grace period (0 here) and referenced by nothing: collected.
+    expect(await b.store.collect!(hash, 0)).toBe(true);
+    expect(await a.store.has(hash)).toBe(false);
+  });
+
+  it('never collects what a version references, however old its touch', async () => {
+    const [a, b] = replicas as [Replica, Replica];
+    const make = recordMaker();
+    const { hash } = await a.store.putBuffer(Buffer.from('referenced'));
+    await commitAll(a.repository, [make.write('kept.txt', 'referenced', { contentHash: hash })]);
+    expect(await b.store.collect!(hash, 0)).toBe(false);
+    expect(await b.store.has(hash)).toBe(true);
+  });
+
+  it('a write that comes while another replica deletes the object waits for it, finds it gone and stores it again', async () => {
+    const [a, b] = replicas as [Replica, Replica];
+    const content = Buffer.from('raced between two replicas\n');
+    const { hash } = await a.store.putBuffer(content);
+    let racingPut: Promise<{ created: boolean }> | undefined;
+    const collected = await b.guard.collect(hash, 0, async () => {
+      // B holds the hash's lock and has decided. A's put now starts: its touch must wait for B.
+      racingPut = a.store.putBuffer(content);
+      await until(async () => {
+        const { rows } = await adminQuery("SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted");
+        return rows[0].n > 0;
+      }, "the writer's touch to wait on the collector's lock");
+      await b.store.delete(hash);
+    });
+    expect(collected).toBe(true);
+    // Had the touch not waited, A would have deduplicated against the object B then deleted.
+    expect((await racingPut!).created).toBe(true);
+    expect(await b.store.has(hash)).toBe(true);
+    expect((await b.store.readBuffer(hash)).equals(content)).toBe(true);
+  });
+});
