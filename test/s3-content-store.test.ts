@@ -178,6 +178,18 @@ describe('s3 content store', () => {
     await expectStrataError(store.putDatasetStream!(chunked(data, MIB), params, { maxBytes: MIB }), 'BODY_TOO_LARGE');
   });
 
+  it('lists more objects than one listing page holds (1,000 keys), each once, with its marker merged', async () => {
+    const datas = Array.from({ length: 1100 }, (_, i) => Buffer.from(`object ${i}`));
+    const stored = await store.putBuffers(datas);
+    // Dedup puts write markers: the merge of the two paged listings must still give each object once.
+    await store.putBuffers(datas.slice(0, 50));
+    const listed: string[] = [];
+    for await (const object of store.list()) listed.push(object.hash);
+    expect(listed).toHaveLength(1100);
+    expect(new Set(listed)).toStrictEqual(new Set(stored.map((r) => r.hash)));
+    expect([...listed].sort()).toStrictEqual(listed);
+  }, 120_000);
+
   it('refuses calls after close with SHUTTING_DOWN', async () => {
     const { hash } = await store.putBuffer(bytes(10, 1));
     await store.close();

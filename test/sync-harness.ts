@@ -3,10 +3,13 @@
 // it with the CLI. The server listens on a fixed free port so a test can stop it and start it again
 // (offline, a crash) at the same address the workstations know.
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { baseEnv, closedPort, parseJson, type RunResult, runCli, startListening, tempDir } from './cli-harness.js';
 import { waitFor } from './daemon-harness.js';
+import { createTestSchema } from './helpers/postgres.js';
+import { startS3Server } from './helpers/s3-server.js';
 
 export interface Workstation {
   name: string;
@@ -56,6 +59,28 @@ export interface SyncWorld {
   dispose(): Promise<void>;
 }
 
+/** A Postgres schema and an s3rver of the world's own, and the server settings that name them. */
+async function sharedStorage(): Promise<{ env: NodeJS.ProcessEnv; dispose(): Promise<void> }> {
+  const schema = await createTestSchema('strata_sync');
+  const s3 = await startS3Server().catch(async (error: unknown) => {
+    await schema.drop();
+    throw error;
+  });
+  return {
+    env: {
+      STRATA_DATABASE_URL: schema.url,
+      STRATA_OBJECTS_URL: s3.url,
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      STRATA_PEPPER: randomBytes(32).toString('hex'),
+    },
+    async dispose() {
+      await s3.close();
+      await schema.drop();
+    },
+  };
+}
+
 const stopped = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
@@ -70,12 +95,20 @@ async function stopChild(child: ChildProcess | null, signal: NodeJS.Signals): Pr
   clearTimeout(killer);
 }
 
-export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv?: NodeJS.ProcessEnv } = {}): Promise<SyncWorld> {
+/** Where the server keeps its data: its home (SQLite + directory), or Postgres and an S3 server on loopback. */
+export type ServerStorage = 'embedded' | 'postgres+s3';
+export const SERVER_STORAGES: readonly ServerStorage[] = ['embedded', 'postgres+s3'];
+
+export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv?: NodeJS.ProcessEnv; storage?: ServerStorage } = {}): Promise<SyncWorld> {
   const temp = await tempDir(prefix);
   const root = temp.path;
+  const storage = options.storage === 'postgres+s3' ? await sharedStorage() : null;
   const base = baseEnv(join(root, 'config'));
+  // The server's storage settings go to the commands that open its home (bootstrap, serve), never to a
+  // workstation's: its daemon and its `fsck --home` are on the workstation's own home.
+  const serverBase = { ...base, ...(storage?.env ?? {}) };
   const serverHome = join(root, 'server');
-  const boot = await runCli(['admin', 'bootstrap', '--home', serverHome, '--json'], base);
+  const boot = await runCli(['admin', 'bootstrap', '--home', serverHome, '--json'], serverBase);
   if (boot.code !== 0) throw new Error(`bootstrap: ${boot.stderr}`);
   const apiKey = parseJson<{ apiKey: string }>(boot).apiKey;
   const port = await closedPort();
@@ -92,7 +125,7 @@ export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv
     projectId: '',
     serverCli: (args) => runCli(args, serverEnv, { timeoutMs: 60_000 }),
     async startServer() {
-      server = (await startListening(['serve', '--home', serverHome, '--listen', `127.0.0.1:${port}`, '--quiet'], { ...base, ...options.serveEnv }, 30_000)).child;
+      server = (await startListening(['serve', '--home', serverHome, '--listen', `127.0.0.1:${port}`, '--quiet'], { ...serverBase, ...options.serveEnv }, 30_000)).child;
     },
     async stopServer(signal = 'SIGTERM') {
       await stopChild(server, signal);
@@ -136,6 +169,7 @@ export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv
     async dispose() {
       await Promise.all(workstations.map((ws) => stopChild(ws.daemon, 'SIGTERM')));
       await stopChild(server, 'SIGTERM');
+      await storage?.dispose();
       await temp.remove();
     },
   };

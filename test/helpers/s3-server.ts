@@ -4,7 +4,8 @@
 // test must see a separate server, and s3rver's own work (it MD5s and copies every byte on its event
 // loop) must not be charged to the test's event loop.
 //
-// s3rver 3.7.1 lacks two S3 calls the store uses, AbortMultipartUpload and ListMultipartUploads; the
+// s3rver 3.7.1 lacks two S3 calls the store uses, AbortMultipartUpload and ListMultipartUploads (and
+// its paged listings need single DES, patched below); the
 // child adds both (front middleware working on s3rver's own upload directories, without signature
 // checks: test use only), so tests can check that a failed upload leaves no pending multipart upload.
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -32,6 +33,15 @@ const CHILD_SOURCE = `
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
+// s3rver makes ListObjectsV2 continuation tokens with single DES, which OpenSSL 3 keeps in its legacy
+// provider: every truncated listing (more keys than MaxKeys) failed with InternalError. Triple DES with
+// the key repeated is single DES, and is in the default provider.
+const crypto = require('node:crypto');
+for (const name of ['createCipheriv', 'createDecipheriv']) {
+  const original = crypto[name];
+  crypto[name] = (algorithm, key, iv, options) =>
+    algorithm === 'des' ? original('des-ede3-cbc', Buffer.concat([key, key, key]), iv, options) : original(algorithm, key, iv, options);
+}
 const main = process.env.S3RVER_MAIN;
 const S3rver = require(main);
 const { DUMMY_ACCOUNT } = require(path.join(path.dirname(main), 'models', 'account.js'));
