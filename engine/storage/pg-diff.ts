@@ -1,8 +1,9 @@
 import type { ParentChange, SnapshotRepository, SnapshotRestorePlanItem } from '../ports/metadata-repository.js';
-import type { DiffItem, SnapshotEntry } from '../types.js';
+import type { DiffItem } from '../types.js';
 import type { PgDatabase } from './pg-db.js';
 import { Params, type SnapRef, snapRef, snapshotRowsSql, storable } from './pg-snapshot-view.js';
 import { type EntryRow, toEntry, toSnapshotEntry } from './sqlite-rows.js';
+import { type CompareRow, sideA, sideB } from './sqlite-diff.js';
 
 // Tree comparisons in one SQL statement each, as in sqlite-diff.ts: a full outer join on path (which
 // Postgres has), filtered first on the integer version_seq (equal version => equal content, the common
@@ -43,34 +44,6 @@ WHERE va.content_hash IS DISTINCT FROM vb.content_hash OR va.executable IS DISTI
 ORDER BY c.path`;
 }
 
-interface CompareRow {
-  path: string;
-  a_version_id: string | null;
-  a_hash: string | null;
-  a_size: number | null;
-  a_executable: number | null;
-  a_symlink: number | null;
-  a_dataset: number | null;
-  b_version_id: string | null;
-  b_hash: string | null;
-  b_size: number | null;
-  b_timestamp: string | null;
-  b_executable: number | null;
-  b_symlink: number | null;
-  b_dataset: number | null;
-}
-
-function sideA(row: CompareRow): SnapshotEntry | null {
-  return row.a_version_id === null
-    ? null
-    : toSnapshotEntry({ path: row.path, version_id: row.a_version_id, content_hash: row.a_hash!, size: row.a_size!, executable: row.a_executable!, symlink: row.a_symlink!, dataset: row.a_dataset! });
-}
-
-function sideB(row: CompareRow): SnapshotEntry | null {
-  return row.b_version_id === null
-    ? null
-    : toSnapshotEntry({ path: row.path, version_id: row.b_version_id, content_hash: row.b_hash!, size: row.b_size!, executable: row.b_executable!, symlink: row.b_symlink!, dataset: row.b_dataset! });
-}
 
 type ChangeRow = Omit<EntryRow, 'timestamp' | 'path' | 'version_id' | 'content_hash'> & {
   snapshot_id: string;

@@ -45,7 +45,7 @@ WHERE va.content_hash IS NOT vb.content_hash OR va.executable IS NOT vb.executab
 ORDER BY c.path`;
 }
 
-interface CompareRow {
+export interface CompareRow {
   path: string;
   a_version_id: string | null;
   a_hash: string | null;
@@ -62,13 +62,13 @@ interface CompareRow {
   b_dataset: number | null;
 }
 
-function sideA(row: CompareRow): SnapshotEntry | null {
+export function sideA(row: CompareRow): SnapshotEntry | null {
   return row.a_version_id === null
     ? null
     : toSnapshotEntry({ path: row.path, version_id: row.a_version_id, content_hash: row.a_hash!, size: row.a_size!, executable: row.a_executable!, symlink: row.a_symlink!, dataset: row.a_dataset! });
 }
 
-function sideB(row: CompareRow): SnapshotEntry | null {
+export function sideB(row: CompareRow): SnapshotEntry | null {
   return row.b_version_id === null
     ? null
     : toSnapshotEntry({ path: row.path, version_id: row.b_version_id, content_hash: row.b_hash!, size: row.b_size!, executable: row.b_executable!, symlink: row.b_symlink!, dataset: row.b_dataset! });
