@@ -75,6 +75,25 @@ describe('replicas sharing a bucket', () => {
     expect(await a.store.has(hash)).toBe(false);
   });
 
+  it('a touch says which hashes it had no record of: new content skips the existence check', async () => {
+    const [a, b] = replicas as [Replica, Replica];
+    const hash = `blake3:${'ab'.repeat(32)}` as const;
+    expect(await a.guard.touch([hash, hash])).toStrictEqual(new Set([hash]));
+    expect(await b.guard.touch([hash])).toStrictEqual(new Set());
+    expect(await b.guard.collect(hash, 0, async () => {})).toBe(true);
+    expect(await a.guard.touch([hash])).toStrictEqual(new Set([hash]));
+    // Content stored without a guard (a storage migration) is stored again by the first guarded put: same bytes.
+    const content = Buffer.from('migrated without a guard\n');
+    const unguarded = await openS3ContentStore({ bucket: s3.bucket, endpoint: s3.endpoint, region: s3.region, accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey });
+    try {
+      const { hash: migrated } = await unguarded.putBuffer(content);
+      expect((await a.store.putBuffer(content)).hash).toBe(migrated);
+      expect((await b.store.readBuffer(migrated)).equals(content)).toBe(true);
+    } finally {
+      await unguarded.close();
+    }
+  });
+
   it('never collects what a version references, however old its touch', async () => {
     const [a, b] = replicas as [Replica, Replica];
     const make = recordMaker();

@@ -11,7 +11,12 @@ import type { ContentHash } from '../types.js';
  * for the grace period — long enough for the writer's record to commit and reference it.
  */
 export interface ObjectGuard {
-  touch(hashes: readonly ContentHash[]): Promise<void>;
+  /**
+   * Records the touch; returns the hashes the guard had no record of (never written through a guard,
+   * or collected since): their objects are not in the store, unless they were put there without a
+   * guard (a storage migration), in which case storing them again writes the same bytes.
+   */
+  touch(hashes: readonly ContentHash[]): Promise<Set<ContentHash>>;
   /**
    * Runs `remove` unless the object was touched within `graceMs` (on the guard's clock, the
    * database's) or something references it; true if it removed it.

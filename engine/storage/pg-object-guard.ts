@@ -1,4 +1,5 @@
 import type { ObjectGuard } from '../ports/object-guard.js';
+import type { ContentHash } from '../types.js';
 import type { PgDatabase } from './pg-db.js';
 
 // The shared bucket's guard (ports/object-guard.ts) on Postgres: object_touches holds when each hash
@@ -13,19 +14,19 @@ const LOCK_HASHES = 'SELECT pg_advisory_xact_lock(4, hashtext(h)) FROM (SELECT D
 export function createPgObjectGuard(db: PgDatabase): ObjectGuard {
   return {
     async touch(hashes) {
-      if (hashes.length === 0) return;
-      await db.tx(async (tx) => {
-        // Visibility to other transactions is what a touch is for, and a commit gives that before its
-        // flush: not waiting for the flush saves a disk sync per write. Lost in a database crash, a
-        // touch only matters for the milliseconds until its writer's own record commits.
-        await tx.query('SET LOCAL synchronous_commit = off');
-        await tx.query(LOCK_HASHES, [hashes]);
-        await tx.query(
-          `INSERT INTO object_touches (content_hash, touched_at) SELECT DISTINCT h, now() FROM unnest($1::text[]) AS h
-           ON CONFLICT (content_hash) DO UPDATE SET touched_at = excluded.touched_at`,
-          [hashes],
-        );
-      });
+      if (hashes.length === 0) return new Set();
+      // One statement, so one round trip (it runs once per content write): the CTE takes the locks,
+      // in hash order, before the insert can produce a row; they are held until the statement's own
+      // transaction commits. xmax = 0 marks a row this statement inserted (no record before).
+      const rows = await db.query<{ content_hash: ContentHash; inserted: boolean }>(
+        `WITH locked AS (SELECT count(pg_advisory_xact_lock(4, hashtext(h))) AS n FROM (SELECT DISTINCT h FROM unnest($1::text[]) AS h ORDER BY h) AS sorted)
+         INSERT INTO object_touches (content_hash, touched_at)
+         SELECT DISTINCT h, now() FROM unnest($1::text[]) AS h, locked WHERE locked.n >= 0
+         ON CONFLICT (content_hash) DO UPDATE SET touched_at = excluded.touched_at
+         RETURNING content_hash, (xmax = 0) AS inserted`,
+        [hashes],
+      );
+      return new Set(rows.filter((row) => row.inserted).map((row) => row.content_hash));
     },
 
     collect(hash, graceMs, remove) {
