@@ -19,6 +19,7 @@ export const BENCHMARKS = [
   'dataset-edits',
   'git-export-project',
   'git-push',
+  'server-storage',
 ] as const;
 
 function runOne(name: string): Promise<number> {
