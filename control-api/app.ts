@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { auditOrigin } from '../engine/access/audit.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
-import { createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
+import { cachingGrants, createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
 import { connectionIssuer, systemTxtResolver, type TxtResolver } from '../engine/access/sso.js';
 import { createTokenVerifier } from '../engine/access/token-verifier.js';
 import type { Engine } from '../engine/engine-api.js';
@@ -90,9 +90,13 @@ export interface BuildAppOptions {
 export async function buildApp(options: BuildAppOptions): Promise<FastifyInstance> {
   const clock = options.clock ?? systemClock;
   const principals = createPrincipalCache(clock, options.principalTtlMs);
+  const grants = cachingGrants(options.repository, clock, options.principalTtlMs);
   const access: AccessDeps = {
-    // Every access change made through this app empties the principal cache before it is acknowledged.
-    repository: notifyingAccessChanges(options.repository, () => principals.invalidate()),
+    // Every access change made through this app empties both caches before it is acknowledged.
+    repository: notifyingAccessChanges(grants.repository, () => {
+      principals.invalidate();
+      grants.invalidate();
+    }),
     clock,
     ids: options.ids ?? createIdGenerator(clock),
     pepper: createSecretKey(options.pepper),

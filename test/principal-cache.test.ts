@@ -49,6 +49,26 @@ describe('principal cache', () => {
     }
   });
 
+  it('a demotion through the app is refused at once; one made behind the app (another replica) within the TTL', async () => {
+    const h = await openHarness();
+    try {
+      const projectId = await h.createProject('grants');
+      const ci = await h.createKey({ purpose: 'ci', role: 'member' });
+      const write = async () =>
+        (await h.request('PUT', `/v1/projects/${projectId}/fs/write?path=a.txt`, { key: ci.apiKey, body: Buffer.from('x'), headers: { 'content-type': 'application/octet-stream' } })).statusCode;
+      expect(await write()).toBe(201);
+      await h.ok('PUT', `/v1/orgs/${h.orgId}/members/${ci.identityId}`, { body: { role: 'viewer' } });
+      expect(await write()).toBe(403);
+      // Promoted again behind the app's back: the remembered role holds until the TTL has passed.
+      await h.local.repository.access.setOrgRole({ orgId: h.orgId, identityId: ci.identityId, role: 'member' });
+      expect(await write()).toBe(403);
+      h.clock.advance(PRINCIPAL_TTL_MS);
+      expect(await write()).toBe(201);
+    } finally {
+      await h.dispose();
+    }
+  });
+
   it('an authentication that started before an invalidation does not put its answer back', async () => {
     const cache = createPrincipalCache(frozenClock());
     const principal = { identity: { identityId: 'x' } } as unknown as Principal;
