@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { S3Client } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import pg from 'pg';
+import { createHasher } from '../engine/hash.js';
 import { bootstrapHome } from '../server/bootstrap.js';
 import { createTestSchema, TEST_DATABASE_URL, type TestSchema } from '../test/helpers/postgres.js';
 import { BENCH_TMP, emptyTrash, freshDir, machineInfo, removeDir, selected, trash, writeResult } from './lib/env.js';
@@ -322,8 +323,13 @@ async function smallTrial(backend: Backend, replicas: number): Promise<SmallTria
 // ---------------------------------------------------------------------------------------------
 // 3: large uploads
 
-type LargeVariant = 'server PUT fs/write, one object each' | 'server PUT fs/write, datasets' | 'SDK lib-storage Upload';
-const LARGE_VARIANTS: LargeVariant[] = ['server PUT fs/write, one object each', 'server PUT fs/write, datasets', 'SDK lib-storage Upload'];
+type LargeVariant = 'server PUT fs/write, one object each' | 'server PUT fs/write, datasets' | 'server PUT sync/objects (hash known)' | 'SDK lib-storage Upload';
+const LARGE_VARIANTS: LargeVariant[] = [
+  'server PUT fs/write, one object each',
+  'server PUT fs/write, datasets',
+  'server PUT sync/objects (hash known)',
+  'SDK lib-storage Upload',
+];
 const LARGE_SRC = join(BENCH_TMP, 'server-storage-src');
 const largeSources = Array.from({ length: LARGE_FILES }, (_, i) => join(LARGE_SRC, `file-${i}.bin`));
 
@@ -382,6 +388,38 @@ async function largeServerTrial(datasets: boolean): Promise<LargeTrial> {
     if (dataset.some((d) => d !== datasets)) throw new Error(`expected ${datasets ? 'datasets' : 'one object each'}, got dataset flags ${dataset.join(',')}`);
     const hwm = deployment.servers[0]!.peakRss();
     return { seconds: elapsed, dataset, cpu, ...(hwm === null ? {} : { serverPeakRss: hwm }) };
+  } finally {
+    await deployment.close();
+  }
+}
+
+/**
+ * A workstation's upload (sync): the daemon knows each file's hash from capturing it, and sends the
+ * bytes to PUT sync/objects/HASH. With the hash known the server streams straight to the object's final
+ * key (a multipart upload completed only if the bytes hash to it): no temporary key, no server-side copy.
+ * The hashes are computed before the timed part, as the daemon computed them when it versioned the files.
+ */
+async function largeSyncObjectsTrial(): Promise<LargeTrial> {
+  const hashes = largeSources.map((file) => {
+    const hasher = createHasher();
+    const buffer = Buffer.allocUnsafe(MiB);
+    const fd = openSync(file, 'r');
+    for (let n = readSync(fd, buffer, 0, buffer.length, null); n > 0; n = readSync(fd, buffer, 0, buffer.length, null)) hasher.update(buffer.subarray(0, n));
+    closeSync(fd);
+    return hasher.digest();
+  });
+  const deployment = await deploy('large', 'pg+s3', 1, false);
+  try {
+    const client = deployment.clients[0]!;
+    warmLargeSources();
+    await settleDisk();
+    const cpu0 = cpuMark(deployment);
+    const start = now();
+    await Promise.all(largeSources.map((file, i) => client.json('PUT', `/v1/projects/${deployment.projectId}/sync/objects/${hashes[i]}`, { file })));
+    const elapsed = seconds(start);
+    const cpu = cpuSplit(cpu0, cpuMark(deployment));
+    const hwm = deployment.servers[0]!.peakRss();
+    return { seconds: elapsed, cpu, ...(hwm === null ? {} : { serverPeakRss: hwm }) };
   } finally {
     await deployment.close();
   }
@@ -559,6 +597,7 @@ async function main(): Promise<void> {
       const run: Record<LargeVariant, () => Promise<LargeTrial>> = {
         'server PUT fs/write, one object each': () => largeServerTrial(false),
         'server PUT fs/write, datasets': () => largeServerTrial(true),
+        'server PUT sync/objects (hash known)': largeSyncObjectsTrial,
         'SDK lib-storage Upload': largeSdkTrial,
       };
       for (let round = 0; round < ROUNDS; round++) {
@@ -613,6 +652,8 @@ async function main(): Promise<void> {
       const datasets = rows.find((r) => r.variant === 'server PUT fs/write, datasets');
       if (oneObject?.vsSdk) targets.push(target('large upload, one object each: server ÷ SDK MB/s (per round)', oneObject.vsSdk.median, '>=', 0.8, '×'));
       if (datasets?.vsSdk) targets.push(target('large upload, datasets (default rules): server ÷ SDK MB/s (per round)', datasets.vsSdk.median, '>=', 0.8, '×'));
+      const synced = rows.find((r) => r.variant === 'server PUT sync/objects (hash known)');
+      if (synced?.vsSdk) targets.push(target("large upload, a workstation's sync (hash known): server ÷ SDK MB/s (per round)", synced.vsSdk.median, '>=', 0.8, '×'));
       result['largeUploads'] = { loadAverage1m: loads['large'], variants: rows };
     }
 
