@@ -87,16 +87,18 @@ export async function migrateHome(home: string, env: NodeJS.ProcessEnv = process
       db.close();
     }
   }
-  const { PgDatabase } = await import('../engine/storage/pg-db.js');
+  const { PgDatabase, pgError } = await import('../engine/storage/pg-db.js');
   const { applyPgMigrations } = await import('../engine/storage/pg-migrations.js');
   const db = new PgDatabase({ url: urls.database, max: 1 });
   try {
     const client = await db.pool.connect();
     try {
-      return { database: 'postgres', schemaVersion: PG_LATEST_SCHEMA_VERSION, applied: await applyPgMigrations(client) };
+      return { database: 'postgres', schemaVersion: PG_LATEST_SCHEMA_VERSION, applied: await applyPgMigrations(client, db.schema) };
     } finally {
       client.release();
     }
+  } catch (error) {
+    throw pgError(error);
   } finally {
     await db.close();
   }

@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, startServe, tempDir } from './cli-harness.js';
-import { createTestSchema, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { adminQuery, createTestSchema, TEST_DATABASE_URL } from './helpers/postgres.js';
 import { startS3Server } from './helpers/s3-server.js';
 
 describe('a server on Postgres and S3, configured', () => {
@@ -26,6 +26,27 @@ describe('a server on Postgres and S3, configured', () => {
       expect(applied[1]).toStrictEqual([]);
     } finally {
       await schema.drop();
+      await dir.remove();
+    }
+  }, 60_000);
+
+  it('creates the schema the URL names on first start; a wrong database is named in words', async () => {
+    const dir = await tempDir('strata-pg-schema-');
+    const schema = `strata_new_${randomBytes(4).toString('hex')}`;
+    const url = new URL(TEST_DATABASE_URL);
+    url.searchParams.set('schema', schema);
+    try {
+      const env = baseEnv(join(dir.path, 'config'));
+      const run = await runCli(['serve', '--migrate-only', '--home', join(dir.path, 'h'), '--database', url.toString(), '--json'], env);
+      expect(run.code, run.stderr).toBe(0);
+      expect((await adminQuery('SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1', [schema])).rows[0].n).toBeGreaterThan(10);
+      const missing = new URL(url);
+      missing.pathname = '/no_such_database';
+      const wrong = await runCli(['serve', '--migrate-only', '--home', join(dir.path, 'h'), '--database', missing.toString()], env);
+      expect(wrong.code).not.toBe(0);
+      expect(wrong.stderr).toContain('3D000 (no such database)');
+    } finally {
+      await adminQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await dir.remove();
     }
   }, 60_000);

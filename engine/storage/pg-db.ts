@@ -188,6 +188,17 @@ function clientTx(client: pg.PoolClient): Tx {
   };
 }
 
+/** What an operator most often meets at first start, said in words (the code stays in the message). */
+const SQLSTATE_MEANINGS: Record<string, string> = {
+  '28P01': 'password authentication failed',
+  '28000': 'the server refused this user',
+  '3D000': 'no such database',
+  '3F000': 'no such schema',
+  '42501': 'permission denied: the user needs CREATE on the schema for migrations',
+  '53300': 'too many connections: lower the pool size or raise max_connections',
+  '57P03': 'the database is starting up or shutting down',
+};
+
 /**
  * Postgres failures (connection refused, a constraint that signals a bug, a statement timeout) become
  * STORAGE_ERROR with the SQLSTATE in details; our own coded errors and TypeErrors pass through. The
@@ -196,8 +207,9 @@ function clientTx(client: pg.PoolClient): Tx {
 export function pgError(error: unknown): unknown {
   if (error instanceof StrataError || error instanceof TypeError) return error;
   if (error instanceof pg.DatabaseError) {
+    const why = error.code === undefined ? undefined : SQLSTATE_MEANINGS[error.code];
     return new StrataError('STORAGE_ERROR', {
-      message: `The metadata database failed: ${error.code ?? 'unknown'}`,
+      message: `The metadata database failed: ${error.code ?? 'unknown'}${why === undefined ? '' : ` (${why})`}`,
       details: { sqlState: error.code },
       cause: error,
     });

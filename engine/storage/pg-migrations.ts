@@ -317,10 +317,13 @@ const MIGRATION_LOCK = 'pg_advisory_xact_lock(3, 0)';
  * once apply them exactly once: the second waits for the first to commit, then finds nothing to do.
  * Postgres DDL is transactional, so a crash mid-migration leaves the previous schema intact.
  */
-export async function applyPgMigrations(client: PoolClient): Promise<number[]> {
+export async function applyPgMigrations(client: PoolClient, schema?: string): Promise<number[]> {
   await client.query('BEGIN');
   try {
     await client.query(`SELECT ${MIGRATION_LOCK}`);
+    // A schema named in the URL is created on first start, like the tables in it (the name was
+    // checked against [a-z_][a-z0-9_]* by PgDatabase, so it can be spliced in).
+    if (schema !== undefined) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL)');
     const { rows } = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
     const current = rows[0]?.version ?? 0;

@@ -17,7 +17,7 @@ export async function openPgRepository(options: PgOptions): Promise<PgRepository
   try {
     const client = await db.pool.connect();
     try {
-      await applyPgMigrations(client);
+      await applyPgMigrations(client, db.schema);
     } finally {
       client.release();
     }
