@@ -24,7 +24,8 @@ import { openPgRepository } from '../engine/storage/pg-repository.js';
 import { LATEST_SCHEMA_VERSION, applyMigrations } from '../engine/storage/sqlite-migrations.js';
 import { engineOn } from '../engine/local.js';
 import type { ContentHash, FsckReport } from '../engine/index.js';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { loadPepper, writeSecretFileOnce } from './secrets.js';
 import { openServerStore, type StorageUrls } from './server-storage.js';
 
@@ -116,6 +117,9 @@ export async function migrateStorage(options: {
 }
 
 function openSource(file: string): Database.Database {
+  if (!existsSync(file)) {
+    throw new StrataError('INVALID_ARGUMENT', { message: `There is no Strata home to move at ${dirname(file)} (no ${basename(file)})`, details: { field: 'home' } });
+  }
   const db = new Database(file, { fileMustExist: true });
   // An older home is brought to the schema the copy expects (the same as `strata serve` would).
   db.pragma('busy_timeout = 30000');

@@ -51,6 +51,21 @@ describe('a server on Postgres and S3, configured', () => {
     }
   }, 60_000);
 
+  it('migrate-storage says what is missing: the target, or a home to move', async () => {
+    const dir = await tempDir('strata-pg-move-');
+    try {
+      const env = baseEnv(join(dir.path, 'config'));
+      const noTarget = await runCli(['admin', 'migrate-storage', '--home', join(dir.path, 'none')], env);
+      expect(noTarget.code).toBe(2);
+      expect(noTarget.stderr).toContain('--to-database');
+      const noHome = await runCli(['admin', 'migrate-storage', '--home', join(dir.path, 'none'), '--to-database', TEST_DATABASE_URL, '--to-objects', 's3://b?endpoint=http://127.0.0.1:1'], env);
+      expect(noHome.code).toBe(6);
+      expect(noHome.stderr).toContain(`There is no Strata home to move at ${join(dir.path, 'none')}`);
+    } finally {
+      await dir.remove();
+    }
+  }, 60_000);
+
   it('refuses to serve on Postgres without a shared pepper, saying which setting to make', async () => {
     const dir = await tempDir('strata-pg-pepper-');
     const schema = await createTestSchema('strata_cfg');
