@@ -38,7 +38,7 @@ export function resolveRange(range: ReadRange, size: number): { start: number; e
  * A consumer sees every byte before the error — it must treat the stream as failed only at the end,
  * which is why a ranged read (never verified) is a separate call.
  */
-class VerifyingTransform extends Transform {
+export class VerifyingTransform extends Transform {
   private readonly hasher = createHasher();
 
   constructor(private readonly expected: ContentHash) {

@@ -2,8 +2,8 @@ import type { ParentChange, SnapshotRepository, SnapshotRestorePlanItem } from '
 import type { DiffItem } from '../types.js';
 import type { PgDatabase } from './pg-db.js';
 import { Params, type SnapRef, snapRef, snapshotRowsSql, storable } from './pg-snapshot-view.js';
-import { type EntryRow, toEntry, toSnapshotEntry } from './sqlite-rows.js';
-import { type CompareRow, sideA, sideB } from './sqlite-diff.js';
+import { type EntryRow, toSnapshotEntry } from './sqlite-rows.js';
+import { type CompareRow, planItem, sideA, sideB } from './sqlite-diff.js';
 
 // Tree comparisons in one SQL statement each, as in sqlite-diff.ts: a full outer join on path (which
 // Postgres has), filtered first on the integer version_seq (equal version => equal content, the common
@@ -75,23 +75,7 @@ export function createPgDiff(db: PgDatabase): Pick<SnapshotRepository, 'diff' | 
     });
 
   const restorePlan = async (projectId: string, snapshotId: string): Promise<SnapshotRestorePlanItem[]> =>
-    (await compare(projectId, snapshotId, null)).map((row) => ({
-      path: row.path,
-      current:
-        row.b_version_id === null
-          ? null
-          : toEntry({
-              path: row.path,
-              version_id: row.b_version_id,
-              content_hash: row.b_hash!,
-              size: row.b_size!,
-              timestamp: row.b_timestamp!,
-              executable: row.b_executable!,
-              symlink: row.b_symlink!,
-              dataset: row.b_dataset!,
-            }),
-      pinned: sideA(row),
-    }));
+    (await compare(projectId, snapshotId, null)).map(planItem);
 
   // Many snapshots per statement: a chain walk (git export) asks for every snapshot in turn. One
   // statement (an array parameter, no chunking): the snapshots whose change set is known (both they

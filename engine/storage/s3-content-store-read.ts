@@ -4,10 +4,10 @@ import type { Readable } from 'node:stream';
 import { Transform, type TransformCallback } from 'node:stream';
 import { GetObjectCommand, type GetObjectCommandOutput, HeadObjectCommand, type HeadObjectCommandOutput, ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { StrataError } from '../errors.js';
-import { createHasher, hashBuffer } from '../hash.js';
+import { hashBuffer } from '../hash.js';
 import type { ObjectInfo, ReadRange } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
-import { corruptError, resolveRange } from './local-content-store-read.js';
+import { corruptError, resolveRange, VerifyingTransform } from './local-content-store-read.js';
 import { hashOfKey, markerKey, objectKey, type S3Context, s3Call, s3CallOrMissing, s3Failure } from './s3-content-store-config.js';
 import { StreamHasher } from './s3-content-store-digest.js';
 import { TOUCHED_META } from './s3-content-store-multipart.js';
@@ -45,28 +45,9 @@ export async function hasObject(ctx: S3Context, hash: ContentHash): Promise<bool
   return (await head(ctx, objectKey(ctx, hash))) !== null;
 }
 
-/**
- * Hashes bytes as they pass and fails the stream at its end if they do not match, like the local
- * store's loose objects. On the event loop: S3 delivers ~16-64 KiB pieces, ~10-30 µs of BLAKE3 each,
- * paced by the network and the consumer.
- */
-class VerifyingTransform extends Transform {
-  private readonly hasher = createHasher();
-
-  constructor(private readonly expected: ContentHash) {
-    super();
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    this.hasher.update(chunk);
-    callback(null, chunk);
-  }
-
-  override _flush(callback: TransformCallback): void {
-    const actual = this.hasher.digest();
-    callback(actual === this.expected ? null : corruptError(this.expected, actual));
-  }
-}
+// Whole-object reads are verified as they stream (VerifyingTransform, shared with the local store's
+// loose objects): on the event loop, S3's ~16-64 KiB pieces cost ~10-30 µs of BLAKE3 each, paced by
+// the network and the consumer.
 
 /**
  * Passes bytes [skip, skip + length) of what the server sent. S3 sends exactly the range; s3rver

@@ -68,6 +68,24 @@ export function sideA(row: CompareRow): SnapshotEntry | null {
     : toSnapshotEntry({ path: row.path, version_id: row.a_version_id, content_hash: row.a_hash!, size: row.a_size!, executable: row.a_executable!, symlink: row.a_symlink!, dataset: row.a_dataset! });
 }
 
+/** A restore plan's item from a comparison of the snapshot (side a) with the current tree (side b). */
+export function planItem(row: CompareRow): SnapshotRestorePlanItem {
+  const current =
+    row.b_version_id === null
+      ? null
+      : toEntry({
+          path: row.path,
+          version_id: row.b_version_id,
+          content_hash: row.b_hash!,
+          size: row.b_size!,
+          timestamp: row.b_timestamp!,
+          executable: row.b_executable!,
+          symlink: row.b_symlink!,
+          dataset: row.b_dataset!,
+        });
+  return { path: row.path, current, pinned: sideA(row) };
+}
+
 export function sideB(row: CompareRow): SnapshotEntry | null {
   return row.b_version_id === null
     ? null
@@ -103,23 +121,7 @@ export function createSqliteDiff(db: Database, view: SnapshotView): Pick<Snapsho
 
   const restorePlan = (projectId: string, snapshotId: string): SnapshotRestorePlanItem[] => {
     const rows = againstCurrent(snap(projectId, snapshotId), projectId) as CompareRow[];
-    return rows.map((row) => ({
-      path: row.path,
-      current:
-        row.b_version_id === null
-          ? null
-          : toEntry({
-              path: row.path,
-              version_id: row.b_version_id,
-              content_hash: row.b_hash!,
-              size: row.b_size!,
-              timestamp: row.b_timestamp!,
-              executable: row.b_executable!,
-              symlink: row.b_symlink!,
-              dataset: row.b_dataset!,
-            }),
-      pinned: sideA(row),
-    }));
+    return rows.map(planItem);
   };
 
   // Many snapshots per statement: a chain walk (git export) asks for every snapshot in turn, and one
