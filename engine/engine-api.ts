@@ -36,6 +36,11 @@ export interface EngineDeps {
 
 export interface WriteInput {
   projectId: string;
+  /**
+   * The project's record as the caller has just read it (the API reads it to authorize the request):
+   * the engine then does not read it again. Must be the record of `projectId`.
+   */
+  project?: Project;
   path: string;
   actor: Actor;
   /**

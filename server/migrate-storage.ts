@@ -87,10 +87,11 @@ export async function migrateStorage(options: {
   let target: ContentStore | undefined;
   try {
     source = await createLocalContentStore({ root: layout.store, clock: systemClock });
-    target = await openServerStore(options.home, { database: undefined, objects: options.to.objects }, options.env);
     const repository = await openPgRepository({ url: options.to.database });
     try {
       const db = repository.db;
+      // Through the database: small objects become its rows, as on the server (server-storage.ts).
+      target = await openServerStore(options.home, { database: undefined, objects: options.to.objects }, options.env, { db });
       const existing = await db.one<{ n: number }>('SELECT count(*) AS n FROM organizations');
       if ((existing?.n ?? 0) > 0) {
         throw new StrataError('INVALID_ARGUMENT', { message: 'The target database already holds organizations: migrate-storage only moves a home into an empty database', details: { field: 'database' } });
@@ -107,6 +108,8 @@ export async function migrateStorage(options: {
       await writeSecretFileOnce(pepperFile, Buffer.from(pepper.toString('hex')));
       return { objects, tables, verified, fsck, pepperFile };
     } finally {
+      await target?.close();
+      target = undefined;
       await repository.close();
     }
   } finally {

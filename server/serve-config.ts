@@ -40,6 +40,7 @@ const KEYS = {
   databaseUrl: 'STRATA_DATABASE_URL',
   databaseUrlFile: 'STRATA_DATABASE_URL_FILE',
   objectsUrl: 'STRATA_OBJECTS_URL',
+  smallObjectMaxBytes: 'STRATA_SMALL_OBJECT_MAX_BYTES',
   s3AccessKeyIdFile: 'AWS_ACCESS_KEY_ID_FILE',
   s3SecretAccessKeyFile: 'AWS_SECRET_ACCESS_KEY_FILE',
 } as const;
@@ -89,6 +90,8 @@ export function serveEnvironment(configPath: string | undefined, env: NodeJS.Pro
         fromFile[variable] = value.join(',');
       } else if (typeof value === 'string') {
         fromFile[variable] = value;
+      } else if (typeof value === 'number' && Number.isFinite(value)) {
+        fromFile[variable] = String(value);
       } else {
         throw invalid(key, `'${key}' in ${configPath} must be a string`);
       }

@@ -6,18 +6,26 @@
 // Any number of replicas may share one Postgres and one bucket. Each replica keeps a home of its own
 // for scratch files only; what must be the same on all of them (the API key pepper) comes from
 // STRATA_PEPPER(_FILE), which a Postgres server therefore requires.
+// On Postgres + S3, objects up to STRATA_SMALL_OBJECT_MAX_BYTES (64 KiB; 0: none) are rows of the
+// database instead of bucket objects (engine/storage/pg-small-objects.ts).
 
 import { join } from 'node:path';
 import { StrataError } from '../engine/errors.js';
 import { engineOn, type EngineOptions, homeLayout, type LocalEngine, openLocalEngine } from '../engine/local.js';
 import type { ContentStore } from '../engine/ports/content-store.js';
 import type { MetadataRepository } from '../engine/ports/metadata-repository.js';
-import type { ObjectGuard } from '../engine/ports/object-guard.js';
+import type { PgDatabase } from '../engine/storage/pg-db.js';
+import { cachingProjects } from '../engine/storage/caching-projects.js';
 import { createPgObjectGuard } from '../engine/storage/pg-object-guard.js';
 import type { PgRepository } from '../engine/storage/pg-repository.js';
 import { systemClock } from '../engine/ports/world.js';
 import { createLocalContentStore } from '../engine/storage/local-content-store.js';
 import { openSqliteRepository } from '../engine/storage/sqlite-repository.js';
+
+/** Most source files fit; an S3 request costs more than a row up to about here. */
+const DEFAULT_SMALL_OBJECT_MAX_BYTES = 64 * 1024;
+/** Rows of a megabyte are where a database stops being the right place for bytes. */
+const SMALL_OBJECT_MAX_BYTES_LIMIT = 1024 * 1024;
 
 export interface StorageUrls {
   /** postgres://… ; undefined: SQLite in the home */
@@ -56,15 +64,36 @@ export async function openServerStore(
   home: string,
   urls: StorageUrls,
   env: NodeJS.ProcessEnv,
-  options: { clock?: EngineOptions['clock']; guard?: ObjectGuard } = {},
+  options: { clock?: EngineOptions['clock']; db?: PgDatabase } = {},
 ): Promise<ContentStore> {
   if (urls.objects === undefined) return createLocalContentStore({ root: homeLayout(home).store, clock: options.clock ?? systemClock });
+  const smallMaxBytes = smallObjectMaxBytes(env);
   const { openS3ContentStore, parseObjectsUrl } = await import('../engine/storage/s3-content-store.js');
-  return openS3ContentStore({
+  // Replicas share the bucket only through Postgres: there, the guard coordinates their writers
+  // and collectors (engine/ports/object-guard.ts).
+  const guard = options.db === undefined ? undefined : createPgObjectGuard(options.db);
+  const bucket = await openS3ContentStore({
     ...parseObjectsUrl(urls.objects, env),
     scratchDir: join(home, 'tmp'),
-    ...(options.guard === undefined ? {} : { guard: options.guard }),
+    ...(guard === undefined ? {} : { guard }),
   });
+  if (options.db === undefined || guard === undefined || smallMaxBytes === 0) return bucket;
+  const { withSmallObjectsInPostgres } = await import('../engine/storage/pg-small-objects.js');
+  return withSmallObjectsInPostgres({ db: options.db, large: bucket, guard, maxBytes: smallMaxBytes });
+}
+
+/** The largest object kept in Postgres (STRATA_SMALL_OBJECT_MAX_BYTES): 0 to 1 MiB, default 64 KiB. */
+export function smallObjectMaxBytes(env: NodeJS.ProcessEnv): number {
+  const raw = env['STRATA_SMALL_OBJECT_MAX_BYTES']?.trim();
+  if (raw === undefined || raw === '') return DEFAULT_SMALL_OBJECT_MAX_BYTES;
+  const value = Number(raw);
+  if (!(/^\d+$/.test(raw) && Number.isSafeInteger(value) && value <= SMALL_OBJECT_MAX_BYTES_LIMIT)) {
+    throw new StrataError('INVALID_ARGUMENT', {
+      message: `STRATA_SMALL_OBJECT_MAX_BYTES must be a whole number of bytes from 0 to ${SMALL_OBJECT_MAX_BYTES_LIMIT} (0 keeps every object in the bucket)`,
+      details: { field: 'STRATA_SMALL_OBJECT_MAX_BYTES' },
+    });
+  }
+  return value;
 }
 
 /**
@@ -80,15 +109,17 @@ export async function openServerEngine(home: string, env: NodeJS.ProcessEnv, opt
   const repository = await openServerRepository(home, urls);
   let store: ContentStore;
   try {
-    // Replicas share the bucket only through Postgres: there, the guard coordinates their writers
-    // and collectors (engine/ports/object-guard.ts).
-    const guard = 'db' in repository ? createPgObjectGuard((repository as PgRepository).db) : undefined;
-    store = await openServerStore(home, urls, env, { ...options, ...(guard === undefined ? {} : { guard }) });
+    const db = 'db' in repository ? (repository as PgRepository).db : undefined;
+    store = await openServerStore(home, urls, env, { ...options, ...(db === undefined ? {} : { db }) });
   } catch (error) {
     await repository.close();
     throw error;
   }
-  return { ...engineOn({ repository, store, home }, options), kind };
+  // Every request reads its project; on Postgres that read is remembered for a moment (caching-projects.ts).
+  const wrap = options.wrapRepository;
+  const clock = options.clock ?? systemClock;
+  const cached = (r: MetadataRepository) => (kind.database === 'postgres' ? cachingProjects(r, clock) : r);
+  return { ...engineOn({ repository, store, home }, { ...options, wrapRepository: (r) => (wrap === undefined ? cached(r) : wrap(cached(r))) }), kind };
 }
 
 /** A Postgres server's replicas must share one pepper, so it cannot be made up in one home. */

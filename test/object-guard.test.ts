@@ -1,12 +1,15 @@
 // Two replicas' content stores over one bucket and one Postgres (each its own connection pool, as
 // separate processes have): a collector on one never deletes what the other is writing or has just
-// deduplicated against (engine/ports/object-guard.ts, engine/storage/pg-object-guard.ts).
+// deduplicated against (engine/ports/object-guard.ts, engine/storage/pg-object-guard.ts). Every
+// scene runs twice: objects in the bucket, and small objects as rows of Postgres (pg-small-objects.ts).
 
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContentStore } from '../engine/ports/content-store.js';
 import type { ObjectGuard } from '../engine/ports/object-guard.js';
 import { createPgObjectGuard } from '../engine/storage/pg-object-guard.js';
 import { openPgRepository, type PgRepository } from '../engine/storage/pg-repository.js';
+import { withSmallObjectsInPostgres } from '../engine/storage/pg-small-objects.js';
 import { openS3ContentStore } from '../engine/storage/s3-content-store.js';
 import { commitAll, recordMaker } from './conformance/metadata-repository-fixtures.js';
 import { adminQuery, createTestSchema, type TestSchema } from './helpers/postgres.js';
@@ -15,7 +18,10 @@ import { startS3Server, type TestS3Server } from './helpers/s3-server.js';
 interface Replica {
   repository: PgRepository;
   guard: ObjectGuard;
-  store: ContentStore;
+  /** every object in the bucket */
+  bucket: ContentStore;
+  /** the same bucket, objects up to 64 KiB in Postgres (what a server runs) */
+  tiered: ContentStore;
 }
 
 let schema: TestSchema;
@@ -33,7 +39,8 @@ async function openReplica(): Promise<Replica> {
     secretAccessKey: s3.secretAccessKey,
     guard,
   });
-  return { repository, guard, store };
+  const tiered = withSmallObjectsInPostgres({ db: repository.db, large: store, guard, maxBytes: 64 * 1024 });
+  return { repository, guard, bucket: store, tiered };
 }
 
 async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
@@ -52,16 +59,23 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const replica of replicas) {
-    await replica.store.close();
+    await replica.bucket.close();
     await replica.repository.close();
   }
   await s3?.close();
   await schema?.drop();
 });
 
-describe('replicas sharing a bucket', () => {
+describe.each([
+  ['every object in the bucket', (replica: Replica) => replica.bucket, 'ab'],
+  ['small objects in Postgres', (replica: Replica) => replica.tiered, 'cd'],
+] as const)('replicas sharing a bucket: %s', (_name, storeOf, hashByte) => {
+  const replica = (i: number) => {
+    const r = replicas[i]!;
+    return { ...r, store: storeOf(r) };
+  };
   it('a collector spares what another replica touched within the grace period, and takes it afterwards', async () => {
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = [replica(0), replica(1)];
     const content = Buffer.from('written by replica a\n');
     const { hash } = await a.store.putBuffer(content);
     // B looks at it with a grace period the touch is inside of: spared.
@@ -76,8 +90,8 @@ describe('replicas sharing a bucket', () => {
   });
 
   it('a touch says which hashes it had no record of: new content skips the existence check', async () => {
-    const [a, b] = replicas as [Replica, Replica];
-    const hash = `blake3:${'ab'.repeat(32)}` as const;
+    const [a, b] = [replica(0), replica(1)];
+    const hash = `blake3:${hashByte.repeat(32)}` as const;
     expect(await a.guard.touch([hash, hash])).toStrictEqual(new Set([hash]));
     expect(await b.guard.touch([hash])).toStrictEqual(new Set());
     expect(await b.guard.collect(hash, 0, async () => {})).toBe(true);
@@ -95,16 +109,17 @@ describe('replicas sharing a bucket', () => {
   });
 
   it('never collects what a version references, however old its touch', async () => {
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = [replica(0), replica(1)];
     const make = recordMaker();
     const { hash } = await a.store.putBuffer(Buffer.from('referenced'));
-    await commitAll(a.repository, [make.write('kept.txt', 'referenced', { contentHash: hash })]);
+    // Its own version id in each scene (the maker counts from 1 in each).
+    await commitAll(a.repository, [{ ...make.write(`kept-${hashByte}.txt`, 'referenced', { contentHash: hash }), versionId: randomUUID() }]);
     expect(await b.store.collect!(hash, 0)).toBe(false);
     expect(await b.store.has(hash)).toBe(true);
   });
 
   it('a write that comes while another replica deletes the object waits for it, finds it gone and stores it again', async () => {
-    const [a, b] = replicas as [Replica, Replica];
+    const [a, b] = [replica(0), replica(1)];
     const content = Buffer.from('raced between two replicas\n');
     const { hash } = await a.store.putBuffer(content);
     let racingPut: Promise<{ created: boolean }> | undefined;

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, startServe, tempDir } from './cli-harness.js';
 import { adminQuery, createTestSchema, TEST_DATABASE_URL } from './helpers/postgres.js';
@@ -74,6 +75,9 @@ describe('a server on Postgres and S3, configured', () => {
       const run = await runCli(['serve', '--home', join(dir.path, 'home'), '--listen', '127.0.0.1:0'], env, { timeoutMs: 30_000 });
       expect(run.code).toBe(6);
       expect(run.stderr).toContain('STRATA_PEPPER_FILE');
+      const badSize = await runCli(['serve', '--home', join(dir.path, 'home'), '--listen', '127.0.0.1:0'], { ...env, STRATA_PEPPER: 'ab'.repeat(32), STRATA_OBJECTS_URL: 's3://b?endpoint=http://127.0.0.1:1', STRATA_SMALL_OBJECT_MAX_BYTES: '64k' }, { timeoutMs: 30_000 });
+      expect(badSize.code).toBe(6);
+      expect(badSize.stderr).toContain('STRATA_SMALL_OBJECT_MAX_BYTES must be a whole number of bytes');
     } finally {
       await schema.drop();
       await dir.remove();
@@ -107,6 +111,7 @@ describe('a server on Postgres and S3, configured', () => {
           s3SecretAccessKeyFile: join(dir.path, 's3-secret'),
           pepperFile: join(dir.path, 'pepper'),
           environment: 'prod',
+          smallObjectMaxBytes: 1024,
         }),
       );
       const env = baseEnv(join(dir.path, 'config'));
@@ -118,6 +123,28 @@ describe('a server on Postgres and S3, configured', () => {
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
       const whoami = await runCli(['whoami', '--json'], { ...env, STRATA_SERVER_URL: server.url, STRATA_API_KEY: apiKey });
       expect(whoami.code, whoami.stderr).toBe(0);
+
+      // smallObjectMaxBytes (a number in the file): up to 1 KiB a row of Postgres, above it a bucket object.
+      const auth = { authorization: `Bearer ${apiKey}` };
+      const created = await fetch(`${server.url}/v1/projects`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'tiers' }) });
+      expect(created.status).toBe(201);
+      const { projectId } = (await created.json()) as { projectId: string };
+      const put = async (path: string, bytes: number) => {
+        const response = await fetch(`${server!.url}/v1/projects/${projectId}/fs/write?path=${path}`, { method: 'PUT', headers: auth, body: randomBytes(bytes) });
+        expect(response.status).toBe(201);
+        return ((await response.json()) as { version: { contentHash: string } }).version.contentHash;
+      };
+      const small = await put('small.txt', 1024);
+      const large = await put('large.txt', 1025);
+      const rows = await adminQuery(`SELECT content_hash FROM ${schema.schema}.small_objects`);
+      expect(rows.rows.map((row) => row.content_hash)).toEqual([small]);
+      const client = new S3Client({ endpoint: s3.endpoint, region: s3.region, forcePathStyle: true, credentials: { accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey } });
+      try {
+        const listed = await client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'objects/' }));
+        expect((listed.Contents ?? []).map((c) => c.Key)).toEqual([expect.stringContaining(large.slice('blake3:'.length))]);
+      } finally {
+        client.destroy();
+      }
 
       await s3.close();
       const down = await fetch(`${server.url}/readyz`);

@@ -45,6 +45,7 @@ export function registerFileRoutes(app: App, deps: RouteDeps): void {
         const body: unknown = request.body;
         const input: WriteInput = {
           projectId: project.projectId,
+          project,
           path,
           actor: actorOf(principal),
           content: isAsyncIterable(body) ? body : new Uint8Array(0),

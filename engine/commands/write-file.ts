@@ -15,7 +15,7 @@ export const DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 ** 3;
 
 export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<WriteResult> {
   const path = normalizeProjectPath(input.path);
-  const project = await ctx.requireProject(input.projectId);
+  const project = input.project?.projectId === input.projectId ? input.project : await ctx.requireProject(input.projectId);
   await assertWritablePath(ctx, project.projectId, path);
 
   // Shared GC lock from "bytes in the store" to "record committed": see rw-lock.ts.

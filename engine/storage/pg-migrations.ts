@@ -305,6 +305,21 @@ CREATE TABLE object_touches (
 CREATE INDEX project_objects_by_hash ON project_objects (content_hash);
 `,
   },
+  {
+    version: 3,
+    name: 'small objects',
+    // Objects up to a few KiB (most source files) kept in the database instead of the bucket
+    // (pg-small-objects.ts): an S3 request per small object cost more than all of a write's
+    // database work. EXTERNAL: content hashes are of mostly incompressible bytes; no pglz attempt.
+    sql: `
+CREATE TABLE small_objects (
+  content_hash TEXT COLLATE "C" PRIMARY KEY,
+  size INTEGER NOT NULL,
+  content BYTEA NOT NULL
+);
+ALTER TABLE small_objects ALTER COLUMN content SET STORAGE EXTERNAL;
+`,
+  },
 ];
 
 export const PG_LATEST_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!.version;

@@ -1,12 +1,15 @@
 import { StrataError } from '../errors.js';
 import type { ProjectRepository } from '../ports/metadata-repository.js';
 import type { Project } from '../types.js';
-import type { PgDatabase } from './pg-db.js';
+import { type PgDatabase, prepared } from './pg-db.js';
 import { type ProjectRow, toProject } from './sqlite-projects.js';
+
+/** Every request that names a project reads it (authorization, then the engine). */
+const GET_PROJECT = prepared('SELECT project_id, org_id, name, created_at, policy, max_versions, datasets FROM projects WHERE project_id = $1');
 
 export function createPgProjects(db: PgDatabase): ProjectRepository {
   const get = async (projectId: string): Promise<Project | null> => {
-    const row = await db.one<ProjectRow>('SELECT * FROM projects WHERE project_id = $1', [projectId]);
+    const row = await db.one<ProjectRow>(GET_PROJECT, [projectId]);
     return row === undefined ? null : toProject(row);
   };
   return {

@@ -1,6 +1,6 @@
 import type { VersionCommit, VersionCommitResult, VersionRepository, WriteConflict } from '../ports/metadata-repository.js';
 import type { Entry, Page, VersionRecord } from '../types.js';
-import type { PgDatabase, Tx } from './pg-db.js';
+import { type PgDatabase, type Prepared, prepared, type Tx } from './pg-db.js';
 import { createPgPrune } from './pg-prune.js';
 import { createPgSyncObjects, hasNul, requireStorable } from './pg-sync-objects.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
@@ -16,7 +16,7 @@ export type PgCommitted = (seq: number, previousSize: number | null) => void;
 // entry change are data-modifying CTEs that all see the statement's snapshot. The caller's transaction
 // holds the project's advisory lock (pg-db.ts), so nothing changes the entry between the read in
 // `prev` and the writes. Every parameter is cast: in INSERT … SELECT Postgres would type them text.
-const COMMIT_ONE = `
+const COMMIT_ONE = prepared(`
 WITH prev AS (
   SELECT version_id, size FROM entries WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean
 ), state AS (
@@ -43,7 +43,7 @@ WITH prev AS (
   DELETE FROM entries
   WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean AND $4::text IS NULL AND EXISTS (SELECT 1 FROM ins)
 )
-SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq FROM state`;
+SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq FROM state`);
 
 const flag = (value: boolean): number => (value ? 1 : 0);
 // NUL cannot occur in Postgres text, so it cannot occur in a project id or path: a safe separator.
@@ -113,25 +113,25 @@ export async function pgCommitOne(tx: Tx, commit: VersionCommit, committed?: PgC
 // (each record sees the ones before it in the batch), then one insert of all accepted versions, one
 // of their shards, and one upsert and one delete for each path's final state. Nothing is written
 // before every precondition is known, so an atomic batch that fails needs no savepoint.
-const CURRENT_OF = `
+const CURRENT_OF = prepared(`
   SELECT e.project_id, e.path, e.version_id FROM entries e
-  JOIN unnest($1::text[], $2::text[]) AS k(project_id, path) ON e.project_id = k.project_id AND e.path = k.path`;
+  JOIN unnest($1::text[], $2::text[]) AS k(project_id, path) ON e.project_id = k.project_id AND e.path = k.path`);
 // The rows come out of unnest in array order and the identity is drawn as each row is inserted, so
 // seqs follow input order (checked below: history and the sync feed depend on it).
-const INSERT_VERSIONS = `
+const INSERT_VERSIONS = prepared(`
   INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
   SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
                        $12::integer[], $13::integer[], $14::integer[], $15::text[], $16::integer[])
-  RETURNING version_id, seq`;
+  RETURNING version_id, seq`);
 const INSERT_SHARDS = `
   INSERT INTO dataset_shards (manifest_hash, shard_hash) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`;
 // One row per path (its batch's last record): ON CONFLICT DO UPDATE may not touch a row twice.
-const UPSERT_ENTRIES = `
+const UPSERT_ENTRIES = prepared(`
   INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
   SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::integer[], $9::integer[], $10::integer[])
   ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
     content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
-    symlink = excluded.symlink, dataset = excluded.dataset`;
+    symlink = excluded.symlink, dataset = excluded.dataset`);
 const DELETE_ENTRIES = `
   DELETE FROM entries e USING unnest($1::text[], $2::text[]) AS k(project_id, path) WHERE e.project_id = k.project_id AND e.path = k.path`;
 
@@ -216,6 +216,18 @@ function pgPathRange(column: string, prefix: string, after: string | undefined, 
   return { sql: range.sql.replace(/\?/g, () => `$${n++}::text`), params: range.params };
 }
 
+/** The check every write makes, prepared for each form of its range (a handful: pathRange's shapes). */
+const writeConflictStatements = new Map<string, Prepared>();
+function writeConflictSql(rangeSql: string): Prepared {
+  let statement = writeConflictStatements.get(rangeSql);
+  if (statement === undefined) {
+    statement = prepared(`SELECT EXISTS (SELECT 1 FROM entries WHERE project_id = $1::text AND ${rangeSql}) AS directory,
+                (SELECT path FROM entries WHERE project_id = $1::text AND path = ANY($2::text[]) ORDER BY path LIMIT 1) AS ancestor`);
+    writeConflictStatements.set(rangeSql, statement);
+  }
+  return statement;
+}
+
 export function createPgVersions(db: PgDatabase): VersionRepository {
   const isDirectory = async (projectId: string, dirPath: string): Promise<boolean> => {
     if (hasNul(dirPath)) return false;
@@ -289,11 +301,11 @@ export function createPgVersions(db: PgDatabase): VersionRepository {
       // One round trip for the check every write makes. The ancestor nearest the root wins, as in the
       // SQLite walk: a prefix sorts before its extensions. Nothing stored lies below a path with NUL.
       const range = hasNul(path) ? { sql: 'false', params: [] } : pgPathRange('path', `${path}/`, undefined, 3);
-      const row = (await db.one<{ directory: boolean; ancestor: string | null }>(
-        `SELECT EXISTS (SELECT 1 FROM entries WHERE project_id = $1::text AND ${range.sql}) AS directory,
-                (SELECT path FROM entries WHERE project_id = $1::text AND path = ANY($2::text[]) ORDER BY path LIMIT 1) AS ancestor`,
-        [projectId, ancestors.filter((ancestor) => !hasNul(ancestor)), ...range.params],
-      ))!;
+      const row = (await db.one<{ directory: boolean; ancestor: string | null }>(writeConflictSql(range.sql), [
+        projectId,
+        ancestors.filter((ancestor) => !hasNul(ancestor)),
+        ...range.params,
+      ]))!;
       if (row.directory) return { kind: 'directory' };
       return row.ancestor === null ? null : { kind: 'file-ancestor', ancestor: row.ancestor };
     },
