@@ -12,7 +12,8 @@
 //   "trustedProxies": ["10.0.0.0/8"], "metricsListen": "127.0.0.1:9464",
 //   "tlsCert": "/etc/strata/tls.crt", "tlsKey": "/etc/strata/tls.key", "pepperFile": "/run/secrets/strata-pepper",
 //   "databaseUrlFile": "/run/secrets/strata-database-url", "objectsUrl": "s3://strata-objects?region=eu-west-1",
-//   "s3AccessKeyIdFile": "/run/secrets/s3-key-id", "s3SecretAccessKeyFile": "/run/secrets/s3-secret"
+//   "s3AccessKeyIdFile": "/run/secrets/s3-key-id", "s3SecretAccessKeyFile": "/run/secrets/s3-secret",
+//   "smallObjectMaxBytes": 65536
 // }
 
 import { readFileSync } from 'node:fs';
