@@ -20,6 +20,8 @@ export const BENCHMARKS = [
   'git-export-project',
   'git-push',
   'server-storage',
+  'ui',
+  'completion',
 ] as const;
 
 function runOne(name: string): Promise<number> {

@@ -43,7 +43,7 @@ export function initProject(home: string, dir: string): Promise<void> {
 }
 
 export async function startDaemonProc(home: string): Promise<DaemonProc> {
-  // the flags systemd/strata-daemon.service and bin/strata run it with (see the README, "Daemon")
+  // the flags systemd/strata-daemon.service and bin/strata run it with (see docs/design.md §9)
   const child = spawn(process.execPath, [...nodeFlags('daemon'), CLI_MAIN, 'daemon', '--home', home, '--listen', '127.0.0.1:0'], {
     env: { ...nodeEnv(), STRATA_LOG_LEVEL: 'debug' },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,5 +1,5 @@
 // Where the CLI talks to and as whom. Precedence: flag > environment > config file > default. The
-// environment names are the ones every headless Strata client reads (DESIGN.md §4).
+// environment names are the ones every headless Strata client reads (docs/design.md §4).
 
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -91,7 +91,7 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
   const file = readConfigFile(path);
   // Inside a project directory (`strata init`) the project and its daemon are found the way git finds
   // its repository (discover.ts), and the directory wins over STRATA_PROJECT_ID, STRATA_SERVER_URL and
-  // STRATA_API_KEY exported for a team server (as the README's CLI section suggests): otherwise
+  // STRATA_API_KEY exported for a team server (as the README's Configuration section describes): otherwise
   // `strata history` in the directory went to the other project, or sent the team key to the daemon.
   // Flags still choose explicitly. The daemon's key goes only to the daemon, the exported key never
   // to the daemon.

@@ -3,6 +3,7 @@
 // branch on the exit code, so the mapping is part of the CLI's contract (README "Exit codes").
 
 import { isStrataError } from '../engine/errors.js';
+import { sanitizeLine } from './output.js';
 
 export const EXIT = {
   ok: 0,
@@ -35,6 +36,12 @@ export type CliOwnCode =
   | 'NOT_A_STRATA_CLONE'
   | 'GIT_NOT_FAST_FORWARD'
   | 'GIT_WORK_TREE_CONFLICT'
+  /** `strata checkout --to DIR`: DIR (or a file in it) is not empty and --force was not given */
+  | 'TARGET_NOT_EMPTY'
+  /** `strata checkout --to DIR`: DIR is in a project's directory (its daemon would version the files) */
+  | 'TARGET_IN_PROJECT'
+  /** `strata daemon install/uninstall`: systemctl --user answered with an error */
+  | 'SYSTEMCTL_FAILED'
   | 'INTERNAL';
 
 export interface CliErrorOptions {
@@ -98,4 +105,24 @@ export function toCliError(error: unknown): CliError {
   }
   const message = error instanceof Error ? error.message : String(error);
   return new CliError('INTERNAL', message, { exitCode: EXIT.unexpected, cause: error });
+}
+
+/** The detail that names what was not found, conflicted or was refused, in the order worth saying. */
+const SUBJECT_FIELDS = ['path', 'snapshotId', 'versionId', 'tag', 'projectId', 'keyId', 'orgId', 'identityId'] as const;
+
+/**
+ * The error as one line for a person: "No file at this path: analysis/fit.m". The server's catalogue
+ * message is generic ("No file at this path"), the path is in `details`; without it a user running a
+ * script over many files cannot tell which one failed. Newlines (commander's "(Did you mean ...?)"
+ * comes on a line of its own) become spaces; control characters in a name from the server become '?'.
+ */
+export function humanMessage(error: CliError): string {
+  let message = error.message.replace(/\s*\n\s*/g, ' ').trim();
+  for (const field of SUBJECT_FIELDS) {
+    const value = error.details?.[field];
+    if (typeof value !== 'string' || value === '') continue;
+    if (!message.includes(value)) message = `${message}: ${value}`;
+    break;
+  }
+  return sanitizeLine(message);
 }

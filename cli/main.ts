@@ -3,7 +3,8 @@
 // on stdout, and the exit code from the table in errors.ts.
 
 import { CommanderError } from 'commander';
-import { CliError, EXIT, toCliError } from './errors.js';
+import { colorEnabled, painter } from './color.js';
+import { CliError, EXIT, humanMessage, toCliError } from './errors.js';
 import { buildProgram } from './program.js';
 import { CLI_VERSION } from './version.js';
 
@@ -18,12 +19,14 @@ function wantsJson(args: string[]): boolean {
 }
 
 function report(error: CliError, json: boolean): void {
-  process.stderr.write(`strata: ${error.message} (${error.code})\n`);
+  // --json means a program reads the output: no colour on either stream.
+  const paint = painter(!json && colorEnabled(process.stderr));
+  process.stderr.write(`strata: ${paint('red', humanMessage(error))} (${error.code})\n`);
   // A message that already says what to start needs no generic hint.
   // A refusal (403) is not a credential problem: the auth hint is for missing or bad credentials only.
   const credentialProblem = error.exitCode !== EXIT.auth || error.code === 'UNAUTHENTICATED' || error.code === 'NO_CREDENTIALS';
   const hint = error.code === 'DAEMON_NOT_RUNNING' || error.message.includes('strata login') || !credentialProblem ? undefined : HINTS[error.exitCode];
-  if (hint && !json) process.stderr.write(`strata: ${hint}\n`);
+  if (hint && !json) process.stderr.write(`strata: ${paint('cyan', hint)}\n`);
   if (json) process.stdout.write(JSON.stringify(error.toJson(), null, 2) + '\n');
 }
 

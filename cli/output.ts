@@ -2,6 +2,7 @@
 // Hints and progress go to stderr and are silenced under --json, so stdout stays machine-clean.
 
 import { UNSAFE_CHARACTER } from '../engine/unsafe-text.js';
+import { colorEnabled, painter } from './color.js';
 
 export interface Output {
   readonly json: boolean;
@@ -18,6 +19,9 @@ export interface Output {
 
 export function createOutput(json: boolean): Output {
   const out = (text: string) => process.stdout.write(text + '\n');
+  // Colour only for people: never under --json, only on a terminal, not with NO_COLOR (color.ts).
+  const paintOut = painter(!json && colorEnabled(process.stdout));
+  const paintErr = painter(!json && colorEnabled(process.stderr));
   return {
     json,
     result(doc, human) {
@@ -26,13 +30,16 @@ export function createOutput(json: boolean): Output {
     },
     line: out,
     hint(text) {
-      if (!json) process.stderr.write(text + '\n');
+      if (!json) process.stderr.write(paintErr('cyan', text) + '\n');
     },
     warn(text) {
-      process.stderr.write(`strata: warning: ${text}\n`);
+      process.stderr.write(`strata: ${paintErr('yellow', `warning: ${text}`)}\n`);
     },
     table(headers, rows, options = {}) {
-      out(renderTable(headers, rows, options.rightAlign ?? []));
+      const text = renderTable(headers, rows, options.rightAlign ?? []);
+      // The header is painted after the layout: escape codes would count as width.
+      const end = text.indexOf('\n');
+      out(end === -1 ? paintOut('bold', text) : paintOut('bold', text.slice(0, end)) + text.slice(end));
     },
   };
 }

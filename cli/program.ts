@@ -4,7 +4,10 @@
 
 import { Command } from 'commander';
 import { registerAdminCommands } from './commands/admin.js';
+import { registerCheckoutCommand } from './commands/checkout.js';
+import { registerCompletionCommands } from './commands/completion.js';
 import { registerDaemonCommand } from './commands/daemon.js';
+import { registerDaemonInstallCommands } from './commands/daemon-install.js';
 import { registerDatasetCommands } from './commands/datasets.js';
 import { registerGitCommands } from './commands/git.js';
 import { registerFileCommands } from './commands/files.js';
@@ -23,6 +26,7 @@ import { registerSsoCommands } from './commands/sso.js';
 import { registerStatusCommands } from './commands/status.js';
 import { registerSyncCommands } from './commands/sync.js';
 import { registerTagCommands } from './commands/tags.js';
+import { registerUiCommand } from './commands/ui.js';
 import { registerWatchCommand } from './commands/watch.js';
 import { DEFAULT_SERVER_URL } from './config.js';
 import { contextFor } from './context.js';
@@ -34,6 +38,7 @@ Target and credentials (flag > environment > config file):
   --api-key / STRATA_API_KEY / apiKey        prefer the environment or the config file
   --project / STRATA_PROJECT_ID / projectId
   config file: $XDG_CONFIG_HOME/strata/config.json (default ~/.config/strata/config.json)
+  NO_COLOR (any non-empty value): no colour on a terminal
 
 Exit codes: 0 ok, 1 unexpected, 2 usage, 3 not found, 4 conflict, 5 auth, 6 bad input,
             7 server unreachable, 8 fsck found problems
@@ -52,12 +57,16 @@ export function buildProgram(): Command {
     .exitOverride()
     .configureOutput({ outputError: () => {} })
     .showSuggestionAfterError(true)
+    // Each command and option on one line of --help, however long: wrapped at 80 columns, a long
+    // description continued on lines of its own that grep and narrow terminals cut apart.
+    .configureHelp({ helpWidth: Number.MAX_SAFE_INTEGER })
     .addHelpText('after', FOOTER);
 
   registerProjectCommands(program);
   registerFileCommands(program);
   registerHistoryCommands(program);
   registerSnapshotCommands(program);
+  registerCheckoutCommand(program);
   registerTagCommands(program);
   registerRetentionCommands(program);
   registerPolicyCommands(program);
@@ -75,7 +84,10 @@ export function buildProgram(): Command {
   registerWatchCommand(program);
   registerMountCommand(program);
   registerDaemonCommand(program);
+  registerDaemonInstallCommands(program);
   registerStatusCommands(program);
+  registerUiCommand(program);
+  registerCompletionCommands(program, FOOTER);
 
   program
     .command('version')

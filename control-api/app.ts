@@ -7,6 +7,8 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { auditOrigin } from '../engine/access/audit.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { hostedIssuer, type HostedSignIn } from '../engine/access/resolve.js';
+import { registerUiRoutes } from './routes/ui.js';
+import { createUiLinks } from './ui-links.js';
 import { cachingGrants, createPrincipalCache, notifyingAccessChanges } from '../engine/access/principal-cache.js';
 import { connectionIssuer, systemTxtResolver, type TxtResolver } from '../engine/access/sso.js';
 import { createTokenVerifier } from '../engine/access/token-verifier.js';
@@ -166,7 +168,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   app.addHook('onRequest', (request, _reply, done) => auditOrigin.run({ requestId: request.id, clientIp: request.ip }, done));
   if (options.loopbackOnly === true) app.addHook('onRequest', loopbackGuard);
   const limits = options.rateLimit === undefined ? null : await installRateLimits(app, options.rateLimit);
-  app.addHook('onRequest', authHook(access, principals, limits?.authFailures ?? null));
+  app.addHook('onRequest', authHook(access, principals, limits?.authFailures ?? null, { sessionProof: options.loopbackOnly === true }));
   if (limits !== null) app.addHook('onRequest', limits.afterAuthentication);
   app.addHook('onRequest', queryEncodingHook);
   app.addHook('onSend', async (request, reply) => {
@@ -215,6 +217,7 @@ export async function buildApp(options: BuildAppOptions): Promise<FastifyInstanc
   registerSsoRoutes(app, deps);
   registerScimRoutes(app, deps);
   registerAdminRoutes(app, deps);
+  registerUiRoutes(app, deps, createUiLinks(() => clock.now()));
   options.extraRoutes?.(app, deps);
 
   await app.ready();

@@ -11,12 +11,17 @@ import { sessionAuthentication } from '../engine/access/web-sessions.js';
 import { isStrataError, StrataError } from '../engine/errors.js';
 import { invalidQueryKeys } from './query-string.js';
 import type { AuthFailureGuard } from './rate-limits.js';
+import { checkSessionProof, PROOF_HEADER } from './routes/ui.js';
 import { checkSessionOrigin, cookiesOf, SESSION_COOKIE } from './web-sign-in.js';
 
 /** Query parameters holding project paths: their decoding failures are INVALID_PATH (422). */
 const PATH_PARAMETERS = new Set(['path', 'prefix']);
 
-export function authHook(deps: AccessDeps, cache: PrincipalCache, failures: AuthFailureGuard | null) {
+/**
+ * `sessionProof`: session cookies count only with the page's proof header beside them (the daemon on
+ * loopback, where other users' servers share the cookie's host: routes/ui.ts).
+ */
+export function authHook(deps: AccessDeps, cache: PrincipalCache, failures: AuthFailureGuard | null, options: { sessionProof?: boolean } = {}) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (request.routeOptions.config.public === true || request.is404) return;
     // An IP that failed too often is refused before its credential is even looked at.
@@ -28,6 +33,7 @@ export function authHook(deps: AccessDeps, cache: PrincipalCache, failures: Auth
         const session = cookiesOf(request).get(SESSION_COOKIE);
         if (session === undefined) throw unauthenticated();
         checkSessionOrigin(request);
+        if (options.sessionProof === true && !checkSessionProof(deps, session, request.headers[PROOF_HEADER])) throw unauthenticated();
         request.strata.principal = await cache.get(`session ${session}`, () => sessionAuthentication(deps, session));
         return;
       }

@@ -175,6 +175,7 @@ export const DatasetHistorySchema = Type.Object({
       shardCount: Nullable(Type.Integer()),
       distinctShards: Nullable(Type.Integer()),
       newShards: Nullable(Type.Integer()),
+      newBytes: Nullable(Type.Integer({ description: 'bytes of the shards no earlier version of the page had' })),
     }),
   ),
   nextCursor: Type.Optional(Type.String()),

@@ -50,7 +50,10 @@ export const WriteQuery = Type.Object(
 );
 export const ReadQuery = Type.Object({ path: Type.Optional(PathText), versionId: Type.Optional(Id) }, closed);
 export const PathQuery = Type.Object({ path: PathText }, closed);
-export const DirQuery = Type.Object({ path: Type.Optional(PathText) }, closed);
+export const DirQuery = Type.Object(
+  { path: Type.Optional(PathText), at: Type.Optional(Type.String({ maxLength: 40, description: 'an ISO-8601 time: the directory as it was then' })) },
+  closed,
+);
 export const DeleteBody = Type.Object({ path: PathText, baseVersionId: Type.Optional(Type.Union([Id, Type.Null()])) }, closed);
 export const RenameBody = Type.Object({ from: PathText, to: PathText, overwrite: Type.Optional(Type.Boolean()) }, closed);
 
@@ -68,7 +71,13 @@ export const DiffQuery = Type.Object({ to: Type.Optional(Id) }, closed);
 export const AddTagBody = Type.Object({ tag: TagName }, closed);
 
 // --- retention
-export const RetentionBody = Type.Object({ maxVersions: Type.Integer({ minimum: 0, maximum: 1_000_000, description: '0 = unlimited' }) }, closed);
+export const RetentionBody = Type.Object(
+  {
+    maxVersions: Type.Integer({ minimum: 0, maximum: 1_000_000, description: '0 = unlimited' }),
+    dryRun: Type.Optional(Type.Boolean({ description: 'say what the setting would prune now; change nothing' })),
+  },
+  closed,
+);
 export const DatasetPatternBody = Type.Object({ pattern: Type.String({ minLength: 1, maxLength: 1024, description: 'a project-relative path or glob' }) }, closed);
 export const DatasetThresholdBody = Type.Object(
   { thresholdBytes: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'files larger than this are datasets' }) },

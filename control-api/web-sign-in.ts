@@ -18,8 +18,8 @@ export const SESSION_COOKIE = 'strata_session';
 const FLOW_COOKIE = 'strata_sign_in';
 const FLOW_MS = 10 * 60_000;
 const CALLBACK_PATH = '/auth/web/callback';
-/** Where a finished sign-in lands until the history browser (issue 18) has pages. */
-const LANDING = '/auth/me';
+/** Where a finished sign-in lands: the history browser (routes/ui.ts). */
+const LANDING = '/ui/';
 
 interface Flow {
   state: string;

@@ -1,7 +1,7 @@
 import { deleteFile } from './commands/delete-file.js';
 import { fsck } from './commands/fsck.js';
 import { gc } from './commands/gc.js';
-import { getVersion, history } from './commands/history.js';
+import { getVersion, history, renameOf } from './commands/history.js';
 import { countFiles } from './commands/count-files.js';
 import { listDirectory, listFiles } from './commands/list-directory.js';
 import { datasetHistory, getDatasetManifest, getDatasetRules, listDatasets, setDatasetThreshold, trackDataset, untrackDataset } from './commands/datasets.js';
@@ -13,7 +13,8 @@ import { readFile } from './commands/read-file.js';
 import { renameFile } from './commands/rename-file.js';
 import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
-import { getRetention, setRetention } from './commands/retention.js';
+import { diffVersions } from './commands/diff-versions.js';
+import { getRetention, previewRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
 import { adoptSyncedVersions, syncKnownVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
@@ -53,7 +54,9 @@ export function createEngine(deps: EngineDeps): Engine {
     },
     history: (input) => history(ctx, input),
     getVersion: (projectId, versionId) => getVersion(ctx, projectId, versionId),
+    renameOf: (projectId, versionId) => renameOf(ctx, projectId, versionId),
     restoreVersion: (input) => changing(input.projectId, restoreVersion(ctx, input)),
+    diffVersions: (input) => diffVersions(ctx, input),
     // Told too: a linked workstation sends a new snapshot at once, and a server wakes the long polls.
     createSnapshot: (input) => changing(input.projectId, createSnapshot(ctx, input)),
     listSnapshots: (input) => listSnapshots(ctx, input),
@@ -66,6 +69,7 @@ export function createEngine(deps: EngineDeps): Engine {
     removeTag: (input) => changing(input.projectId, removeTag(ctx, input)),
     getRetention: (projectId) => getRetention(ctx, projectId),
     setRetention: (input) => changing(input.projectId, setRetention(ctx, input)),
+    previewRetention: (input) => previewRetention(ctx, input),
     updatePolicy: (input) => updatePolicy(ctx, input),
     gitExport: (input) => gitExport(ctx, input),
     gitRefs: (projectId) => gitRefs(ctx, projectId),

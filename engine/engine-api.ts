@@ -2,7 +2,10 @@ import type { AdoptOutcome, OutboxItem, PulledVersion } from './commands/sync-ad
 import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
+import type { RenameInfo } from './commands/history.js';
+import type { RetentionChange, RetentionPreview } from './commands/retention.js';
 import type { ComposedObject } from './commands/sync-objects.js';
+import type { VersionDiff } from './commands/diff-versions.js';
 import type { SyncedSnapshot, SyncedSnapshotOutcome } from './commands/sync-snapshots.js';
 import type { DatasetManifest } from './datasets/manifest.js';
 import type { ContentStore, ReadRange } from './ports/content-store.js';
@@ -85,7 +88,7 @@ export interface WriteResult {
   unchanged?: boolean;
   /**
    * false when the size policy keeps only this path's current content (over the threshold, extension
-   * not allowlisted: its older versions are pruned, DESIGN.md §2); set on every write that recorded a version
+   * not allowlisted: its older versions are pruned, docs/design.md §2); set on every write that recorded a version
    */
   historyKept?: boolean;
 }
@@ -117,6 +120,8 @@ export interface DatasetVersionInfo {
   distinctShards: number | null;
   /** shards not in the next older dataset version on this page (null for the oldest one) */
   newShards: number | null;
+  /** bytes of those new shards: what this version added to the store (null as newShards) */
+  newBytes: number | null;
 }
 
 export interface DirectoryListing {
@@ -160,7 +165,8 @@ export interface Engine {
   readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
-  listDirectory(input: { projectId: string; path: string }): Promise<DirectoryListing>;
+  /** Immediate children of a directory, now or (`at`, an ISO time) as they were then. */
+  listDirectory(input: { projectId: string; path: string; at?: string }): Promise<DirectoryListing>;
   /**
    * Files the project has now, below `prefix` (a directory, '' for all), in path order a page at a
    * time: a whole tree compared without holding it (listDirectory reads every path below a directory
@@ -174,6 +180,10 @@ export interface Engine {
   history(input: { projectId: string; path?: string; cursor?: string; limit?: number }): Promise<Page<VersionRecord>>;
   getVersion(projectId: string, versionId: string): Promise<VersionRecord>;
   restoreVersion(input: { projectId: string; versionId: string; actor: Actor }): Promise<WriteResult>;
+  /** Two versions compared line by line, with `context` (3) unchanged lines around each change. */
+  diffVersions(input: { projectId: string; a: string; b: string; context?: number }): Promise<VersionDiff>;
+  /** the version, and the rename that made it (null: not made by a rename) */
+  renameOf(projectId: string, versionId: string): Promise<RenameInfo>;
 
   createSnapshot(input: { projectId: string; message?: string; actor: Actor }): Promise<Snapshot>;
   listSnapshots(input: { projectId: string; cursor?: string; limit?: number }): Promise<Page<Snapshot>>;
@@ -188,10 +198,13 @@ export interface Engine {
   removeTag(input: { projectId: string; tag: string; actor: Actor }): Promise<void>;
 
   getRetention(projectId: string): Promise<RetentionSetting>;
-  setRetention(input: { projectId: string; maxVersions: number; actor: Actor }): Promise<RetentionSetting>;
+  /** sets it and prunes to it at once, saying how much it pruned */
+  setRetention(input: { projectId: string; maxVersions: number; actor: Actor }): Promise<RetentionChange>;
+  /** what setRetention would prune now (versions, bytes, the paths with most), changing nothing */
+  previewRetention(input: { projectId: string; maxVersions: number }): Promise<RetentionPreview>;
   updatePolicy(input: { projectId: string; policy: Partial<VersioningPolicy> }): Promise<Project>;
 
-  /** The snapshot chain up to `snapshotId` as a git fast-import stream (DESIGN.md §5). */
+  /** The snapshot chain up to `snapshotId` as a git fast-import stream (docs/design.md §5). */
   gitExport(input: { projectId: string; snapshotId: string }): Promise<AsyncIterable<Uint8Array>>;
   /** The chain's tip and tags with their git commit ids. */
   gitRefs(projectId: string): Promise<GitRefs>;

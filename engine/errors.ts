@@ -97,7 +97,10 @@ export const ERROR_CATALOGUE = {
   SCIM_INVALID_PATH: { status: 400, message: 'The PATCH path is not supported' },
   SCIM_INVALID_VALUE: { status: 400, message: 'A value in the request is invalid' },
   PREFERENCES_TOO_LARGE: { status: 422, message: 'Preferences are limited to 16 KiB of JSON' },
+  DIFF_TOO_LARGE: { status: 422, message: 'Too large to compare line by line: download the versions instead' },
   GIT_NOT_REPRESENTABLE: { status: 422, message: 'A pushed commit cannot be stored so that it exports to the same commit id' },
+  // short ids (issue 18)
+  AMBIGUOUS_ID: { status: 422, message: 'The abbreviated id matches more than one; give more digits' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 /** Codes that were used by an earlier release and must never be given a new meaning. */

@@ -1,5 +1,5 @@
 // Content hashes: BLAKE3 through @napi-rs/blake-hash (native, 2.31 GB/s on one core here; the npm
-// `blake3` package does not install on this machine, hash-wasm is 6x slower — DESIGN.md §7).
+// `blake3` package does not install on this machine, hash-wasm is 6x slower — docs/design.md §7).
 import { Blake3Hasher, blake3 } from '@napi-rs/blake-hash';
 import { StrataError } from './errors.js';
 import type { ContentHash } from './types.js';

@@ -9,7 +9,7 @@ export const DEFAULT_POLICY: VersioningPolicy = {
 };
 
 /**
- * DESIGN.md §2: the always-list is versioned whatever the size; above the threshold only allowlisted
+ * docs/design.md §2: the always-list is versioned whatever the size; above the threshold only allowlisted
  * extensions are; everything else is versioned. "Not versioned" means the path keeps only its current
  * content: its older versions are pruned as the new one lands (snapshot pins still protect them).
  */

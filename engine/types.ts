@@ -1,4 +1,4 @@
-// The resources of DESIGN.md §2, as the engine and the API see them (JSON is camelCase).
+// The resources of docs/design.md §2, as the engine and the API see them (JSON is camelCase).
 
 /** `blake3:<64 lowercase hex>` */
 export type ContentHash = `blake3:${string}`;

@@ -87,8 +87,8 @@ strata_env_setup() {
   fi
 
   # The native addons, each rebuilt when its binary is missing or older than its sources: the dataset
-  # chunker (DESIGN.md §2 datasets) and the FUSE binding of mount mode (native/fuse, libfuse3; README
-  # "Mount mode"). node-gyp ships with npm; it compiles against $npm_config_nodedir when set (the Node 24
+  # chunker (docs/design.md §2 datasets) and the FUSE binding of mount mode (native/fuse, libfuse3;
+  # docs/mount.md). node-gyp ships with npm; it compiles against $npm_config_nodedir when set (the Node 24
   # above), else it fetches the running Node's headers. No silent fallback: without the chunker the
   # engine would chunk at JS speed, without the FUSE binding mount mode would not work, so a failed
   # build stops the setup.

@@ -56,6 +56,10 @@ const HASH = 'blake3:' + '0'.repeat(64);
 const ROUTES: Record<string, Route> = {
   'get /healthz': { level: { on: 'public' } },
   'get /openapi.json': { level: { on: 'public' } },
+  'get /': { level: { on: 'public' } },
+  'get /ui/': { level: { on: 'public' } },
+  'get /ui/{name}': { level: { on: 'public' } },
+  'get /ui/open': { level: { on: 'public' } },
   'post /auth/resolve': { level: { on: 'public' }, body: { email: 'a@b.example', clientKind: 'cli' } },
   'get /auth/web/callback': { level: { on: 'public' } },
   'post /auth/web/logout': { level: { on: 'public' }, body: {} },
@@ -104,6 +108,8 @@ const ROUTES: Record<string, Route> = {
   'post /v1/projects/{projectId}/fs/rename': { level: project('write'), body: { from: 'not-there.txt', to: 'nor-here.txt' } },
   'get /v1/projects/{projectId}/history': { level: project('read'), query: 'path=notes.md' },
   'get /v1/projects/{projectId}/history/{versionId}': { level: project('read') },
+  'get /v1/projects/{projectId}/history/diff': { level: project('read'), query: 'a={versionId}&b={versionId}' },
+  'get /v1/projects/{projectId}/history/{versionId}/rename': { level: project('read') },
   'post /v1/projects/{projectId}/history/restore': { level: project('write'), body: { versionId: '{V}' } },
   'post /v1/projects/{projectId}/sync/objects/missing': { level: project('write'), body: { hashes: [HASH] } },
   'post /v1/projects/{projectId}/sync/versions': { level: project('write'), body: { workstation: 'matrix', versions: [] } },
@@ -181,6 +187,11 @@ const ROUTES: Record<string, Route> = {
   'put /scim/v2/Groups/{id}': { level: { on: 'scim' }, body: { displayName: 'x' } },
   'patch /scim/v2/Groups/{id}': { level: { on: 'scim' }, body: { Operations: [{ op: 'replace', path: 'displayName', value: 'y' }] } },
   'delete /scim/v2/Groups/{id}': { level: { on: 'scim' } },
+  // Any caller for themselves, but a session would widen a project-scoped key: refused.
+  'post /v1/ui/links': {
+    level: { on: 'custom', expect: { owner: 'ok', admin: 'ok', member: 'ok', viewer: 'ok', readOnProject: 'ok', keyOfOtherProject: 403, otherOrg: 'ok', provisioned: 'ok' } },
+    body: {},
+  },
 };
 
 let h: Harness;
@@ -220,7 +231,7 @@ function fill(path: string, values: Record<string, string>): string {
 
 async function call(routeKey: string, route: Route, caller: Caller, values = params) {
   const [method, path] = routeKey.split(' ') as [string, string];
-  const url = fill(path, values) + (route.query === undefined ? '' : `?${route.query}`);
+  const url = fill(path, values) + (route.query === undefined ? '' : `?${fill(route.query, values)}`);
   const body = route.body === undefined ? undefined : JSON.parse(JSON.stringify(route.body).replace('{V}', values['versionId']!));
   if (route.payload !== undefined) {
     return h.request(method.toUpperCase() as 'PUT', url, { key: keys[caller], payload: route.payload, headers: { 'content-type': 'application/octet-stream' } });

@@ -204,7 +204,8 @@ describe('strata CLI against a live server', () => {
 
   it('gets and sets retention', async () => {
     expect(await ok(['retention', 'get'])).toEqual({ projectId, maxVersions: 0 });
-    expect(await ok(['retention', 'set', '3'])).toEqual({ projectId, maxVersions: 3 });
+    // the setting, and what applying it pruned (issue 18)
+    expect(await ok(['retention', 'set', '3'])).toStrictEqual({ projectId, maxVersions: 3, pruned: { versions: expect.any(Number), bytes: expect.any(Number) } });
     expect(await ok(['retention', 'get'])).toEqual({ projectId, maxVersions: 3 });
     const human = await cli(['retention', 'get']);
     expect(human.stdout.trim()).toBe('retention: 3 versions/path');

@@ -186,7 +186,7 @@ describe('control API errors', () => {
       ['retention string', () => h.request('POST', `${base()}/fs/retention`, { body: { maxVersions: '5' } }), 400, 'INVALID_BODY', { field: 'maxVersions' }],
       ['retention negative', () => h.request('POST', `${base()}/fs/retention`, { body: { maxVersions: -1 } }), 400, 'INVALID_BODY', { field: 'maxVersions' }],
       ['retention fraction', () => h.request('POST', `${base()}/fs/retention`, { body: { maxVersions: 1.5 } }), 400, 'INVALID_BODY', { field: 'maxVersions' }],
-      ['retention extra', () => h.request('POST', `${base()}/fs/retention`, { body: { maxVersions: 1, dryRun: true } }), 400, 'INVALID_BODY', { field: 'dryRun' }],
+      ['retention extra', () => h.request('POST', `${base()}/fs/retention`, { body: { maxVersions: 1, keepAll: true } }), 400, 'INVALID_BODY', { field: 'keepAll' }],
       ['restore unknown version', () => h.request('POST', `${base()}/history/restore`, { body: { versionId: '01a2027b-0000-7000-8000-000000000000' } }), 404, 'VERSION_NOT_FOUND'],
       ['restore version of another project', () => h.request('POST', `${base()}/history/restore`, { body: { versionId: foreignVersion } }), 404, 'VERSION_NOT_FOUND'],
       ['read version of another project', () => h.request('GET', `${base()}/fs/read?versionId=${foreignVersion}`), 404, 'VERSION_NOT_FOUND'],

@@ -43,6 +43,8 @@ describe('control API routes', () => {
       'post /v1/projects/{projectId}/fs/rename',
       'get /v1/projects/{projectId}/history',
       'get /v1/projects/{projectId}/history/{versionId}',
+      'get /v1/projects/{projectId}/history/diff',
+      'get /v1/projects/{projectId}/history/{versionId}/rename',
       'post /v1/projects/{projectId}/history/restore',
       'post /v1/projects/{projectId}/sync/objects/missing',
       'post /v1/projects/{projectId}/sync/versions',
@@ -123,6 +125,11 @@ describe('control API routes', () => {
       'post /v1/admin/fsck',
       'get /healthz',
       'get /openapi.json',
+      'get /',
+      'get /ui/',
+      'get /ui/{name}',
+      'post /v1/ui/links',
+      'get /ui/open',
     ];
     const actual = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
     expect(actual.sort()).toEqual(expected.sort());
@@ -290,7 +297,7 @@ describe('control API routes', () => {
 
   it('gets and sets retention', async () => {
     expect(await h.ok('GET', `${base()}/fs/retention`)).toEqual({ projectId: pid, maxVersions: 0 });
-    expect(await h.ok('POST', `${base()}/fs/retention`, { body: { maxVersions: 5 } })).toEqual({ projectId: pid, maxVersions: 5 });
+    expect(await h.ok('POST', `${base()}/fs/retention`, { body: { maxVersions: 5 } })).toStrictEqual({ projectId: pid, maxVersions: 5, pruned: { versions: 0, bytes: 0 } });
     expect(await h.ok('GET', `${base()}/fs/retention`)).toEqual({ projectId: pid, maxVersions: 5 });
   });
 

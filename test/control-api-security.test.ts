@@ -28,7 +28,7 @@ describe('loopback-only API (the daemon)', () => {
     expect((await h.request('GET', '/healthz', { key: null, headers: { host: 'evil.example' } })).json().error.code).toBe('FORBIDDEN_HOST');
   });
 
-  it('refuses any browser Origin, even a loopback one, and never sends CORS headers', async () => {
+  it('refuses any browser Origin but its own (even a loopback one on another port), and never sends CORS headers', async () => {
     for (const origin of ['http://localhost:7420', 'http://127.0.0.1', 'null', 'https://evil.example']) {
       const res = await h.request('GET', '/v1/orgs', { headers: { origin } });
       expect(res.statusCode, origin).toBe(403);

@@ -82,7 +82,7 @@ describe('strata init / daemon / status / watch and project discovery', () => {
 
   it('inside the directory, the directory wins over exported STRATA_PROJECT_ID / STRATA_API_KEY / STRATA_SERVER_URL (issue 13 item 6)', async () => {
     const dir = join(root, 'thesis');
-    // what the README's CLI section has users export for a team server
+    // what the README ("Files, keys and the API without a daemon") has users export for a team server
     const exported = {
       ...env,
       STRATA_PROJECT_ID: '00000000-0000-4000-8000-000000000000',

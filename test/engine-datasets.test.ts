@@ -88,6 +88,12 @@ describe('engine: datasets', () => {
     expect(history[1]!.newShards).toBeLessThanOrEqual(3);
     expect(history[0]!.newShards).toBeGreaterThanOrEqual(1);
     expect(history[0]!.newShards).toBeLessThanOrEqual(3);
+    // What each added, in bytes: a few shards' worth, far below the 16 MiB file; none for the first.
+    expect(history[2]!.newBytes).toBeNull();
+    for (const item of history.slice(0, 2)) {
+      expect(item.newBytes).toBeGreaterThan(0);
+      expect(item.newBytes).toBeLessThan(6 * 1024 * 1024);
+    }
     expect((await read('d.bin')).equals(overwritten)).toBe(true);
     // every version still reads back as written
     const [v2, v1, v0] = history.map((h) => h.version.versionId);

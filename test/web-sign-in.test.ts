@@ -64,6 +64,7 @@ describe('browser sign-in', () => {
     const { callback, flow } = await signIn('ada@lab.example');
     const finished = await fetch(callback, { redirect: 'manual', headers: { cookie: `strata_sign_in=${flow}` } });
     expect(finished.status, await finished.clone().text()).toBe(303);
+    expect(finished.headers.get('location')).toBe('/ui/');
     const sessionLine = setCookies(finished).get('strata_session')!;
     expect(sessionLine).toMatch(/HttpOnly/);
     expect(sessionLine).toMatch(/SameSite=Strict/);

@@ -8,6 +8,7 @@ import { daemonTarget, discoverProject } from '../discover.js';
 import { ERROR_CATALOGUE } from '../../engine/errors.js';
 import { CliError, EXIT, exitCodeForStatus } from '../errors.js';
 import { checkListen, runUntilSignal } from '../foreground.js';
+import { daemonLogger, logFormatOption, resolveLogFormat } from '../log-format.js';
 import { CLI_VERSION } from '../version.js';
 
 /** A stop that hangs (a mount that will not let go) must not keep a stopped service alive. */
@@ -44,12 +45,14 @@ export async function runningDaemon(home: string): Promise<ApiClient | null> {
  * (captures flushed, mounts unmounted) and exits 0. `required` are the projects the command was about
  * (`strata watch DIR`): if one of them cannot start, the command fails instead of serving the rest.
  */
-export async function runForeground(options: { home: string; listen?: string; required?: string[]; json: boolean }): Promise<void> {
+export async function runForeground(options: { home: string; listen?: string; required?: string[]; json: boolean; logFormat?: string }): Promise<void> {
   const { startDaemon } = await import('../../daemon/daemon.js');
+  const logger = await daemonLogger(resolveLogFormat(options.logFormat));
   const daemon = await runUntilSignal({
     start: () =>
       startDaemon({
         home: options.home,
+        logger,
         ...(options.listen === undefined ? {} : { listen: options.listen }),
       }),
     stop: (running) => running.stop(),
@@ -80,7 +83,8 @@ export function registerDaemonCommand(program: Command): void {
     .description('run every configured project (watch and mount) and serve the API on loopback (default 127.0.0.1:7421)')
     .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
     .option('--listen <host:port>', 'loopback address (default: daemon.json "listen", else 127.0.0.1:7421)')
-    .action(async (options: { home?: string; listen?: string }, command: Command) => {
+    .addOption(logFormatOption())
+    .action(async (options: { home?: string; listen?: string; logFormat?: string }, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
       const { resolveHome } = await import('../../server/home.js');
@@ -88,6 +92,6 @@ export function registerDaemonCommand(program: Command): void {
       if (await runningDaemon(home)) {
         throw new CliError('DAEMON_RUNNING', `a daemon already runs for ${home}; see \`strata status\``, { exitCode: EXIT.conflict });
       }
-      await runForeground({ home, ...(options.listen === undefined ? {} : { listen: options.listen }), json: ctx.output.json });
+      await runForeground({ home, ...(options.listen === undefined ? {} : { listen: options.listen }), json: ctx.output.json, ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }) });
     });
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { DatasetInfo, DatasetVersionInfo } from '../../engine/engine-api.js';
 import type { DatasetRules, Entry, Page, VersionRecord } from '../../engine/types.js';
+import { shortId } from '../../engine/short-ids.js';
 import { contextFor, parseCount } from '../context.js';
 import { formatBytes, formatTime, plural } from '../output.js';
 
@@ -67,7 +68,7 @@ export function registerDatasetCommands(program: Command): void {
         }
         ctx.output.table(
           ['SIZE', 'MODIFIED', 'VERSION', 'PATH'],
-          result.items.map((e) => [formatBytes(e.size), formatTime(e.timestamp), e.versionId, e.path]),
+          result.items.map((e) => [formatBytes(e.size), formatTime(e.timestamp), shortId(e.versionId), e.path]),
           { rightAlign: [0] },
         );
       });
@@ -112,7 +113,7 @@ export function registerDatasetCommands(program: Command): void {
             h.version.contentHash === null ? 'deleted' : formatBytes(h.version.size),
             h.shardCount === null ? (h.version.contentHash === null ? '-' : 'plain file') : h.shardCount,
             h.newShards ?? '-',
-            h.version.versionId,
+            shortId(h.version.versionId),
           ]),
           { rightAlign: [1, 2, 3] },
         );

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { historyNotKept } from './policy.js';
 import type { DirectoryListing, WriteResult } from '../../engine/engine-api.js';
+import { isUuid } from '../../engine/ids.js';
 import type { VersionRecord } from '../../engine/types.js';
 import { type CommandContext, contextFor } from '../context.js';
 import { CliError } from '../errors.js';
@@ -21,11 +22,13 @@ export function registerFileCommands(program: Command): void {
       const path = ctx.filePath(pathArg);
       const client = ctx.client();
       const projectPath = ctx.projectPath('/fs/write');
+      // resolved before the upload starts: a refusal then never cuts an upload short
+      const baseVersion = await wholeVersionId(ctx, options.baseVersion);
       const source = await openUploadSource(localFile, `put ${path}`, options.executable === true, options.symlink === true);
       let result: WriteResult;
       try {
         result = await client.json<WriteResult>('PUT', projectPath, {
-          query: { path, baseVersionId: options.baseVersion, executable: source.executable || undefined, symlink: source.symlink || undefined },
+          query: { path, baseVersionId: baseVersion, executable: source.executable || undefined, symlink: source.symlink || undefined },
           body: source.body,
           // A known length lets the server refuse an oversized file before we send it.
           ...(source.size === undefined ? {} : { headers: { 'content-length': String(source.size) } }),
@@ -117,7 +120,8 @@ export function registerFileCommands(program: Command): void {
       const ctx = contextFor(command);
       const path = ctx.filePath(pathArg);
       const body: Record<string, string> = { path };
-      if (options.baseVersion !== undefined) body['baseVersionId'] = options.baseVersion;
+      const baseVersion = await wholeVersionId(ctx, options.baseVersion);
+      if (baseVersion !== undefined) body['baseVersionId'] = baseVersion;
       const result = await ctx.client().json<{ version: VersionRecord }>('POST', ctx.projectPath('/fs/delete'), { json: body });
       ctx.output.result(result, () => {
         ctx.output.line(`deleted ${sanitizeLine(result.version.path)} (tombstone ${result.version.versionId})`);
@@ -145,6 +149,16 @@ export function registerFileCommands(program: Command): void {
         );
       });
     });
+}
+
+/**
+ * A --base-version as the whole id the server compares: a short id (the table's last 10 digits, a
+ * prefix) is resolved by the server first (VERSION_NOT_FOUND, AMBIGUOUS_ID). A whole id and '' (the
+ * path must not exist) pass as they are — the precondition is the server's to check.
+ */
+async function wholeVersionId(ctx: CommandContext, text: string | undefined): Promise<string | undefined> {
+  if (text === undefined || text === '' || isUuid(text)) return text;
+  return (await ctx.client().json<VersionRecord>('GET', ctx.projectPath(`/history/${encodeURIComponent(text)}`))).versionId;
 }
 
 /** A link version's target, as text for a listing. */

@@ -12,6 +12,7 @@ import { contextFor } from '../context.js';
 import { CliError, EXIT, exitCodeForStatus } from '../errors.js';
 import { sanitizeLine } from '../output.js';
 import { checkListen } from '../foreground.js';
+import { logFormatOption } from '../log-format.js';
 import { localHome, runForeground, runningDaemon } from './daemon.js';
 import { initProject, START_ERROR } from './init.js';
 
@@ -26,7 +27,8 @@ export function registerMountCommand(program: Command): void {
     .option('--name <name>', 'project name for a new project (default: the directory name)')
     .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
     .option('--listen <host:port>', 'loopback address of a daemon started here')
-    .action(async (dir: string, options: { import?: boolean; name?: string; home?: string; listen?: string }, command: Command) => {
+    .addOption(logFormatOption())
+    .action(async (dir: string, options: { import?: boolean; name?: string; home?: string; listen?: string; logFormat?: string }, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
       // Fail here, with FUSE_UNAVAILABLE and the pointer to watch mode, before binding anything.
@@ -71,7 +73,7 @@ export function registerMountCommand(program: Command): void {
           ? `strata: importing ${project.dir} and mounting project ${project.projectId} over it; Ctrl-C unmounts and leaves the project's files there\n`
           : `strata: mounting project ${project.projectId} at ${project.dir}; Ctrl-C unmounts\n`,
       );
-      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
+      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }), ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }) });
     });
 
   program

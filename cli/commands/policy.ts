@@ -1,4 +1,4 @@
-// `strata policy`: which files keep their history (DESIGN.md §2's size policy). Files on the
+// `strata policy`: which files keep their history (docs/design.md §2's size policy). Files on the
 // always-list keep every version; any other file larger than the threshold — a dataset included —
 // keeps only its current content unless its extension is allowlisted. The rule used to be invisible:
 // a 55 MiB results.csv lost its history without a word (issue 13).

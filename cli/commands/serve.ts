@@ -4,6 +4,7 @@ import type { SignInFlags } from '../../server/sign-in-config.js';
 import { contextFor } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { checkListen, runUntilSignal } from '../foreground.js';
+import { logDestination, logFormatOption, resolveLogFormat } from '../log-format.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7420';
 /** A close that hangs (a client holding a stream open) must not keep a stopped service alive. */
@@ -17,6 +18,7 @@ export function registerServeCommand(program: Command): void {
     .option('--listen <host:port>', 'address to listen on', DEFAULT_LISTEN)
     .option('--environment <name>', 'environment tag of keys this server issues')
     .option('--quiet', 'no request log')
+    .addOption(logFormatOption())
     .option('--oidc-issuer <url>', 'OIDC issuer people sign in with (env STRATA_OIDC_ISSUER); without it, API keys only')
     .option('--oidc-audience <aud>', 'audience its access tokens carry for this server (env STRATA_OIDC_AUDIENCE)')
     .option('--oidc-client-id <id>', 'public client id `strata login` uses at the issuer (env STRATA_OIDC_CLIENT_ID)')
@@ -51,6 +53,7 @@ export function registerServeCommand(program: Command): void {
         ctx.output.result(migrated, () => ctx.output.line(`${where}: metadata schema at version ${migrated.schemaVersion}${migrated.applied.length === 0 ? ' (already current)' : ` (applied ${migrated.applied.join(', ')})`}`));
         return;
       }
+      const logger = options.quiet ? false : { level: 'info', stream: await logDestination(resolveLogFormat(options.logFormat)) };
       const server = await runUntilSignal({
         start: () =>
           startServer({
@@ -58,7 +61,7 @@ export function registerServeCommand(program: Command): void {
             listen,
             env,
             tls: { ...(options.tlsCert === undefined ? {} : { cert: options.tlsCert }), ...(options.tlsKey === undefined ? {} : { key: options.tlsKey }) },
-            ...(options.quiet ? { logger: false } : {}),
+            logger,
             ...(options.environment === undefined ? {} : { environment: options.environment }),
             signIn: signInFlags(options),
             network: networkFlags(options),
@@ -82,6 +85,7 @@ interface ServeOptions {
   listen: string;
   environment?: string;
   quiet?: boolean;
+  logFormat?: string;
   oidcIssuer?: string;
   oidcAudience?: string;
   oidcClientId?: string;

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { SnapshotRestoreResult } from '../../engine/engine-api.js';
 import type { DiffItem, Snapshot, SnapshotEntry } from '../../engine/types.js';
+import { shortId } from '../../engine/short-ids.js';
 import { contextFor, parseCount } from '../context.js';
 import { formatBytes, formatTime, plural, sanitizeLine } from '../output.js';
 import { collectPages } from '../pages.js';
@@ -42,13 +43,13 @@ export function registerSnapshotCommands(program: Command): void {
           return;
         }
         ctx.output.table(
-          ['SEQ', 'TIME', 'FILES', 'SIZE', 'SNAPSHOT ID', 'TAGS', 'MESSAGE'],
+          ['SEQ', 'TIME', 'FILES', 'SIZE', 'SNAPSHOT', 'TAGS', 'MESSAGE'],
           page.items.map((s) => [
             s.seq,
             formatTime(s.timestamp),
             s.fileCount,
             formatBytes(s.totalSize),
-            s.snapshotId,
+            shortId(s.snapshotId),
             s.tags.join(','),
             s.message,
           ]),
@@ -61,7 +62,7 @@ export function registerSnapshotCommands(program: Command): void {
   snapshot
     .command('show')
     .description('show a snapshot and the files it pins')
-    .argument('<snapshot>', 'snapshot id or tag')
+    .argument('<snapshot>', 'snapshot id, tag, number (SEQ) or short id')
     .action(async (idOrTag: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
       const client = ctx.client();
@@ -79,7 +80,7 @@ export function registerSnapshotCommands(program: Command): void {
           ctx.output.line('');
           ctx.output.table(
             ['SIZE', 'VERSION', 'PATH'],
-            entries.items.map((e) => [e.symlink ? 'link' : formatBytes(e.size), e.versionId, e.path]),
+            entries.items.map((e) => [e.symlink ? 'link' : formatBytes(e.size), shortId(e.versionId), e.path]),
             { rightAlign: [0] },
           );
         }
@@ -89,8 +90,8 @@ export function registerSnapshotCommands(program: Command): void {
   snapshot
     .command('diff')
     .description('what changed from snapshot FROM to snapshot TO (default: the current files)')
-    .argument('<from>', 'snapshot id or tag')
-    .argument('[to]', 'snapshot id or tag')
+    .argument('<from>', 'snapshot id, tag, number (SEQ) or short id')
+    .argument('[to]', 'snapshot id, tag, number (SEQ) or short id')
     .action(async (from: string, to: string | undefined, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
       const diff = await ctx
@@ -119,7 +120,7 @@ export function registerSnapshotCommands(program: Command): void {
   snapshot
     .command('restore')
     .description('make the project look exactly like a snapshot (recorded as new versions; nothing is lost)')
-    .argument('<snapshot>', 'snapshot id or tag')
+    .argument('<snapshot>', 'snapshot id, tag, number (SEQ) or short id')
     .action(async (idOrTag: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
       const result = await ctx.client().json<SnapshotRestoreResult>('POST', snapshotPath(ctx, idOrTag, '/restore'));

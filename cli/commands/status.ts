@@ -9,6 +9,7 @@ import type { ProjectStatus } from '../../daemon/project-runner.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { readHomeProjects } from '../home-projects.js';
 import { formatTime, plural, sanitizeLine } from '../output.js';
 import { localHome, runningDaemon } from './daemon.js';
 
@@ -19,12 +20,17 @@ interface StatusDocument {
   projects: Array<ProjectStatus | IdleProject>;
 }
 
-/** A configured project nothing runs: the daemon is not running, or the project was unmounted (`strata unmount`). */
+/**
+ * A project of the home nothing runs: the daemon is not running, the project was unmounted
+ * (`strata unmount`), or no directory of daemon.json is its (a project of the home's metadata only:
+ * `dir` null). Its name comes from the home's metadata.
+ */
 interface IdleProject {
   projectId: string;
-  dir: string;
+  name: string | null;
+  dir: string | null;
   mode: string;
-  state: 'stopped' | 'unmounted';
+  state: 'stopped' | 'unmounted' | 'no directory';
 }
 
 function scanText(project: ProjectStatus): string {
@@ -86,14 +92,14 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
   ctx.output.table(
     ['PROJECT', 'MODE', 'STATE', 'PENDING', 'CAPTURED', 'LAST VERSION', 'DIR'],
     doc.projects.map((p) => {
-      if (!('captured' in p)) return [p.projectId, p.mode, p.state, '', '', '', p.dir];
+      if (!('captured' in p)) return [p.name ?? p.projectId, p.mode, p.state, '', '', '', p.dir ?? '-'];
       const last = p.lastVersion ? `${p.lastVersion.path} ${formatTime(p.lastVersion.timestamp)}` : '';
       return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, p.captured, last, p.dir];
     }),
   );
   for (const p of doc.projects) {
     if (!('captured' in p)) {
-      if (p.state === 'unmounted') ctx.output.hint(`${sanitizeLine(p.dir)}: unmounted; its history is kept, and \`strata mount ${sanitizeLine(p.dir)}\` mounts it again`);
+      if (p.state === 'unmounted' && p.dir !== null) ctx.output.hint(`${sanitizeLine(p.dir)}: unmounted; its history is kept, and \`strata mount ${sanitizeLine(p.dir)}\` mounts it again`);
       continue;
     }
     const label = sanitizeLine(p.name ?? p.projectId);
@@ -122,15 +128,25 @@ export function registerStatusCommands(program: Command): void {
       const client = await runningDaemon(home);
       const { readDaemonConfig } = await import('../../daemon/config.js');
       const config = readDaemonConfig(home);
+      const names = new Map((await readHomeProjects(home)).map((p) => [p.projectId, p.name]));
       // An unmounted project is still the home's (its history, its directory): listed, not left out.
-      const idle = (p: (typeof config.projects)[number]): IdleProject => ({ ...p, state: p.unmounted === true ? 'unmounted' : 'stopped' });
+      const idle = (p: (typeof config.projects)[number]): IdleProject => ({
+        projectId: p.projectId,
+        name: names.get(p.projectId) ?? null,
+        dir: p.dir,
+        mode: p.mode,
+        state: p.unmounted === true ? 'unmounted' : 'stopped',
+      });
+      const configured = new Set(config.projects.map((p) => p.projectId));
+      // Projects of the metadata that no directory runs: their history is in the home all the same.
+      const detached = [...names].filter(([projectId]) => !configured.has(projectId)).map(([projectId, name]): IdleProject => ({ projectId, name, dir: null, mode: '-', state: 'no directory' }));
       let doc: StatusDocument;
       if (client) {
         const status = await client.json<DaemonStatus>('GET', '/v1/daemon/status');
         const running = new Set(status.projects.map((p) => p.projectId));
-        doc = { running: true, home, daemon: status.daemon, projects: [...status.projects, ...config.projects.filter((p) => !running.has(p.projectId)).map(idle)] };
+        doc = { running: true, home, daemon: status.daemon, projects: [...status.projects, ...config.projects.filter((p) => !running.has(p.projectId)).map(idle), ...detached] };
       } else {
-        doc = { running: false, home, daemon: null, projects: config.projects.map(idle) };
+        doc = { running: false, home, daemon: null, projects: [...config.projects.map(idle), ...detached] };
       }
       ctx.output.result(doc, () => render(ctx, doc));
     });

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { shortId } from '../../engine/short-ids.js';
 import { contextFor } from '../context.js';
 
 interface Tag {
@@ -34,8 +35,8 @@ export function registerTagCommands(program: Command): void {
           return;
         }
         ctx.output.table(
-          ['TAG', 'SNAPSHOT ID'],
-          page.items.map((t) => [t.tag, t.snapshotId]),
+          ['TAG', 'SNAPSHOT'],
+          page.items.map((t) => [t.tag, shortId(t.snapshotId)]),
         );
       });
     });

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { contextFor } from '../context.js';
 import { sanitizeLine } from '../output.js';
 import { checkListen } from '../foreground.js';
+import { logFormatOption } from '../log-format.js';
 import { localHome, runForeground } from './daemon.js';
 import { initProject } from './init.js';
 
@@ -18,7 +19,8 @@ export function registerWatchCommand(program: Command): void {
     .option('--name <name>', 'project name for a new project (default: the directory name)')
     .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
     .option('--listen <host:port>', 'loopback address of a daemon started here')
-    .action(async (dir: string, options: { name?: string; home?: string; listen?: string }, command: Command) => {
+    .addOption(logFormatOption())
+    .action(async (dir: string, options: { name?: string; home?: string; listen?: string; logFormat?: string }, command: Command) => {
       const ctx = contextFor(command);
       checkListen(options.listen);
       const home = await localHome(options.home);
@@ -28,6 +30,6 @@ export function registerWatchCommand(program: Command): void {
         return;
       }
       process.stderr.write(`strata: watching ${project.dir} (project ${project.projectId}) and the home's other projects; Ctrl-C stops\n`);
-      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }) });
+      await runForeground({ home, required: [project.projectId], json: ctx.output.json, ...(options.listen === undefined ? {} : { listen: options.listen }), ...(options.logFormat === undefined ? {} : { logFormat: options.logFormat }) });
     });
 }

@@ -94,11 +94,12 @@ export function registerFileRoutes(app: App, deps: RouteDeps): void {
 
   app.get(
     '/v1/projects/:projectId/fs/dir',
-    { schema: { params: ProjectParams, querystring: DirQuery }, config: { doc: { summary: 'List a directory', tags, response: DirectorySchema } } },
+    { schema: { params: ProjectParams, querystring: DirQuery }, config: { doc: { summary: 'List a directory (now, or as it was at a time)', tags, response: DirectorySchema } } },
     async (request) => {
       const { project } = await authorizeProject(access, principalOf(request), request.params.projectId, 'read');
       const path = normalizeDirectoryPath(request.query.path ?? '', 'path');
-      return engine.listDirectory({ projectId: project.projectId, path });
+      const at = request.query.at;
+      return engine.listDirectory({ projectId: project.projectId, path, ...(at === undefined ? {} : { at }) });
     },
   );
 

@@ -1,4 +1,4 @@
-// Git interop over HTTP (DESIGN.md §3, §5). The export path is fixed by the product spec.
+// Git interop over HTTP (docs/design.md §3, §5). The export path is fixed by the product spec.
 import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { audit } from '../../engine/access/audit.js';

@@ -2,7 +2,7 @@
 // fuse-lowlevel.ts maps requests, fuse-inodes.ts keeps the inode table). It replaced fuse-native 2.2.6
 // (libfuse2 high-level API): there every request crossed threads four times (~64 us of the ~79 us a
 // request cost here) and libfuse added a getattr after every change; untar of 20,000 files ran at 0.29x
-// bindfs (README "Mount mode").
+// bindfs (docs/mount.md "The FUSE binding").
 // libfuse3 also lets the daemon invalidate what the kernel cached when the engine changes a path
 // (restores, API writes), which libfuse2's high-level API could not.
 //

@@ -2,7 +2,7 @@
 // numbers) on the JS thread; with the inode table (fuse-inodes.ts: inode ↔ path, lookup counts) this turns each
 // request into the path-based FuseOps call the rest of the mount implements, then replies.
 //
-// What the low-level API saves (measured, README "Mount mode"): libfuse2's high-level API followed
+// What the low-level API saves (measured, docs/mount.md "The FUSE binding"): libfuse2's high-level API followed
 // every create, mkdir, chmod, chown and utimens with a getattr request of its own (126,160 getattr for
 // 20,000 files, each a full thread round trip). Here the reply to the change carries the attributes,
 // from one extra getattr call in JS that costs no hand-off.

@@ -2,7 +2,7 @@
 // reports "something happened at this path" — the host then stats the path and decides.
 //
 // Why not chokidar or @parcel/watcher (measured on a 200,000-file tree, bench/watcher-choice.ts,
-// numbers in the README): chokidar stats and keeps every file, 781 MiB RSS and 5.5 s to get ready;
+// numbers in docs/design.md §9): chokidar stats and keeps every file, 781 MiB RSS and 5.5 s to get ready;
 // @parcel/watcher is light (101 MiB, 1.5 s) but its native debounce holds events up to 500 ms under a
 // steady stream of writes (p50 221 ms, p99 495 ms from close to event) — most of our 250 ms p50
 // budget before the settle delay even starts. One fs.watch per directory keeps no per-file state

@@ -8,6 +8,7 @@ import { storeDatasetFromObject } from '../datasets/store-dataset.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import type { Actor, DatasetRules, Entry, Page, VersionRecord } from '../types.js';
+import { findVersion } from './resolve-ids.js';
 import { commitOne } from './write-file.js';
 
 const PAGE = 1000;
@@ -82,7 +83,7 @@ export async function getDatasetManifest(ctx: EngineContext, input: { projectId:
   const path = input.path === undefined ? undefined : normalizeProjectPath(input.path);
   let version: VersionRecord | null;
   if (input.versionId !== undefined) {
-    version = await ctx.repository.versions.get(input.projectId, input.versionId);
+    version = await findVersion(ctx, input.projectId, input.versionId);
     if (!version || (path !== undefined && version.path !== path)) throw new StrataError('VERSION_NOT_FOUND', { details: { versionId: input.versionId } });
   } else {
     if (path === undefined) throw new StrataError('INVALID_ARGUMENT', { message: 'path or versionId is required', details: { field: 'path' } });
@@ -107,13 +108,15 @@ export async function datasetHistory(ctx: EngineContext, input: { projectId: str
   let previous: Set<string> | null = null;
   for (const version of [...page.items].reverse()) {
     if (!version.dataset || version.contentHash === null) {
-      items.push({ version, shardCount: null, distinctShards: null, newShards: null });
+      items.push({ version, shardCount: null, distinctShards: null, newShards: null, newBytes: null });
       continue;
     }
     const manifest = await loadManifest(ctx, version.contentHash);
-    const distinct = new Set(manifest.shards.map((s) => s.hash));
-    const newShards = previous === null ? null : [...distinct].filter((h) => !previous!.has(h)).length;
-    items.push({ version, shardCount: manifest.shards.length, distinctShards: distinct.size, newShards });
+    const sizes = new Map(manifest.shards.map((s) => [s.hash, s.size]));
+    const distinct = new Set(sizes.keys());
+    const added = previous === null ? null : [...distinct].filter((h) => !previous!.has(h));
+    const newBytes = added === null ? null : added.reduce((sum, h) => sum + sizes.get(h)!, 0);
+    items.push({ version, shardCount: manifest.shards.length, distinctShards: distinct.size, newShards: added === null ? null : added.length, newBytes });
     previous = distinct;
   }
   items.reverse();

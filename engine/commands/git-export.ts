@@ -1,4 +1,4 @@
-// A snapshot chain in git terms (DESIGN.md §5): one commit per snapshot on refs/heads/main, tags as
+// A snapshot chain in git terms (docs/design.md §5): one commit per snapshot on refs/heads/main, tags as
 // lightweight git tags, datasets as their manifest text. Each commit carries only its changes against
 // the previous snapshot (the repository's snapshot diff), so a stream is as long as the history's
 // changes, not files × commits, and memory stays constant: the writer streams every blob.

@@ -2,6 +2,7 @@ import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import type { Page, VersionRecord } from '../types.js';
+import { findVersion } from './resolve-ids.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 1000;
@@ -28,7 +29,20 @@ export async function history(
 
 export async function getVersion(ctx: EngineContext, projectId: string, versionId: string): Promise<VersionRecord> {
   await ctx.requireProject(projectId);
-  const version = typeof versionId === 'string' ? await ctx.repository.versions.get(projectId, versionId) : null;
+  // a whole id, or a unique prefix or ending of one (resolve-ids.ts)
+  const version = await findVersion(ctx, projectId, versionId);
   if (!version) throw new StrataError('VERSION_NOT_FOUND', { details: { versionId } });
   return version;
+}
+
+/** A version, and the rename it was made by (`history --follow`): the old path, its tombstone and its last version. */
+export interface RenameInfo {
+  version: VersionRecord;
+  renamedFrom: { path: string; tombstone: VersionRecord; source: VersionRecord } | null;
+}
+
+export async function renameOf(ctx: EngineContext, projectId: string, versionId: string): Promise<RenameInfo> {
+  const version = await getVersion(ctx, projectId, versionId);
+  const found = await ctx.repository.versions.renameSource(projectId, version.versionId);
+  return { version, renamedFrom: found === null ? null : { path: found.tombstone.path, ...found } };
 }

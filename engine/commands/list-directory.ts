@@ -7,8 +7,11 @@ import { clampLimit } from './history.js';
 
 const PAGE = 5000;
 
-/** Immediate children of a directory: files with their current version, and subdirectories. */
-export async function listDirectory(ctx: EngineContext, input: { projectId: string; path: string }): Promise<DirectoryListing> {
+/**
+ * Immediate children of a directory: files with their current version, and subdirectories; with `at`,
+ * as they were at that time (each path's newest version by then, repository entriesAt).
+ */
+export async function listDirectory(ctx: EngineContext, input: { projectId: string; path: string; at?: string }): Promise<DirectoryListing> {
   const dir = normalizeDirectoryPath(input.path ?? '');
   await ctx.requireProject(input.projectId);
   const prefix = dir === '' ? '' : `${dir}/`;
@@ -16,7 +19,8 @@ export async function listDirectory(ctx: EngineContext, input: { projectId: stri
   const seenDirs = new Set<string>();
   let cursor: string | undefined;
   do {
-    const page = await ctx.repository.versions.listEntries(input.projectId, { prefix, limit: PAGE, ...(cursor ? { cursor } : {}) });
+    const options = { prefix, limit: PAGE, ...(cursor ? { cursor } : {}) };
+    const page = input.at === undefined ? await ctx.repository.versions.listEntries(input.projectId, options) : await ctx.repository.versions.entriesAt(input.projectId, { ...options, at: input.at });
     for (const entry of page.items) {
       const rest = entry.path.slice(prefix.length);
       const slash = rest.indexOf('/');
@@ -32,6 +36,9 @@ export async function listDirectory(ctx: EngineContext, input: { projectId: stri
     }
     cursor = page.nextCursor;
   } while (cursor);
+  if (dir !== '' && items.length === 0 && input.at !== undefined) {
+    throw new StrataError('PATH_NOT_FOUND', { message: `Nothing was at ${dir} at ${input.at}`, details: { path: dir, field: 'path', at: input.at } });
+  }
   if (dir !== '' && items.length === 0) {
     const file = await ctx.repository.versions.getEntry(input.projectId, dir);
     throw new StrataError(file ? 'INVALID_ARGUMENT' : 'PATH_NOT_FOUND', {

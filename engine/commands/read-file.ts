@@ -3,6 +3,7 @@ import type { EngineContext } from '../context.js';
 import { openDataset } from '../datasets/read-dataset.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
+import { findVersion } from './resolve-ids.js';
 import type { ReadRange } from '../ports/content-store.js';
 import type { ContentHash, Entry, VersionRecord } from '../types.js';
 
@@ -27,7 +28,7 @@ export async function readFile(ctx: EngineContext, input: ReadFileInput): Promis
   let size: number;
   let version: VersionRecord | Entry;
   if (input.versionId !== undefined) {
-    const record = await ctx.repository.versions.get(input.projectId, input.versionId);
+    const record = await findVersion(ctx, input.projectId, input.versionId);
     if (!record || (path !== undefined && record.path !== path)) {
       throw new StrataError('VERSION_NOT_FOUND', { details: { versionId: input.versionId } });
     }

@@ -1,6 +1,6 @@
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
-import { isUuid } from '../ids.js';
+import { findSnapshot } from './resolve-ids.js';
 import type { Actor, DiffItem, Page, Snapshot, SnapshotEntry } from '../types.js';
 import { clampLimit } from './history.js';
 
@@ -29,15 +29,13 @@ export async function listSnapshots(ctx: EngineContext, input: { projectId: stri
   return ctx.repository.snapshots.list(input.projectId, { limit: clampLimit(input.limit), ...(input.cursor ? { cursor: input.cursor } : {}) });
 }
 
-/** A snapshot by id, or by tag. Ids and tags cannot be confused: a tag may not look like a UUID. */
+/**
+ * A snapshot by id, tag, number or abbreviated id (resolve-ids.ts). Ids and tags cannot be confused:
+ * a tag may not look like a UUID.
+ */
 export async function getSnapshot(ctx: EngineContext, projectId: string, idOrTag: string): Promise<Snapshot> {
   await ctx.requireProject(projectId);
-  const snapshot =
-    typeof idOrTag !== 'string' || idOrTag === ''
-      ? null
-      : isUuid(idOrTag)
-        ? await ctx.repository.snapshots.get(projectId, idOrTag)
-        : await ctx.repository.snapshots.resolveTag(projectId, idOrTag);
+  const snapshot = await findSnapshot(ctx, projectId, idOrTag);
   if (!snapshot) throw new StrataError('SNAPSHOT_NOT_FOUND', { details: { snapshotId: idOrTag } });
   return snapshot;
 }

@@ -4,7 +4,7 @@ import { isUuid } from '../ids.js';
 import type { Actor } from '../types.js';
 import { getSnapshot } from './snapshots.js';
 
-// Tags become git tags on export (DESIGN.md §5), so they follow git's ref-name rules, stricter.
+// Tags become git tags on export (docs/design.md §5), so they follow git's ref-name rules, stricter.
 const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export function validateTag(tag: unknown): string {

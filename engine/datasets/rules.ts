@@ -1,4 +1,4 @@
-// Which files are datasets: per-project rules (DESIGN.md §2 "Dataset"). A file is a dataset when its
+// Which files are datasets: per-project rules (docs/design.md §2 "Dataset"). A file is a dataset when its
 // path matches a tracked path or glob, or when it is larger than the shard threshold. Patterns are
 // project-relative, picomatch syntax (`data/**/*.h5`, `raw/run-*.bin`); a plain path matches itself.
 import picomatch from 'picomatch';

@@ -1,4 +1,4 @@
-// Serializes a linear chain of snapshots as a `git fast-import` stream (DESIGN.md §5), produced
+// Serializes a linear chain of snapshots as a `git fast-import` stream (docs/design.md §5), produced
 // incrementally: an async generator of chunks, holding one commit's change list and one content
 // chunk at a time. The only state that grows with history is the content-hash → mark table (one
 // entry per distinct content: 141 bytes each measured with `blake3:` keys, so 1 million distinct

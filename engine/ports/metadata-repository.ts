@@ -22,6 +22,7 @@ import type {
   WebSession,
   VersionRecord,
 } from '../types.js';
+import type { IdAbbreviation } from '../short-ids.js';
 
 /**
  * The metadata repository: every method is atomic on its own (one transaction), so the engine never
@@ -94,8 +95,20 @@ export interface HistoryQuery {
 
 export interface PruneResult {
   prunedVersions: number;
+  /** the pruned versions' sizes, summed (content other versions share stays stored) */
+  prunedBytes: number;
   /** hashes that lost a reference; the GC decides whether anything still references them */
   releasedHashes: ContentHash[];
+}
+
+/** What a prune would delete (retention's dry run): counts and sizes of the versions, and the paths with the most. */
+export interface PrunePreview {
+  versions: number;
+  bytes: number;
+  /** how many paths have versions to prune */
+  pathCount: number;
+  /** the paths with the most bytes to prune, most first */
+  paths: Array<{ path: string; versions: number; bytes: number }>;
 }
 
 export interface VersionRepository {
@@ -110,11 +123,30 @@ export interface VersionRepository {
    */
   commit(commits: VersionCommit[], options?: { atomic?: boolean }): Promise<VersionCommitResult[]>;
   get(projectId: string, versionId: string): Promise<VersionRecord | null>;
+  /**
+   * The project's version ids whose canonical text starts (`prefix`) or ends (`suffix`) with the
+   * given dashed lowercase text, in id order, at most `limit` (short ids, engine/short-ids.ts).
+   */
+  matchIds(projectId: string, abbreviation: IdAbbreviation, limit: number): Promise<string[]>;
+  /**
+   * Where the version was renamed from, if it was made by a rename: a rename (engine renameFile, which
+   * both daemon modes use) commits a tombstone at the old path and, right after it in the project's
+   * commit order, a write of the same content by the same actor at the new one. Returns that
+   * tombstone and the old path's version it ended, or null (also when retention pruned either).
+   */
+  renameSource(projectId: string, versionId: string): Promise<{ tombstone: VersionRecord; source: VersionRecord } | null>;
   /** newest first */
   history(projectId: string, query: HistoryQuery): Promise<Page<VersionRecord>>;
   getEntry(projectId: string, path: string): Promise<Entry | null>;
   /** Entries whose path starts with `prefix` ('' = all), in path order. */
   listEntries(projectId: string, options: { prefix: string; cursor?: string; limit: number }): Promise<Page<Entry>>;
+  /**
+   * The entries as they were at `at` (an ISO timestamp): for each path below `prefix`, its newest
+   * version with a timestamp at or before `at` (ties: the later recorded), unless that is a deletion.
+   * In path order, by pages of at most `limit` paths examined (a page may hold fewer entries when
+   * some paths were deleted then; `nextCursor` says whether more follow).
+   */
+  entriesAt(projectId: string, options: { prefix: string; at: string; cursor?: string; limit: number }): Promise<Page<Entry>>;
   /** true if any entry lives strictly below `dirPath/` */
   isDirectory(projectId: string, dirPath: string): Promise<boolean>;
   /**
@@ -127,6 +159,8 @@ export interface VersionRepository {
    * `keep` versions; older ones are deleted unless pinned by a snapshot or current.
    */
   prune(projectId: string, options: { keep: number; paths?: string[]; holdAfterSeq?: number }): Promise<PruneResult>;
+  /** What prune(projectId, { keep, holdAfterSeq }) would delete now, deleting nothing; `top` paths listed. */
+  previewPrune(projectId: string, options: { keep: number; holdAfterSeq?: number; top: number }): Promise<PrunePreview>;
   /** Of the given hashes, those still referenced by any version record or snapshot pin. */
   referencedHashes(hashes: ContentHash[]): Promise<Set<ContentHash>>;
   /** Every hash referenced by any version record (for fsck and gc), streamed. */
@@ -203,6 +237,8 @@ export interface SnapshotRepository {
    */
   create(snapshot: SnapshotCreate): Promise<Snapshot>;
   get(projectId: string, snapshotId: string): Promise<Snapshot | null>;
+  /** The project's snapshot ids abbreviated by `abbreviation`, as VersionRepository.matchIds. */
+  matchIds(projectId: string, abbreviation: IdAbbreviation, limit: number): Promise<string[]>;
   /** newest first */
   list(projectId: string, options: { cursor?: string; limit: number }): Promise<Page<Snapshot>>;
   tip(projectId: string): Promise<Snapshot | null>;

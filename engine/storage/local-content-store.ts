@@ -1,4 +1,4 @@
-// The local content-addressed store (DESIGN.md §1, "local: SQLite + files on disk"):
+// The local content-addressed store (docs/design.md §1, "local: SQLite + files on disk"):
 //
 //   <root>/objects/packed.sqlite   objects ≤ smallObjectMaxBytes, group-committed (local-content-store-pack.ts)
 //   <root>/objects/ab/cdef…        larger objects, one file each, read-only (local-content-store-loose.ts)

@@ -1,7 +1,8 @@
-import type { PruneResult, VersionRepository } from '../ports/metadata-repository.js';
+import type { PrunePreview, PruneResult, VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import type { PgDatabase } from './pg-db.js';
 import { hasNul } from './pg-sync-objects.js';
+import { summarizePreview } from './sqlite-prune.js';
 
 // Retention and the reference checks the garbage collector relies on (sqlite-prune.ts, ported).
 //
@@ -35,7 +36,16 @@ WITH c AS (
 ), doomed AS (
   SELECT c.seq FROM c WHERE c.rank > $2::bigint AND ${UNPROTECTED}
 )
-DELETE FROM versions v USING doomed WHERE v.seq = doomed.seq RETURNING v.content_hash`;
+DELETE FROM versions v USING doomed WHERE v.seq = doomed.seq RETURNING v.content_hash, v.size`;
+
+// Retention's dry run: the same candidates, counted per path instead of deleted.
+const PREVIEW = `
+WITH c AS (
+  SELECT seq, version_id, project_id, path, size, pulled, dataset,
+         row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
+  FROM versions WHERE project_id = $1::text
+)
+SELECT c.path, count(*) AS versions, sum(c.size) AS bytes FROM c WHERE c.rank > $2::bigint AND ${UNPROTECTED} GROUP BY c.path`;
 
 // A released manifest releases its shards too (the caller re-checks each against every reference).
 const SHARDS_OF = 'SELECT DISTINCT shard_hash FROM dataset_shards WHERE manifest_hash = ANY($1::text[])';
@@ -73,7 +83,7 @@ const PROJECT_REFERENCED = `
   UNION ALL
   SELECT content_hash FROM project_objects WHERE project_id = $1::text`;
 
-type PruneMethods = Pick<VersionRepository, 'prune' | 'referencedHashes' | 'allReferencedHashes' | 'projectReferencedHashes'>;
+type PruneMethods = Pick<VersionRepository, 'prune' | 'previewPrune' | 'referencedHashes' | 'allReferencedHashes' | 'projectReferencedHashes'>;
 
 export function createPgPrune(db: PgDatabase): PruneMethods {
   const prune = (projectId: string, keep: number, paths: string[] | undefined, hold: number): Promise<PruneResult> =>
@@ -81,7 +91,7 @@ export function createPgPrune(db: PgDatabase): PruneMethods {
       async (tx) => {
         // The project lock: a snapshot (which pins) or a commit (which changes what is current) of
         // this project cannot interleave with the candidates' protection check and their deletion.
-        const deleted = await tx.query<{ content_hash: ContentHash | null }>(PRUNE, [
+        const deleted = await tx.query<{ content_hash: ContentHash | null; size: number }>(PRUNE, [
           projectId,
           keep,
           hold,
@@ -93,7 +103,8 @@ export function createPgPrune(db: PgDatabase): PruneMethods {
           const shards = await tx.query<{ shard_hash: ContentHash }>(SHARDS_OF, [[...released]]);
           for (const row of shards) released.add(row.shard_hash);
         }
-        return { prunedVersions: deleted.length, releasedHashes: [...released] };
+        const bytes = deleted.reduce((sum, row) => sum + row.size, 0);
+        return { prunedVersions: deleted.length, prunedBytes: bytes, releasedHashes: [...released] };
       },
       { projects: [projectId] },
     );
@@ -104,8 +115,14 @@ export function createPgPrune(db: PgDatabase): PruneMethods {
         throw new TypeError(`keep must be a non-negative integer, got ${options.keep}`);
       }
       // 0 = unlimited retention: nothing is ever pruned.
-      if (options.keep === 0) return { prunedVersions: 0, releasedHashes: [] };
+      if (options.keep === 0) return { prunedVersions: 0, prunedBytes: 0, releasedHashes: [] };
       return prune(projectId, options.keep, options.paths, options.holdAfterSeq ?? Number.MAX_SAFE_INTEGER);
+    },
+    previewPrune: async (projectId, options) => {
+      if (!Number.isSafeInteger(options.keep) || options.keep < 0) throw new TypeError(`keep must be a non-negative integer, got ${options.keep}`);
+      if (options.keep === 0) return { versions: 0, bytes: 0, pathCount: 0, paths: [] };
+      const rows = await db.query<PrunePreview['paths'][number]>(PREVIEW, [projectId, options.keep, options.holdAfterSeq ?? Number.MAX_SAFE_INTEGER]);
+      return summarizePreview(rows, options.top);
     },
     // One statement whatever the number of hashes: the array is one parameter (hashed by Postgres).
     referencedHashes: async (hashes) => {

@@ -3,6 +3,7 @@ import type { ImportStep, SnapshotRepository } from '../ports/metadata-repositor
 import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import type { PgDatabase, Tx } from './pg-db.js';
 import { createPgDiff } from './pg-diff.js';
+import { createPgIdMatch } from './pg-id-match.js';
 import { createSnapshot, type Known, type Totals } from './pg-snapshot-create.js';
 import { createPgSnapshotSync } from './pg-snapshot-sync.js';
 import { Params, pgPathRange, SNAPSHOT_WITH_TAGS, snapRef, snapshotRowsSql, storable, type TaggedRow, toTagged } from './pg-snapshot-view.js';
@@ -102,6 +103,7 @@ export function createPgSnapshots(db: PgDatabase): SnapshotRepository {
     list,
     tip: (projectId) => one(`SELECT ${SNAPSHOT_WITH_TAGS} FROM snapshots WHERE project_id = $1 ORDER BY seq DESC LIMIT 1`, [projectId]),
     entries,
+    ...createPgIdMatch(db, 'snapshots'),
     ...createPgDiff(db),
     ...createPgSnapshotSync(db),
     importChain,

@@ -1,6 +1,9 @@
 import type { VersionCommit, VersionCommitResult, VersionRepository, WriteConflict } from '../ports/metadata-repository.js';
+import { createPgEntriesAt } from './pg-entries-at.js';
 import type { Entry, Page, VersionRecord } from '../types.js';
 import { type PgDatabase, type Prepared, prepared, type Tx } from './pg-db.js';
+import { createPgIdMatch } from './pg-id-match.js';
+import { createPgRenames } from './pg-renames.js';
 import { createPgPrune } from './pg-prune.js';
 import { createPgSyncObjects, hasNul, requireStorable } from './pg-sync-objects.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
@@ -310,6 +313,9 @@ export function createPgVersions(db: PgDatabase): VersionRepository {
       return row.ancestor === null ? null : { kind: 'file-ancestor', ancestor: row.ancestor };
     },
     countVersions: async (projectId) => (await db.one<{ count: number }>('SELECT count(*) AS count FROM versions WHERE project_id = $1::text', [projectId]))!.count,
+    ...createPgIdMatch(db, 'versions'),
+    ...createPgRenames(db),
+    ...createPgEntriesAt(db),
     ...createPgPrune(db),
     ...createPgSyncObjects(db),
   };

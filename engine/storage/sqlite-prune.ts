@@ -1,5 +1,5 @@
 import type { Database } from 'better-sqlite3';
-import type { PruneResult, VersionRepository } from '../ports/metadata-repository.js';
+import type { PrunePreview, PruneResult, VersionRepository } from '../ports/metadata-repository.js';
 import type { ContentHash } from '../types.js';
 import { run } from './sqlite-rows.js';
 
@@ -29,26 +29,34 @@ const UNPROTECTED = `
 interface Candidate {
   seq: number;
   content_hash: string | null;
+  size: number;
 }
 
-type PruneMethods = Pick<VersionRepository, 'prune' | 'referencedHashes' | 'allReferencedHashes' | 'projectReferencedHashes'>;
+type PruneMethods = Pick<VersionRepository, 'prune' | 'previewPrune' | 'referencedHashes' | 'allReferencedHashes' | 'projectReferencedHashes'>;
 
 export function createSqlitePrune(db: Database): PruneMethods {
   // The subquery's OFFSET skips the newest `keep` versions before the protection filter applies, so
   // pinned and current versions still count toward `keep`. It walks only this path's index range.
   const pathCandidates = db.prepare(`
-    SELECT c.seq, c.content_hash FROM (
-      SELECT seq, version_id, project_id, path, content_hash, pulled, dataset FROM versions
+    SELECT c.seq, c.content_hash, c.size FROM (
+      SELECT seq, version_id, project_id, path, content_hash, size, pulled, dataset FROM versions
       WHERE project_id = @projectId AND path = @path ORDER BY seq DESC LIMIT -1 OFFSET @keep
     ) c WHERE ${UNPROTECTED}`);
   // Whole project: the (project_id, path, seq) index already yields rows partitioned by path in seq
   // order, so the window needs no sort.
   const projectCandidates = db.prepare(`
-    SELECT c.seq, c.content_hash FROM (
-      SELECT seq, version_id, project_id, path, content_hash, pulled, dataset,
+    SELECT c.seq, c.content_hash, c.size FROM (
+      SELECT seq, version_id, project_id, path, content_hash, size, pulled, dataset,
              row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
       FROM versions WHERE project_id = @projectId
     ) c WHERE c.rank > @keep AND ${UNPROTECTED}`);
+  // Retention's dry run: the same candidates, counted per path instead of deleted.
+  const previewByPath = db.prepare(`
+    SELECT c.path, count(*) AS versions, sum(c.size) AS bytes FROM (
+      SELECT seq, version_id, project_id, path, content_hash, size, pulled, dataset,
+             row_number() OVER (PARTITION BY path ORDER BY seq DESC) AS rank
+      FROM versions WHERE project_id = @projectId
+    ) c WHERE c.rank > @keep AND ${UNPROTECTED} GROUP BY c.path`);
   const deleteVersion = db.prepare('DELETE FROM versions WHERE seq = ?');
   const firstHashes = db.prepare(
     'SELECT DISTINCT content_hash FROM versions WHERE content_hash > ? ORDER BY content_hash LIMIT ?',
@@ -80,8 +88,10 @@ export function createSqlitePrune(db: Database): PruneMethods {
       for (const path of new Set(paths)) candidates.push(...(pathCandidates.all({ projectId, path, keep, hold }) as Candidate[]));
     }
     const released = new Set<ContentHash>();
+    let bytes = 0;
     for (const candidate of candidates) {
       deleteVersion.run(candidate.seq);
+      bytes += candidate.size;
       if (candidate.content_hash === null) continue;
       // A released manifest releases its shards too (the caller re-checks each against every reference).
       if (!released.has(candidate.content_hash as ContentHash)) {
@@ -89,7 +99,7 @@ export function createSqlitePrune(db: Database): PruneMethods {
       }
       released.add(candidate.content_hash as ContentHash);
     }
-    return { prunedVersions: candidates.length, releasedHashes: [...released] };
+    return { prunedVersions: candidates.length, prunedBytes: bytes, releasedHashes: [...released] };
   });
 
   const referencedHashes = (hashes: ContentHash[]): Set<ContentHash> => {
@@ -121,8 +131,15 @@ export function createSqlitePrune(db: Database): PruneMethods {
           throw new TypeError(`keep must be a non-negative integer, got ${options.keep}`);
         }
         // 0 = unlimited retention: nothing is ever pruned.
-        if (options.keep === 0) return { prunedVersions: 0, releasedHashes: [] };
+        if (options.keep === 0) return { prunedVersions: 0, prunedBytes: 0, releasedHashes: [] };
         return prune.immediate(projectId, options.keep, options.paths, options.holdAfterSeq ?? Number.MAX_SAFE_INTEGER);
+      }),
+    previewPrune: (projectId, options) =>
+      run(() => {
+        if (!Number.isSafeInteger(options.keep) || options.keep < 0) throw new TypeError(`keep must be a non-negative integer, got ${options.keep}`);
+        if (options.keep === 0) return { versions: 0, bytes: 0, pathCount: 0, paths: [] };
+        const rows = previewByPath.all({ projectId, keep: options.keep, hold: options.holdAfterSeq ?? Number.MAX_SAFE_INTEGER }) as PrunePreview['paths'];
+        return summarizePreview(rows, options.top);
       }),
     referencedHashes: (hashes) => run(() => referencedHashes(hashes)),
     // Paged by key rather than one open .iterate(): better-sqlite3 refuses every other statement on
@@ -164,4 +181,19 @@ export function createSqlitePrune(db: Database): PruneMethods {
       yield* await run(() => projectUploads.all(projectId) as ContentHash[]);
     },
   };
+}
+
+/** Totals of per-path counts, and the `top` paths with the most bytes (then versions, then path). */
+export function summarizePreview(rows: PrunePreview['paths'], top: number): PrunePreview {
+  let versions = 0;
+  let bytes = 0;
+  for (const row of rows) {
+    versions += row.versions;
+    bytes += row.bytes;
+  }
+  const paths = [...rows]
+    .sort((a, b) => b.bytes - a.bytes || b.versions - a.versions || (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
+    .slice(0, Math.max(0, top))
+    .map((row) => ({ path: row.path, versions: row.versions, bytes: row.bytes }));
+  return { versions, bytes, pathCount: rows.length, paths };
 }

@@ -4,6 +4,7 @@ import type { ImportStep, SnapshotCreate, SnapshotRepository } from '../ports/me
 import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { createSqliteDiff } from './sqlite-diff.js';
+import { createSqliteIdMatch } from './sqlite-id-match.js';
 import { createSqliteSnapshotSync } from './sqlite-snapshot-sync.js';
 import { createSnapshotView } from './sqlite-snapshot-view.js';
 import { createCommitter } from './sqlite-versions.js';
@@ -206,6 +207,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     list: (projectId, options) => run(() => list(projectId, options)),
     tip: (projectId) => run(() => withTags(tipRow.get(projectId) as SnapshotRow | undefined)),
     entries: (snapshotId, options) => run(() => entries(snapshotId, options)),
+    ...createSqliteIdMatch(db, 'snapshots'),
     ...createSqliteDiff(db, view),
     ...createSqliteSnapshotSync(db),
     importChain: (projectId, steps) => run(() => importChain.immediate(projectId, steps)),

@@ -1,7 +1,10 @@
 import type { Database } from 'better-sqlite3';
+import { createSqliteEntriesAt } from './sqlite-entries-at.js';
 import type { VersionCommit, VersionCommitResult, VersionRepository, WriteConflict } from '../ports/metadata-repository.js';
 import type { Entry, Page, VersionRecord } from '../types.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
+import { createSqliteIdMatch } from './sqlite-id-match.js';
+import { createSqliteRenames } from './sqlite-renames.js';
 import { createSqlitePrune } from './sqlite-prune.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { createSqliteSyncObjects } from './sqlite-sync-objects.js';
@@ -197,6 +200,9 @@ export function createSqliteVersions(db: Database): VersionRepository {
     isDirectory: (projectId, dirPath) => run(() => isDirectory(projectId, dirPath)),
     writeConflict: (projectId, path) => run(() => writeConflict(projectId, path)),
     countVersions: (projectId) => run(() => countVersions.get(projectId) as number),
+    ...createSqliteIdMatch(db, 'versions'),
+    ...createSqliteRenames(db),
+    ...createSqliteEntriesAt(db),
     ...createSqlitePrune(db),
     ...createSqliteSyncObjects(db),
   };

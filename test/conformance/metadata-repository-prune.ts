@@ -19,7 +19,7 @@ export function pruneConformance(repo: RepositoryGetter): void {
     it('keep = 0 means unlimited: nothing is pruned', async () => {
       const make = recordMaker();
       await commitAll(repo(), [make.write('f', '1'), make.write('f', '2'), make.write('f', '3')]);
-      expect(await repo().versions.prune(PROJECT, { keep: 0 })).toStrictEqual({ prunedVersions: 0, releasedHashes: [] });
+      expect(await repo().versions.prune(PROJECT, { keep: 0 })).toStrictEqual({ prunedVersions: 0, prunedBytes: 0, releasedHashes: [] });
       expect(await repo().versions.countVersions(PROJECT)).toBe(3);
     });
 
@@ -36,13 +36,15 @@ export function pruneConformance(repo: RepositoryGetter): void {
       const g = await commitAll(repo(), [make.write('g', 'g1'), make.write('g', 'g2')]);
       const result = await repo().versions.prune(PROJECT, { keep: 2 });
       expect(result.prunedVersions).toBe(4);
+      // v1 (2 bytes), same and same (4 each), the tombstone (0)
+      expect(result.prunedBytes).toBe(10);
       expect(sorted(result.releasedHashes)).toStrictEqual(sorted([hashOf('v1'), hashOf('same')]));
       const history = await repo().versions.history(PROJECT, { path: 'f', limit: 10 });
       expect(history.items).toStrictEqual([f[5], f[4]]);
       expect((await repo().versions.history(PROJECT, { path: 'g', limit: 10 })).items).toStrictEqual([g[1], g[0]]);
       expect(await repo().versions.get(PROJECT, f[3]!.versionId)).toBeNull();
       // pruning again finds nothing more
-      expect(await repo().versions.prune(PROJECT, { keep: 2 })).toStrictEqual({ prunedVersions: 0, releasedHashes: [] });
+      expect(await repo().versions.prune(PROJECT, { keep: 2 })).toStrictEqual({ prunedVersions: 0, prunedBytes: 0, releasedHashes: [] });
     });
 
     it('never prunes a version pinned by a snapshot, nor the current one', async () => {

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { MetadataRepository } from '../../engine/ports/metadata-repository.js';
 import { accessConformance, projectConformance } from './metadata-repository-access.js';
 import { diffConformance } from './metadata-repository-diff.js';
+import { entriesAtConformance } from './metadata-repository-entries-at.js';
 import { execBitConformance } from './metadata-repository-exec.js';
 import {
   BAD_CURSORS,
@@ -13,6 +14,8 @@ import {
   recordMaker,
 } from './metadata-repository-fixtures.js';
 import { pruneConformance } from './metadata-repository-prune.js';
+import { renameConformance } from './metadata-repository-renames.js';
+import { shortIdConformance } from './metadata-repository-short-ids.js';
 import { snapshotConformance, snapshotInput } from './metadata-repository-snapshots.js';
 import { symlinkConformance } from './metadata-repository-symlink.js';
 import { versionCommitConformance, versionReadConformance } from './metadata-repository-versions.js';
@@ -49,6 +52,9 @@ export function metadataRepositoryConformance(name: string, open: () => Promise<
     diffConformance(repo);
     execBitConformance(repo);
     symlinkConformance(repo);
+    shortIdConformance(repo);
+    renameConformance(repo);
+    entriesAtConformance(repo);
     projectConformance(repo);
     accessConformance(repo);
     cursorConformance(repo);

@@ -3,7 +3,7 @@
 // (dispatch) unless the C side can answer it (attrs.c, write_behind.c). serve.c reads /dev/fuse and
 // owns the session; replies.c carries JS's answers back.
 //
-// Why (measured, README "Mount mode"): with fuse-native (libfuse2, high-level API) every request went
+// Why (measured, docs/mount.md "The FUSE binding"): with fuse-native (libfuse2, high-level API) every request went
 // libfuse thread -> uv_async -> JS -> semaphore -> libfuse thread, ~4 thread wake-ups per request on this
 // VM, ~64 us of the ~79 us a request cost; untar of 20,000 files ran at 0.29x bindfs. Here the
 // /dev/fuse descriptor is non-blocking and watched by a uv_poll on the JS thread: a request is read,
