@@ -6,7 +6,7 @@ import { formatBytes, formatTime, h } from './dom.js';
 import { languageOf, renderLine } from './highlight.js';
 import { link, projectCrumbs, projectPath, show } from './page.js';
 
-const FIRST_ROWS = 150;
+const FIRST_ROWS = 60;
 const SLICE_ROWS = 500;
 
 export async function diffView(projectPromise, params, id) {
@@ -35,17 +35,18 @@ export async function diffView(projectPromise, params, id) {
           h('td', { class: 'ln' }, row.right === null ? '' : String(row.right.n)),
           codeCell(row.right, lang, row.kind === 'change' || row.kind === 'insert' ? 'new' : ''),
         );
-  // The first screens at once, the rest a slice per frame: a large diff is readable (and the page
-  // usable) long before its last row is laid out.
+  // The first screens at once, the rest a slice per frame once the first frame is painted: a large
+  // diff is readable (and the page usable) long before its last row is laid out.
   for (const row of rows.slice(0, FIRST_ROWS)) body.append(rowOf(row));
+  const afterPaint = (fn) => requestAnimationFrame(() => setTimeout(fn, 0));
   const appendRest = (from) => {
     if (from >= rows.length || !body.isConnected) return;
     const fragment = document.createDocumentFragment();
     for (const row of rows.slice(from, from + SLICE_ROWS)) fragment.append(rowOf(row));
     body.append(fragment);
-    requestAnimationFrame(() => appendRest(from + SLICE_ROWS));
+    afterPaint(() => appendRest(from + SLICE_ROWS));
   };
-  requestAnimationFrame(() => appendRest(FIRST_ROWS));
+  afterPaint(() => appendRest(FIRST_ROWS));
   show(
     heading,
     h(
