@@ -3,8 +3,7 @@
 // of a later, unrelated file at an old name.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJson, type RunResult, runCli } from './cli-harness.js';
-import { type Backend, type ServedBackend, servedBackend } from './helpers/served-backend.js';
+import { type Backend, type ServedBackend, cliIn, servedBackend } from './helpers/served-backend.js';
 
 interface Followed {
   items: Array<{ path: string; kind: string; size: number; contentHash: string | null; renamedFrom?: string }>;
@@ -14,12 +13,7 @@ interface Followed {
 describe.each<Backend>(['sqlite', 'postgres'])('history --follow on %s', (backend) => {
   let served: ServedBackend;
   let env: NodeJS.ProcessEnv;
-  const cli = (args: string[], input?: string): Promise<RunResult> => runCli(args, env, input === undefined ? {} : { input });
-  const ok = async <T>(args: string[], input?: string): Promise<T> => {
-    const result = await cli([...args, '--json'], input);
-    expect(result.code, `strata ${args.join(' ')}: ${result.stderr}`).toBe(0);
-    return parseJson<T>(result);
-  };
+  const { cli, ok } = cliIn(() => env);
 
   beforeAll(async () => {
     served = await servedBackend(backend, `strata-follow-${backend}-`);

@@ -3,8 +3,7 @@
 // says what it pruned, and it is what the dry run said.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJson, type RunResult, runCli } from './cli-harness.js';
-import { type Backend, type ServedBackend, servedBackend } from './helpers/served-backend.js';
+import { type Backend, type ServedBackend, cliIn, servedBackend } from './helpers/served-backend.js';
 
 interface Preview {
   projectId: string;
@@ -17,12 +16,7 @@ interface Preview {
 describe.each<Backend>(['sqlite', 'postgres'])('retention dry run on %s', (backend) => {
   let served: ServedBackend;
   let env: NodeJS.ProcessEnv;
-  const cli = (args: string[], input?: string): Promise<RunResult> => runCli(args, env, input === undefined ? {} : { input });
-  const ok = async <T>(args: string[], input?: string): Promise<T> => {
-    const result = await cli([...args, '--json'], input);
-    expect(result.code, `strata ${args.join(' ')}: ${result.stderr}`).toBe(0);
-    return parseJson<T>(result);
-  };
+  const { cli, ok } = cliIn(() => env);
   const versionCount = async () => (await ok<{ items: unknown[] }>(['history', '--all'])).items.length;
 
   beforeAll(async () => {

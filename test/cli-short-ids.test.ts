@@ -3,8 +3,8 @@
 // number; an ambiguous abbreviation is AMBIGUOUS_ID (exit 6) naming candidates and changes nothing.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseJson, type RunResult, runCli } from './cli-harness.js';
-import { type Backend, type ServedBackend, servedBackend } from './helpers/served-backend.js';
+import { parseJson } from './cli-harness.js';
+import { type Backend, type ServedBackend, cliIn, servedBackend } from './helpers/served-backend.js';
 
 interface Version {
   versionId: string;
@@ -26,12 +26,7 @@ const commonPrefix = (a: string, b: string) => {
 describe.each<Backend>(['sqlite', 'postgres'])('short ids on %s', (backend) => {
   let served: ServedBackend;
   let env: NodeJS.ProcessEnv;
-  const cli = (args: string[], input?: string): Promise<RunResult> => runCli(args, env, input === undefined ? {} : { input });
-  const ok = async <T>(args: string[], input?: string): Promise<T> => {
-    const result = await cli([...args, '--json'], input);
-    expect(result.code, `strata ${args.join(' ')}: ${result.stderr}`).toBe(0);
-    return parseJson<T>(result);
-  };
+  const { cli, ok } = cliIn(() => env);
   const history = async () => (await ok<{ items: Version[] }>(['history', '--all'])).items;
 
   beforeAll(async () => {

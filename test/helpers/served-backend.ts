@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { baseEnv, parseJson, runCli, type ServeHandle, startServe, tempDir } from '../cli-harness.js';
+import { expect } from 'vitest';
+import { baseEnv, parseJson, type RunResult, runCli, type ServeHandle, startServe, tempDir } from '../cli-harness.js';
 import { createTestSchema, type TestSchema } from './postgres.js';
 
 export type Backend = 'sqlite' | 'postgres';
@@ -54,4 +55,24 @@ export async function servedBackend(backend: Backend, prefix: string): Promise<S
     await dir.remove();
     throw error;
   }
+}
+
+/**
+ * The CLI against whatever environment `envOf` gives at call time (a test's current project):
+ * `cli` runs it, `ok` runs it with --json, expects exit 0 (naming the command and its stderr
+ * otherwise) and parses the document.
+ */
+export function cliIn(envOf: () => NodeJS.ProcessEnv): {
+  cli(args: string[], input?: string): Promise<RunResult>;
+  ok<T>(args: string[], input?: string): Promise<T>;
+} {
+  const cli = (args: string[], input?: string): Promise<RunResult> => runCli(args, envOf(), input === undefined ? {} : { input });
+  return {
+    cli,
+    async ok<T>(args: string[], input?: string): Promise<T> {
+      const result = await cli([...args, '--json'], input);
+      expect(result.code, `strata ${args.join(' ')}: ${result.stderr}`).toBe(0);
+      return parseJson<T>(result);
+    },
+  };
 }
