@@ -98,6 +98,20 @@ async function writeProjectFile(dir: string, content: ProjectFile): Promise<void
   }
 }
 
+/**
+ * One home keeps one local copy of a server project: two local projects linked to the same remote one
+ * would both sync it through the home's one sync state for that link (they collided in it:
+ * SQLITE_CONSTRAINT_UNIQUE) and each would pull the other's changes back as its own.
+ */
+function assertNotLinkedElsewhere(projects: readonly DaemonProjectConfig[], link: NonNullable<RegisterInput['sync']>, self: DaemonProjectConfig | null): void {
+  const twin = projects.find((p) => p !== self && p.sync !== undefined && p.sync.server === link.server && p.sync.remoteProjectId === link.remoteProjectId);
+  if (twin === undefined) return;
+  throw new StrataError('PROJECT_ALREADY_LINKED', {
+    message: `project ${link.remoteProjectId} on ${link.server} is already on this machine, at ${twin.dir}: use that directory, or another Strata home (--home) for a second copy`,
+    details: { dir: twin.dir, server: link.server, remoteProjectId: link.remoteProjectId },
+  });
+}
+
 export async function registerProject(registrar: Registrar, input: RegisterInput): Promise<RegisteredProject> {
   const { home, engine } = registrar;
   await mkdir(resolve(input.dir), { recursive: true });
@@ -144,6 +158,7 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
       return { ...next, name: project.name, created: false };
     }
     if (input.sync !== undefined && !sameLink(same.sync, input.sync)) {
+      assertNotLinkedElsewhere(config.projects, input.sync, same);
       if (same.sync !== undefined && (same.sync.server !== input.sync.server || same.sync.remoteProjectId !== input.sync.remoteProjectId)) {
         throw new StrataError('PROJECT_ALREADY_LINKED', {
           message: `${dir} is already linked to project ${same.sync.remoteProjectId} on ${same.sync.server}`,
@@ -161,6 +176,7 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
     if (inside(dir, other.dir)) throw taken(dir, other, 'is inside the project directory');
     if (inside(other.dir, dir)) throw taken(dir, other, 'contains the project directory');
   }
+  if (input.sync !== undefined) assertNotLinkedElsewhere(config.projects, input.sync, null);
   // Checked before anything is bound: a mount over files would hide them (the mount refuses to start),
   // and a binding that can never start would stand in the way of `strata watch DIR`.
   const inPlace = input.mode === 'mount' && input.import === true;

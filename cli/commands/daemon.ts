@@ -15,10 +15,16 @@ import { CLI_VERSION } from '../version.js';
 const STOP_TIMEOUT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 1_500;
 
-/** --home, else the home of the project around the working directory, else the default home. */
+/**
+ * --home, else $STRATA_HOME, else the home of the project around the working directory, else the
+ * default home. What the user said wins over what the working directory suggests: `strata clone`
+ * run from inside another home's project with STRATA_HOME set must use STRATA_HOME.
+ */
 export async function localHome(flag: string | undefined): Promise<string> {
   const { resolveHome } = await import('../../server/home.js');
   if (flag !== undefined) return resolveHome(flag);
+  const fromEnv = process.env['STRATA_HOME']?.trim();
+  if (fromEnv !== undefined && fromEnv !== '') return resolveHome(fromEnv);
   return discoverProject()?.home ?? resolveHome();
 }
 
