@@ -33,7 +33,7 @@ describe('strata clone', () => {
     expect(status.projects.map((p) => p.dir)).toEqual([ws.dir]);
   });
 
-  it('uses STRATA_HOME, not the home of the project the command runs in', async () => {
+  it('puts the clone into STRATA_HOME, not into the home of the project the command runs in', async () => {
     const inside = world.workstation('inside');
     expect((await inside.cli(['clone', world.url, world.projectId, inside.dir])).code).toBe(0);
     const other = world.workstation('other');

@@ -15,17 +15,21 @@ import { CLI_VERSION } from '../version.js';
 const STOP_TIMEOUT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 1_500;
 
-/**
- * --home, else $STRATA_HOME, else the home of the project around the working directory, else the
- * default home. What the user said wins over what the working directory suggests: `strata clone`
- * run from inside another home's project with STRATA_HOME set must use STRATA_HOME.
- */
+/** --home, else the home of the project around the working directory, else the default home. */
 export async function localHome(flag: string | undefined): Promise<string> {
   const { resolveHome } = await import('../../server/home.js');
   if (flag !== undefined) return resolveHome(flag);
-  const fromEnv = process.env['STRATA_HOME']?.trim();
-  if (fromEnv !== undefined && fromEnv !== '') return resolveHome(fromEnv);
   return discoverProject()?.home ?? resolveHome();
+}
+
+/**
+ * The home a new project goes into (`strata clone DIR`): --home, else $STRATA_HOME, else the default.
+ * Not the home of the project the command happens to run in: the new project lives at DIR, and a
+ * clone run from inside a linked project had put a second copy into that project's home.
+ */
+export async function homeForNewProject(flag: string | undefined): Promise<string> {
+  const { resolveHome } = await import('../../server/home.js');
+  return flag === undefined ? resolveHome() : resolveHome(flag);
 }
 
 /**

@@ -14,7 +14,7 @@ import { discoverProject } from '../discover.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { formatBytes, formatTime, plural, sanitizeLine } from '../output.js';
 import { CLI_VERSION } from '../version.js';
-import { localHome, runningDaemon } from './daemon.js';
+import { homeForNewProject, localHome, runningDaemon } from './daemon.js';
 import { initProject } from './init.js';
 
 interface LinkedProject {
@@ -124,7 +124,7 @@ export function registerSyncCommands(program: Command): void {
     .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
     .action(async (url: string, remoteProjectId: string, dir: string, options: { mount?: boolean; name?: string; home?: string }, command: Command) => {
       const ctx = contextFor(command);
-      const home = await localHome(options.home);
+      const home = await homeForNewProject(options.home);
       const { link, name } = await prepareLink(home, { server: url, remoteProjectId, apiKey: ctx.flags.apiKey });
       const mode = options.mount === true ? 'mount' : 'watch';
       const result = await initProject(home, { dir, mode, name: options.name ?? name, sync: link, requireEmpty: true });
