@@ -9,7 +9,9 @@ import { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import type { GitReceiveResult, GitRefs } from '../../engine/engine-api.js';
 import { contextFor } from '../context.js';
+import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { runningDaemon } from './daemon.js';
 
 interface GitResult {
   stdout: string;
@@ -81,9 +83,26 @@ interface SyncTarget {
   base: string;
 }
 
+/**
+ * A clone made from a daemon's project (`strata git clone` run in the project's directory) records
+ * that daemon's home: its pulls and pushes go to that home's running daemon with its owner key, as
+ * they would inside the project directory, which the clone is not (without this they had no
+ * credentials: NO_CREDENTIALS). --server or --api-key choose explicitly instead.
+ */
 async function syncTarget(ctx: ReturnType<typeof contextFor>, cwd: string): Promise<SyncTarget> {
   const projectId = await projectOf(ctx, cwd);
-  return { cwd, projectId, client: ctx.client(), base: `/v1/projects/${encodeURIComponent(projectId)}` };
+  const base = `/v1/projects/${encodeURIComponent(projectId)}`;
+  const home = ctx.flags.server === undefined && ctx.flags.apiKey === undefined ? await gitConfig(cwd, 'strata.home') : null;
+  if (home !== null) {
+    const client = await runningDaemon(home);
+    if (client === null) {
+      throw new CliError('DAEMON_NOT_RUNNING', `this clone follows a project of the Strata home ${home}, whose daemon is not running: start it with \`strata daemon\``, {
+        exitCode: EXIT.unreachable,
+      });
+    }
+    return { cwd, projectId, client, base };
+  }
+  return { cwd, projectId, client: ctx.client(), base };
 }
 
 /**
@@ -209,6 +228,9 @@ export function registerGitCommands(program: Command): void {
       if (head !== null) await runGit(dir, ['checkout', '-q', '-f', 'main']);
       await runGit(dir, ['config', 'strata.project', projectId]);
       await runGit(dir, ['config', 'strata.server', client.serverUrl]);
+      // Made through the daemon found from the working directory: remember its home (syncTarget).
+      const local = ctx.flags.server === undefined && ctx.flags.apiKey === undefined ? discoverProject() : null;
+      if (local !== null && local.daemon !== null && local.daemon.serverUrl === client.serverUrl) await runGit(dir, ['config', 'strata.home', local.home]);
       const commits = head === null ? 0 : Number((await runGit(dir, ['rev-list', '--count', 'main'])).stdout.trim());
       ctx.output.result({ projectId, dir, head, commits }, () => ctx.output.line(`cloned ${projectId} into ${dir}: ${commits} commit(s), main at ${head ?? '(empty)'}`));
     });
