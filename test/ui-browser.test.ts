@@ -82,6 +82,18 @@ describe('the history browser in chromium', () => {
     expect(bare.status()).toBe(401);
     const foreign = await context.request.post(`${daemon!.url}/v1/projects`, { headers: { origin: 'http://127.0.0.1:1' }, data: { name: 'csrf' } });
     expect(foreign.status()).toBe(403);
+
+    // A fresh load of a project's address starts its requests from the script inside the page
+    // (boot.js, allowed by its hash in the policy): the browser refuses nothing.
+    const refused: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+    });
+    await page.getByRole('link', { name: 'thesis' }).click();
+    await page.reload();
+    await page.getByRole('link', { name: 'fit.m' }).waitFor();
+    expect(await page.evaluate('globalThis.strataPrefetched instanceof Map')).toBe(true);
+    expect(refused).toEqual([]);
     await context.close();
   });
 

@@ -1,6 +1,7 @@
 // The history browser's routes at the HTTP level (control-api/routes/ui.ts, ui-links.ts): what the
 // browser test (ui-browser.test.ts) cannot reach: an expired link, a forged or borrowed proof, asset
 // names that try to leave the directory, and the headers every page carries.
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { UI_LINK_MS } from '../control-api/ui-links.js';
 import { type Harness, openHarness } from './control-api-harness.js';
@@ -80,6 +81,14 @@ describe('history browser routes', () => {
     expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(page.headers['x-content-type-options']).toBe('nosniff');
     expect(page.body).toContain('/ui/app.js');
+    // boot.js is inside the page, allowed by its hash and by nothing broader; no other inline script.
+    const inline = [...page.body.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((m) => m[1]!);
+    expect(inline).toHaveLength(1);
+    expect(inline[0]).toContain('strataPrefetched');
+    const csp = page.headers['content-security-policy'] as string;
+    expect(csp).toContain(`'sha256-${createHash('sha256').update(inline[0]!).digest('base64')}'`);
+    expect(csp).not.toContain('unsafe-inline');
+    expect((await h.request('GET', '/ui/app.js', { key: null, headers: HOST })).headers['content-security-policy']).not.toContain('sha256-');
     expect((await h.request('GET', '/ui/app.js', { key: null, headers: HOST })).headers['content-type']).toBe('text/javascript; charset=utf-8');
     for (const name of ['..%2Fpackage.json', '%2E%2E%2F%2E%2E%2Fetc%2Fpasswd', 'nope.js', '.env', 'app.js%00.html']) {
       const response = await h.request('GET', `/ui/${name}`, { key: null, headers: HOST });

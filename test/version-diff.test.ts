@@ -19,6 +19,17 @@ function replay(a: string[], b: string[], ops: ReturnType<typeof diffLines>): { 
   return { a: outA, b: outB, edits };
 }
 
+/** Length of the longest common subsequence, by dynamic programming (the definition, for small inputs). */
+function lcsLength(a: string[], b: string[]): number {
+  let row = new Array<number>(b.length + 1).fill(0);
+  for (const line of a) {
+    const next = [0];
+    for (let j = 1; j <= b.length; j++) next.push(line === b[j - 1] ? row[j - 1]! + 1 : Math.max(row[j]!, next[j - 1]!));
+    row = next;
+  }
+  return row[b.length]!;
+}
+
 describe('line diff', () => {
   it('describes both texts exactly, with no more edits than the random changes made, on 500 trials', () => {
     let seed = 7;
@@ -41,6 +52,9 @@ describe('line diff', () => {
       expect(replayed.b).toEqual(b);
       // Myers finds a shortest script: never more edits than the random changes made (each made ≤ 1).
       expect(replayed.edits).toBeLessThanOrEqual(changes);
+      // and exactly the shortest: what is not in a longest common subsequence, nothing more (the lines
+      // dropped before the search because the other side lacks them must not cost any).
+      expect(replayed.edits).toBe(a.length + b.length - 2 * lcsLength(a, b));
     }
   });
 

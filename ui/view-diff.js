@@ -35,10 +35,11 @@ export async function diffView(projectPromise, params, id) {
           h('td', { class: 'ln' }, row.right === null ? '' : String(row.right.n)),
           codeCell(row.right, lang, row.kind === 'change' || row.kind === 'insert' ? 'new' : ''),
         );
-  // The first screens at once, the rest a slice per frame once the first frame is painted: a large
-  // diff is readable (and the page usable) long before its last row is laid out.
+  // The first screens at once, the rest a slice per frame, starting a frame after the first screens
+  // are painted (so nothing of the rest runs between that paint and the reader's first input): a
+  // large diff is readable, and the page usable, long before its last row is laid out.
   for (const row of rows.slice(0, FIRST_ROWS)) body.append(rowOf(row));
-  const afterPaint = (fn) => requestAnimationFrame(() => setTimeout(fn, 0));
+  const afterPaint = (fn) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(fn, 0)));
   const appendRest = (from) => {
     if (from >= rows.length || !body.isConnected) return;
     const fragment = document.createDocumentFragment();

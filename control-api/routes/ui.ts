@@ -9,7 +9,7 @@
 // The assets are read once at start into a map keyed by file name, and only a name in that map is
 // ever served: no request path reaches the filesystem, so traversal is impossible by construction.
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,8 @@ const TYPES: Record<string, string> = {
 };
 /** Scripts and styles only from this origin; nothing may frame the page (clickjacking a restore). */
 const CSP = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+/** The page's one classic script, put inside the page when it is served (see inlineBootScript). */
+const BOOT_TAG = '<script src="/ui/boot.js"></script>';
 
 /** The header the page sends its session proof in. */
 export const PROOF_HEADER = 'x-strata-ui-proof';
@@ -58,6 +60,8 @@ export function checkSessionProof(deps: AccessDeps, cookie: string, given: strin
 interface Asset {
   body: Buffer;
   type: string;
+  /** this asset's Content-Security-Policy */
+  csp: string;
 }
 
 /** ui/ beside the package's source (running from TypeScript) or beside dist/ (built). */
@@ -75,9 +79,29 @@ function loadAssets(): Map<string, Asset> {
   if (dir === null) return assets;
   for (const name of readdirSync(dir)) {
     const type = TYPES[extname(name)];
-    if (type !== undefined) assets.set(name, { body: readFileSync(join(dir, name)), type });
+    if (type !== undefined) assets.set(name, { body: readFileSync(join(dir, name)), type, csp: CSP });
   }
+  const page = assets.get('index.html');
+  const boot = assets.get('boot.js');
+  if (page !== undefined && boot !== undefined) assets.set('index.html', inlineBootScript(page, boot.body));
   return assets;
+}
+
+/**
+ * boot.js starts the first view's API requests before the modules arrive; inside the page it starts
+ * them as soon as the page is parsed instead of a round trip later (~30 ms on a fresh load). The
+ * policy then allows exactly that script, by its hash, and still no other inline script.
+ */
+function inlineBootScript(page: Asset, boot: Buffer): Asset {
+  const html = page.body.toString('utf8');
+  const script = boot.toString('utf8');
+  if (!html.includes(BOOT_TAG) || script.toLowerCase().includes('</script')) return page;
+  const hash = createHash('sha256').update(script).digest('base64');
+  return {
+    ...page,
+    body: Buffer.from(html.replace(BOOT_TAG, () => `<script>${script}</script>`)),
+    csp: CSP.replace("script-src 'self'", `script-src 'self' 'sha256-${hash}'`),
+  };
 }
 
 export function registerUiRoutes(app: App, deps: RouteDeps, links: UiLinks): void {
@@ -92,7 +116,7 @@ export function registerUiRoutes(app: App, deps: RouteDeps, links: UiLinks): voi
     return reply
       .type(asset.type)
       .header('cache-control', 'no-cache')
-      .header('content-security-policy', CSP)
+      .header('content-security-policy', asset.csp)
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
       .send(asset.body);
