@@ -149,6 +149,53 @@ export function versionCommitConformance(repo: RepositoryGetter): void {
       expect(await repo().versions.countVersions(PROJECT)).toBe(1);
     });
 
+    it('a batch without preconditions: each record based on the one before it, tombstones, history only, shards', async () => {
+      const make = recordMaker();
+      const [v0] = await commitAll(repo(), [make.write('p.m', 'v0')]);
+      const v1 = make.write('p.m', 'v1');
+      const v2 = make.write('p.m', 'v2');
+      const gone = make.remove('p.m');
+      const v4 = make.write('p.m', 'v4');
+      const history = make.write('h.m', 'history only');
+      const other = make.write('q.m', 'q1');
+      const data = make.write('big.bin', 'manifest', { dataset: true });
+      const [shardA, shardB] = [hashOf('shard a'), hashOf('shard b')];
+      const results = await repo().versions.commit([
+        { record: v1 },
+        { record: v2 },
+        { record: gone },
+        { record: history, historyOnly: true },
+        { record: v4 },
+        { record: other },
+        { record: data, shards: [shardA, shardB, shardA] },
+      ]);
+      expect(results).toStrictEqual([
+        { ok: true, entry: entryOf(v1) },
+        { ok: true, entry: entryOf(v2) },
+        { ok: true, entry: null },
+        { ok: true, entry: null },
+        { ok: true, entry: entryOf(v4) },
+        { ok: true, entry: entryOf(other) },
+        { ok: true, entry: entryOf(data) },
+      ]);
+      expect(await repo().versions.getEntry(PROJECT, 'p.m')).toStrictEqual(entryOf(v4));
+      expect(await repo().versions.getEntry(PROJECT, 'h.m')).toBeNull();
+      const { items } = await repo().versions.outboxAfter(PROJECT, 0, 100);
+      // In input order, each with what was current when it was committed.
+      expect(items.map((item) => [item.record.versionId, item.baseVersionId])).toStrictEqual([
+        [v0!.versionId, null],
+        [v1.versionId, v0!.versionId],
+        [v2.versionId, v1.versionId],
+        [gone.versionId, v2.versionId],
+        [history.versionId, null],
+        [v4.versionId, null],
+        [other.versionId, null],
+        [data.versionId, null],
+      ]);
+      expect(items.map((item) => item.seq)).toStrictEqual([...items.map((item) => item.seq)].sort((x, y) => x - y));
+      expect(await repo().versions.referencedHashes([shardA, shardB, hashOf('never')])).toStrictEqual(new Set([shardA, shardB]));
+    });
+
     it('an empty batch returns no results', async () => {
       expect(await repo().versions.commit([])).toStrictEqual([]);
       expect(await repo().versions.commit([], { atomic: true })).toStrictEqual([]);
