@@ -136,6 +136,15 @@ describe('engine: files and history', () => {
     expect(await read('cfg.toml')).toBe('a = 4');
   });
 
+  it('keeps files and directories apart when they are written at once', async () => {
+    for (let i = 0; i < 20; i++) {
+      const [file, below] = await Promise.allSettled([write(`r${i}`, 'a file'), write(`r${i}/inner.txt`, 'below it')]);
+      expect([file, below].filter((result) => result.status === 'fulfilled'), `round ${i}`).toHaveLength(1);
+      const refused = (file.status === 'rejected' ? file : below) as PromiseRejectedResult;
+      expect(isStrataError(refused.reason) && ['PATH_EXISTS', 'PATH_IS_DIRECTORY'].includes(refused.reason.code)).toBe(true);
+    }
+  });
+
   it('keeps files and directories apart', async () => {
     await write('data/run1/out.txt', '1');
     await expectCode(write('data/run1', 'x'), 'PATH_IS_DIRECTORY');

@@ -99,6 +99,20 @@ describe('three replicas over one Postgres and one bucket', () => {
     expect(entry.versionId).toBe(base);
   }, 120_000);
 
+  it('a file and a file below it written through two replicas at once: never both', async () => {
+    const race = await createProject('file-or-directory');
+    for (let i = 0; i < 12; i += 1) {
+      const [file, below] = await Promise.all([write(i % 3, race, `r${i}`, 'a file'), write((i + 1) % 3, race, `r${i}/inner.txt`, 'below it')]);
+      const landed = [file, below].filter((response) => response.status === 201);
+      expect(landed, `round ${i}`).toHaveLength(1);
+      const refused = file.status === 201 ? below : file;
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toMatch(/^PATH_(EXISTS|IS_DIRECTORY)$/);
+    }
+    const files = await json<{ items: Array<{ path: string; type: string }> }>(await api(2, race, '/fs/dir?path='));
+    expect(files.items).toHaveLength(12);
+  }, 120_000);
+
   it('snapshots requested of different replicas at once form one linear chain', async () => {
     const requests = Array.from({ length: 12 }, (_, i) =>
       api(i % 3, projectId, '/fs/snapshots', { method: 'POST', body: JSON.stringify({ message: `s${i}` }), headers: { 'content-type': 'application/json' } }),

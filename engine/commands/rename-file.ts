@@ -41,9 +41,12 @@ export async function renameFile(
   // the same transaction; no GC lock is needed.
   const results = await ctx.batcher.submitAtomic([
     { record: tombstone, expectedCurrent: source.versionId },
-    { record: created, expectedCurrent: target ? target.versionId : null },
+    { record: created, expectedCurrent: target ? target.versionId : null, checkPath: true },
   ]);
   const failed = results.find((r): r is Extract<VersionCommitResult, { ok: false }> => !r.ok);
+  if (failed?.code === 'PATH_CONFLICT') {
+    throw new StrataError('PATH_EXISTS', { message: `'${to}' was taken during the rename; nothing was renamed`, details: { path: to, field: 'to' } });
+  }
   if (failed) throw new StrataError('STALE_BASE_VERSION', { message: 'The file changed during the rename; nothing was renamed', details: { from, to } });
   ctx.retention.schedule(input.projectId, from);
   ctx.retention.schedule(input.projectId, to);

@@ -36,7 +36,7 @@ export async function restoreVersion(ctx: EngineContext, input: { projectId: str
     if (!(await ctx.store.has(source.contentHash!))) {
       throw new StrataError('CONTENT_NOT_FOUND', { details: { versionId: source.versionId, contentHash: source.contentHash } });
     }
-    return commitOne(ctx, { record });
+    return commitOne(ctx, { record, checkPath: true });
   });
   ctx.retention.schedule(input.projectId, source.path);
   return result;

@@ -81,7 +81,7 @@ export async function applySyncedVersions(
   const ids = new Set<string>();
   for (const version of checked) outcomes.push(await prepare(ctx, input, version, ids, datasets));
   const attempts = outcomes.map((item) =>
-    'record' in item ? ctx.batcher.submit({ record: item.record, expectedCurrent: item.version.baseVersionId, ...shardsOf(item) }) : null,
+    'record' in item ? ctx.batcher.submit({ record: item.record, expectedCurrent: item.version.baseVersionId, checkPath: true, ...shardsOf(item) }) : null,
   );
   const results = await Promise.all(attempts);
   const final: SyncedOutcome[] = [];
@@ -244,7 +244,7 @@ async function resolveMovedOn(
   const commit = async (path: string, expectedCurrent: string | null): Promise<boolean> => {
     try {
       if (version.contentHash !== null && expectedCurrent === null) await assertWritablePath(ctx, projectId, path);
-      await commitOne(ctx, { record: recordOf(input, version, size, path), expectedCurrent, ...shardsOf(prepared) });
+      await commitOne(ctx, { record: recordOf(input, version, size, path), expectedCurrent, checkPath: true, ...shardsOf(prepared) });
       ctx.retention.schedule(projectId, path);
       return true;
     } catch (error) {

@@ -8,7 +8,7 @@ import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import { isVersioned } from '../policy.js';
 import { readSymlinkTarget } from '../symlink-target.js';
-import type { VersionCommit } from '../ports/metadata-repository.js';
+import type { VersionCommit, WriteConflict } from '../ports/metadata-repository.js';
 import type { ContentHash, Entry, Project, VersionRecord } from '../types.js';
 
 export const DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 ** 3;
@@ -39,7 +39,7 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
       symlink,
       dataset: stored.dataset !== null,
     });
-    const commit: VersionCommit = { record };
+    const commit: VersionCommit = { record, checkPath: true };
     if (stored.dataset !== null) commit.shards = stored.dataset.shards;
     if (input.baseVersionId !== undefined) commit.expectedCurrent = input.baseVersionId;
     return commitOne(ctx, commit);
@@ -128,9 +128,10 @@ async function unchangedEntry(
   return version ? { entry, version, unchanged: true } : null;
 }
 
-/** Commits one record; STALE_BASE_VERSION if its precondition failed. */
+/** Commits one record; STALE_BASE_VERSION if its precondition failed, PATH_IS_DIRECTORY / PATH_EXISTS if its path is taken. */
 export async function commitOne(ctx: EngineContext, commit: VersionCommit): Promise<{ version: VersionRecord; entry: Entry }> {
   const result = await ctx.batcher.submit(commit);
+  if (!result.ok && result.code === 'PATH_CONFLICT') throw conflictError(commit.record.path, result.conflict);
   if (!result.ok) {
     throw new StrataError('STALE_BASE_VERSION', {
       details: { path: commit.record.path, expectedVersionId: commit.expectedCurrent ?? null, currentVersionId: result.currentVersionId },
@@ -139,12 +140,19 @@ export async function commitOne(ctx: EngineContext, commit: VersionCommit): Prom
   return { version: commit.record, entry: result.entry! };
 }
 
-/** A file cannot be written where a directory is, nor below an existing file. */
+/**
+ * A file cannot be written where a directory is, nor below an existing file. Asked before the
+ * content is stored, to refuse early; the commit checks again where commits are serialized
+ * (VersionCommit.checkPath), since two writes at once could both pass this.
+ */
 export async function assertWritablePath(ctx: EngineContext, projectId: string, path: string): Promise<void> {
   const conflict = await ctx.repository.versions.writeConflict(projectId, path);
-  if (conflict === null) return;
-  if (conflict.kind === 'directory') throw new StrataError('PATH_IS_DIRECTORY', { details: { path } });
-  throw new StrataError('PATH_EXISTS', {
+  if (conflict !== null) throw conflictError(path, conflict);
+}
+
+function conflictError(path: string, conflict: WriteConflict): StrataError {
+  if (conflict.kind === 'directory') return new StrataError('PATH_IS_DIRECTORY', { details: { path } });
+  return new StrataError('PATH_EXISTS', {
     message: `'${conflict.ancestor}' is a file, so '${path}' cannot be created below it`,
     details: { path, conflictingPath: conflict.ancestor },
   });

@@ -67,6 +67,13 @@ export interface VersionCommit {
    * server had already superseded when it was read). No precondition applies.
    */
   historyOnly?: boolean;
+  /**
+   * Refuse the record (PATH_CONFLICT) if a directory is at its path or a file is above it, judged
+   * where commits are serialized: a check made before the commit could pass for two writes at once
+   * (`a` and `a/b`) and leave a file and a directory at one path. Set for writes through the API;
+   * the mount and the watcher mirror a real tree, where that cannot happen.
+   */
+  checkPath?: boolean;
 }
 
 /** A change in sync's feed: the record, and whether it was its path's newest record when read. */
@@ -84,7 +91,8 @@ export interface OutboxItem {
 
 export type VersionCommitResult =
   | { ok: true; entry: Entry | null }
-  | { ok: false; code: 'STALE_BASE_VERSION'; currentVersionId: string | null };
+  | { ok: false; code: 'STALE_BASE_VERSION'; currentVersionId: string | null }
+  | { ok: false; code: 'PATH_CONFLICT'; conflict: WriteConflict };
 
 export interface HistoryQuery {
   /** one path's history; omitted = the whole project's */

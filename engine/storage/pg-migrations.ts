@@ -324,8 +324,8 @@ ALTER TABLE small_objects ALTER COLUMN content SET STORAGE EXTERNAL;
     version: 4,
     name: 'versions committed in one round trip',
     // A batch of version records without preconditions (a daemon's capture, most uploads) committed
-    // by ONE call (pg-versions.ts commitUnconditional): the projects' advisory locks, the batch, and
-    // the commit as the call's own transaction. A client-side transaction took five round trips for
+    // by ONE call (pg-versions.ts commitUnconditional): the projects' advisory locks, the path
+    // checks, the batch, and the commit as the call's own transaction. A client-side transaction took five round trips for
     // it. plpgsql in a VOLATILE function: each statement takes its snapshot when it starts, so the
     // batch reads the entries after the lock is held, as the client-side transaction does. A generic
     // plan: our connections force custom plans (pg-db.ts), which would plan this statement again at
@@ -335,8 +335,8 @@ ALTER TABLE small_objects ALTER COLUMN content SET STORAGE EXTERNAL;
 CREATE FUNCTION strata_commit_versions(
   v_id TEXT[], v_project TEXT[], v_path TEXT[], v_hash TEXT[], v_size BIGINT[], v_actor_id TEXT[], v_actor_kind TEXT[],
   v_actor_name TEXT[], v_timestamp TEXT[], v_kind TEXT[], v_restored_from TEXT[], v_executable INTEGER[], v_symlink INTEGER[],
-  v_dataset INTEGER[], v_pulled INTEGER[], v_history_only BOOLEAN[], s_manifest TEXT[], s_shard TEXT[])
-RETURNS TABLE (out_version_id TEXT, out_seq BIGINT)
+  v_dataset INTEGER[], v_pulled INTEGER[], v_history_only BOOLEAN[], v_check_path BOOLEAN[], s_manifest TEXT[], s_shard TEXT[])
+RETURNS TABLE (out_version_id TEXT, out_seq BIGINT, out_directory BOOLEAN, out_ancestor TEXT)
 LANGUAGE plpgsql VOLATILE
 SET search_path FROM CURRENT
 SET plan_cache_mode = force_generic_plan
@@ -345,18 +345,35 @@ BEGIN
 PERFORM count(pg_advisory_xact_lock(1, hashtext(p))) FROM (SELECT DISTINCT p COLLATE "C" AS p FROM unnest(v_project) AS p ORDER BY 1) AS sorted;
 RETURN QUERY WITH input AS (
   SELECT * FROM unnest(v_id, v_project, v_path, v_hash, v_size, v_actor_id, v_actor_kind, v_actor_name, v_timestamp, v_kind,
-                       v_restored_from, v_executable, v_symlink, v_dataset, v_pulled, v_history_only)
+                       v_restored_from, v_executable, v_symlink, v_dataset, v_pulled, v_history_only, v_check_path)
     WITH ORDINALITY AS t(version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind,
-                         restored_from, executable, symlink, dataset, pulled, history_only, ord)
+                         restored_from, executable, symlink, dataset, pulled, history_only, check_path, ord)
+), conflicts AS (
+  -- A file cannot be where a directory is (an entry below 'path/') nor below a file (an entry at an
+  -- ancestor, the one nearest the root named). The caller puts a record to check in a batch where no
+  -- other record's path is the same, above or below (pg-versions.ts runsForPathChecks), so the tree
+  -- as committed before the batch decides.
+  SELECT i.ord,
+         EXISTS (SELECT 1 FROM entries AS e WHERE e.project_id = i.project_id AND e.path >= i.path || '/' AND e.path < i.path || '0') AS directory,
+         (SELECT min(e.path) FROM generate_series(1, length(i.path)) AS g(n)
+            JOIN entries AS e ON e.project_id = i.project_id AND e.path = left(i.path, g.n - 1)
+          WHERE substr(i.path, g.n, 1) = '/') AS ancestor
+  FROM input AS i WHERE i.check_path AND NOT i.history_only AND i.content_hash IS NOT NULL
+), refused AS (
+  SELECT * FROM conflicts WHERE directory OR ancestor IS NOT NULL
+), accepted AS (
+  SELECT * FROM input AS i WHERE NOT EXISTS (SELECT 1 FROM refused AS r WHERE r.ord = i.ord)
 ), cur AS (
   SELECT e.project_id, e.path, e.version_id FROM entries e
-  JOIN (SELECT DISTINCT project_id, path FROM input) AS k ON e.project_id = k.project_id AND e.path = k.path
+  JOIN (SELECT DISTINCT project_id, path FROM accepted) AS k ON e.project_id = k.project_id AND e.path = k.path
 ), based AS (
-  SELECT i.*, CASE WHEN i.history_only THEN NULL
-                   WHEN lag(i.ord) OVER w IS NULL THEN c.version_id
-                   ELSE lag(CASE WHEN i.content_hash IS NULL THEN NULL ELSE i.version_id END) OVER w END AS base
-  FROM input AS i LEFT JOIN cur AS c ON c.project_id = i.project_id AND c.path = i.path
-  WINDOW w AS (PARTITION BY i.project_id, i.path, i.history_only ORDER BY i.ord)
+  -- A record's base is what was current before it: the batch's previous record of the path (null
+  -- if that was a deletion), else the entry. History-only records have none.
+  SELECT a.*, CASE WHEN a.history_only THEN NULL
+                   WHEN lag(a.ord) OVER w IS NULL THEN c.version_id
+                   ELSE lag(CASE WHEN a.content_hash IS NULL THEN NULL ELSE a.version_id END) OVER w END AS base
+  FROM accepted AS a LEFT JOIN cur AS c ON c.project_id = a.project_id AND c.path = a.path
+  WINDOW w AS (PARTITION BY a.project_id, a.path, a.history_only ORDER BY a.ord)
 ), ins AS (
   INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind,
                         restored_from, executable, symlink, dataset, base_version_id, pulled)
@@ -365,9 +382,11 @@ RETURN QUERY WITH input AS (
   FROM based ORDER BY ord
   RETURNING version_id, seq
 ), shards AS (
-  INSERT INTO dataset_shards (manifest_hash, shard_hash) SELECT * FROM unnest(s_manifest, s_shard) ON CONFLICT DO NOTHING
+  INSERT INTO dataset_shards (manifest_hash, shard_hash)
+  SELECT m, s FROM unnest(s_manifest, s_shard) AS u(m, s) WHERE m IN (SELECT content_hash FROM accepted)
+  ON CONFLICT DO NOTHING
 ), finals AS (
-  SELECT DISTINCT ON (project_id, path) * FROM input WHERE NOT history_only ORDER BY project_id, path, ord DESC
+  SELECT DISTINCT ON (project_id, path) * FROM accepted WHERE NOT history_only ORDER BY project_id, path, ord DESC
 ), put AS (
   INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
   SELECT f.project_id, f.path, ins.seq, f.version_id, f.content_hash, f.size, f.timestamp, f.executable, f.symlink, f.dataset
@@ -379,7 +398,9 @@ RETURN QUERY WITH input AS (
 ), gone AS (
   DELETE FROM entries AS e USING finals AS f WHERE e.project_id = f.project_id AND e.path = f.path AND f.content_hash IS NULL
 )
-SELECT ins.version_id, ins.seq FROM ins;
+SELECT ins.version_id, ins.seq, false, NULL::text FROM ins
+UNION ALL
+SELECT i.version_id, NULL::bigint, r.directory, r.ancestor FROM refused AS r JOIN input AS i ON i.ord = r.ord;
 END
 $fn$;
 `,

@@ -148,6 +148,19 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
     targets.map((t) => t.path),
   ]);
   for (const row of currentRows) committedState.set(keyOf(row.project_id, row.path), row.version_id);
+  const toCheck = commits.filter(checksPath);
+  const conflictRows =
+    toCheck.length === 0
+      ? []
+      : await tx.query<{ ord: number; directory: boolean; ancestor: string | null }>(CONFLICTS_OF, [
+          toCheck.map((c) => c.record.projectId),
+          toCheck.map((c) => c.record.path),
+        ]);
+  const conflicts = new Map<VersionCommit, WriteConflict>();
+  for (const row of conflictRows) {
+    const conflict = conflictOf(row);
+    if (conflict !== null) conflicts.set(toCheck[Number(row.ord) - 1]!, conflict);
+  }
 
   const state = new Map<string, string | null>(committedState);
   const results: VersionCommitResult[] = [];
@@ -167,6 +180,11 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
       results.push(stale(current));
       continue;
     }
+    const conflict = conflicts.get(commit);
+    if (conflict !== undefined) {
+      results.push({ ok: false, code: 'PATH_CONFLICT', conflict });
+      continue;
+    }
     accepted.push({ commit, base: current });
     state.set(key, record.contentHash === null ? null : record.versionId);
     finalOf.set(key, commit);
@@ -174,7 +192,11 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
   }
   if (accepted.length < commits.length && atomic) {
     // Every record reports its path's committed current version, never an id of this batch.
-    return commits.map(({ record }) => stale(committedState.get(keyOf(record.projectId, record.path)) ?? null));
+    return commits.map((commit): VersionCommitResult => {
+      const conflict = conflicts.get(commit);
+      if (conflict !== undefined) return { ok: false, code: 'PATH_CONFLICT', conflict };
+      return stale(committedState.get(keyOf(commit.record.projectId, commit.record.path)) ?? null);
+    });
   }
   if (accepted.length === 0) return results;
 
@@ -218,9 +240,16 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
 // replicas, and each costs both processes CPU (bench/server-storage.ts, small writes: +10 % writes/s
 // with one replica, +17 % with two).
 const COMMIT_UNCONDITIONAL = prepared(`
-  SELECT out_version_id AS version_id, out_seq AS seq FROM strata_commit_versions($1::text[], $2::text[], $3::text[], $4::text[],
-    $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::integer[], $13::integer[], $14::integer[],
-    $15::integer[], $16::boolean[], $17::text[], $18::text[])`);
+  SELECT out_version_id AS version_id, out_seq AS seq, out_directory AS directory, out_ancestor AS ancestor
+  FROM strata_commit_versions($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
+    $10::text[], $11::text[], $12::integer[], $13::integer[], $14::integer[], $15::integer[], $16::boolean[], $17::boolean[], $18::text[], $19::text[])`);
+
+interface CommittedRow {
+  version_id: string;
+  seq: number | null;
+  directory: boolean;
+  ancestor: string | null;
+}
 
 async function commitUnconditional(db: PgDatabase, commits: VersionCommit[]): Promise<VersionCommitResult[]> {
   const manifests: string[] = [];
@@ -231,17 +260,84 @@ async function commitUnconditional(db: PgDatabase, commits: VersionCommit[]): Pr
       shards.push(shard);
     }
   }
-  const columns = columnsOf(commits.map((c) => [...recordValues(c.record), flag(c.pulled === true), c.historyOnly === true]));
-  const inserted = await db.query<{ version_id: string; seq: number }>(COMMIT_UNCONDITIONAL, [...columns, manifests, shards]);
-  const seqOf = new Map(inserted.map((row) => [row.version_id, Number(row.seq)]));
+  const columns = columnsOf(commits.map((c) => [...recordValues(c.record), flag(c.pulled === true), c.historyOnly === true, checksPath(c)]));
+  const rows = await db.query<CommittedRow>(COMMIT_UNCONDITIONAL, [...columns, manifests, shards]);
+  const rowOf = new Map(rows.map((row) => [row.version_id, row]));
   let previousSeq = 0;
-  for (const { record } of commits) {
-    const seq = seqOf.get(record.versionId);
-    if (seq === undefined || !(seq > previousSeq)) throw new Error('versions were numbered out of input order');
+  return commits.map((commit): VersionCommitResult => {
+    const row = rowOf.get(commit.record.versionId);
+    if (row === undefined) throw new Error('a record of the batch was neither committed nor refused');
+    if (row.seq === null) return { ok: false, code: 'PATH_CONFLICT', conflict: conflictOf(row)! };
+    const seq = Number(row.seq);
+    if (!(seq > previousSeq)) throw new Error('versions were numbered out of input order');
     previousSeq = seq;
-  }
-  return commits.map((commit) => ({ ok: true, entry: entryOf(commit) }));
+    return { ok: true, entry: entryOf(commit) };
+  });
 }
+
+/** Whether the record's path must be free of a directory and of files above it (VersionCommit.checkPath). */
+function checksPath(commit: VersionCommit): boolean {
+  return commit.checkPath === true && commit.historyOnly !== true && commit.record.contentHash !== null;
+}
+
+function conflictOf(row: { directory: boolean; ancestor: string | null }): WriteConflict | null {
+  if (row.directory) return { kind: 'directory' };
+  return row.ancestor === null ? null : { kind: 'file-ancestor', ancestor: row.ancestor };
+}
+
+/**
+ * A batch cut where a record whose path is checked meets a path of the run that is the same, above
+ * or below it (in either order). Within a run, each checked path's conflicts then depend on the tree
+ * as committed before the run alone, which one set-wise query can judge; the runs commit in order.
+ * Batches of unrelated paths (nearly all) stay whole.
+ */
+export function runsForPathChecks(commits: VersionCommit[]): VersionCommit[][] {
+  if (!commits.some(checksPath)) return [commits];
+  const runs: VersionCommit[][] = [];
+  let run: VersionCommit[] = [];
+  const paths = new Set<string>();
+  const checked = new Set<string>();
+  const above = new Set<string>();
+  const aboveChecked = new Set<string>();
+  for (const commit of commits) {
+    const { projectId, path } = commit.record;
+    const ancestors = ancestorKeys(projectId, path);
+    const key = keyOf(projectId, path);
+    const check = checksPath(commit);
+    const related = check
+      ? paths.has(key) || above.has(key) || ancestors.some((a) => paths.has(a))
+      : checked.has(key) || aboveChecked.has(key) || ancestors.some((a) => checked.has(a));
+    if (related && run.length > 0) {
+      runs.push(run);
+      run = [];
+      for (const set of [paths, checked, above, aboveChecked]) set.clear();
+    }
+    run.push(commit);
+    paths.add(key);
+    for (const a of ancestors) above.add(a);
+    if (check) {
+      checked.add(key);
+      for (const a of ancestors) aboveChecked.add(a);
+    }
+  }
+  runs.push(run);
+  return runs;
+}
+
+function ancestorKeys(projectId: string, path: string): string[] {
+  const keys: string[] = [];
+  for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) keys.push(keyOf(projectId, path.slice(0, slash)));
+  return keys;
+}
+
+// The checked records' conflicts in the tree as committed (as the migration-4 function judges them).
+const CONFLICTS_OF = prepared(`
+  SELECT k.ord,
+         EXISTS (SELECT 1 FROM entries AS e WHERE e.project_id = k.project_id AND e.path >= k.path || '/' AND e.path < k.path || '0') AS directory,
+         (SELECT min(e.path) FROM generate_series(1, length(k.path)) AS g(n)
+            JOIN entries AS e ON e.project_id = k.project_id AND e.path = left(k.path, g.n - 1)
+          WHERE substr(k.path, g.n, 1) = '/') AS ancestor
+  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(project_id, path, ord)`);
 
 /** The $n form of pathRange (sqlite-range.ts), numbering its placeholders from `first`. */
 function pgPathRange(column: string, prefix: string, after: string | undefined, first: number): { sql: string; params: string[] } {
@@ -280,12 +376,23 @@ export function createPgVersions(db: PgDatabase): VersionRepository {
         requireStorable('record', record.versionId, record.restoredFrom, expectedCurrent, record.path, record.contentHash, ...(shards ?? []));
         requireStorable('actor', record.actor.id, record.actor.kind, record.actor.name);
       }
-      if (commits.every((c) => c.expectedCurrent === undefined)) return commitUnconditional(db, commits);
       const atomic = options?.atomic === true;
-      return db.tx(
-        async (tx) => (commits.length === 1 ? [await pgCommitOne(tx, commits[0]!)] : commitBatch(tx, commits, atomic)),
-        { projects: commits.map((c) => c.record.projectId) },
-      );
+      // An atomic batch is judged whole against the committed tree (its callers check related paths
+      // before they submit); any other batch is cut where checked paths meet (runsForPathChecks).
+      const results: VersionCommitResult[] = [];
+      for (const run of atomic ? [commits] : runsForPathChecks(commits)) {
+        if (!atomic && run.every((c) => c.expectedCurrent === undefined)) {
+          results.push(...(await commitUnconditional(db, run)));
+          continue;
+        }
+        const single = run.length === 1 && !checksPath(run[0]!);
+        results.push(
+          ...(await db.tx(async (tx) => (single ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, atomic)), {
+            projects: run.map((c) => c.record.projectId),
+          })),
+        );
+      }
+      return results;
     },
     get: async (projectId, versionId) => {
       if (hasNul(versionId)) return null;

@@ -20,7 +20,30 @@ export type Committed = (seq: number, previousSize: number | null) => void;
  * transaction the caller runs: the versions repository's batches, and a git push's whole chain
  * (sqlite-snapshots.ts importChain).
  */
+/** "Is this a directory?" and "what keeps a file from being written here?", for one connection. */
+function writeConflictChecks(db: Database) {
+  const prepared = statementCache(db);
+  const anyEntry = db.prepare('SELECT 1 FROM entries WHERE project_id = ? LIMIT 1').pluck();
+  const entryExists = db.prepare('SELECT 1 FROM entries WHERE project_id = ? AND path = ?').pluck();
+  const isDirectory = (projectId: string, dirPath: string): boolean => {
+    if (dirPath === '') return anyEntry.get(projectId) !== undefined;
+    // 'dir/' < every path below dir < 'dir0' ('0' follows '/'): an index range, no LIKE.
+    const range = pathRange('path', `${dirPath}/`, undefined);
+    return prepared(`SELECT 1 FROM entries WHERE project_id = ? AND ${range.sql} LIMIT 1`).get(projectId, ...range.params) !== undefined;
+  };
+  const writeConflict = (projectId: string, path: string): WriteConflict | null => {
+    if (isDirectory(projectId, path)) return { kind: 'directory' };
+    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
+      const ancestor = path.slice(0, slash);
+      if (entryExists.get(projectId, ancestor) !== undefined) return { kind: 'file-ancestor', ancestor };
+    }
+    return null;
+  };
+  return { isDirectory, writeConflict };
+}
+
 export function createCommitter(db: Database): (commit: VersionCommit, committed?: Committed) => VersionCommitResult {
+  const { writeConflict } = writeConflictChecks(db);
   const currentOf = db.prepare('SELECT version_id, size FROM entries WHERE project_id = ? AND path = ?');
   const insertVersion = db.prepare(
     `INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
@@ -41,6 +64,11 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
     const previous = historyOnly ? undefined : (currentOf.get(record.projectId, record.path) as { version_id: string; size: number } | undefined);
     const current = previous?.version_id ?? null;
     if (!historyOnly && expectedCurrent !== undefined && current !== expectedCurrent) return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: current };
+    // Inside the transaction, after the batch's earlier records: exactly the tree this one joins.
+    if (commit.checkPath === true && !historyOnly && record.contentHash !== null) {
+      const conflict = writeConflict(record.projectId, record.path);
+      if (conflict !== null) return { ok: false, code: 'PATH_CONFLICT', conflict };
+    }
     const { lastInsertRowid } = insertVersion.run(
       record.versionId,
       record.projectId,
@@ -106,9 +134,9 @@ export function createSqliteVersions(db: Database): VersionRepository {
     `SELECT ${VERSION_COLUMNS} FROM versions WHERE project_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`,
   );
   const entryByPath = db.prepare(`SELECT ${ENTRY_COLUMNS} FROM entries WHERE project_id = ? AND path = ?`);
-  const anyEntry = db.prepare('SELECT 1 FROM entries WHERE project_id = ? LIMIT 1').pluck();
   const countVersions = db.prepare('SELECT count(*) FROM versions WHERE project_id = ?').pluck();
   const prepared = statementCache(db);
+  const { isDirectory, writeConflict } = writeConflictChecks(db);
 
   const commitBatch = db.transaction((commits: VersionCommit[]) => commits.map((commit) => commitOne(commit)));
 
@@ -131,11 +159,11 @@ export function createSqliteVersions(db: Database): VersionRepository {
     } catch (error) {
       if (error !== rolledBack) throw error;
     }
-    return commits.map(({ record }) => ({
-      ok: false,
-      code: 'STALE_BASE_VERSION',
-      currentVersionId: (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null,
-    }));
+    return commits.map(({ record, checkPath }): VersionCommitResult => {
+      const conflict = checkPath === true && record.contentHash !== null ? writeConflict(record.projectId, record.path) : null;
+      if (conflict !== null) return { ok: false, code: 'PATH_CONFLICT', conflict };
+      return { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: (currentVersionOf.get(record.projectId, record.path) as string | undefined) ?? null };
+    });
   });
 
   const history = (projectId: string, query: { path?: string; cursor?: string; limit: number }): Page<VersionRecord> => {
@@ -161,23 +189,6 @@ export function createSqliteVersions(db: Database): VersionRepository {
     const page: Page<Entry> = { items: rows.slice(0, limit).map(toEntry) };
     if (rows.length > limit) page.nextCursor = encodeCursor('entries', rows[limit - 1]!.path);
     return page;
-  };
-
-  const isDirectory = (projectId: string, dirPath: string): boolean => {
-    if (dirPath === '') return anyEntry.get(projectId) !== undefined;
-    // 'dir/' < every path below dir < 'dir0' ('0' follows '/'): an index range, no LIKE.
-    const range = pathRange('path', `${dirPath}/`, undefined);
-    return prepared(`SELECT 1 FROM entries WHERE project_id = ? AND ${range.sql} LIMIT 1`).get(projectId, ...range.params) !== undefined;
-  };
-
-  const entryExists = db.prepare('SELECT 1 FROM entries WHERE project_id = ? AND path = ?').pluck();
-  const writeConflict = (projectId: string, path: string): WriteConflict | null => {
-    if (isDirectory(projectId, path)) return { kind: 'directory' };
-    for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) {
-      const ancestor = path.slice(0, slash);
-      if (entryExists.get(projectId, ancestor) !== undefined) return { kind: 'file-ancestor', ancestor };
-    }
-    return null;
   };
 
   return {

@@ -196,6 +196,72 @@ export function versionCommitConformance(repo: RepositoryGetter): void {
       expect(await repo().versions.referencedHashes([shardA, shardB, hashOf('never')])).toStrictEqual(new Set([shardA, shardB]));
     });
 
+    it('refuses a record whose path must be checked where a directory is or below a file, judged with the records before it', async () => {
+      const make = recordMaker();
+      await commitAll(repo(), [make.write('dir/inside.m', 'd'), make.write('file.m', 'f'), make.write('gone.m', 'g')]);
+      const atDirectory = make.write('dir', 'x');
+      const belowFile = make.write('file.m/deeper/x.m', 'x');
+      const unchecked = make.write('file.m/unchecked.m', 'u');
+      const parent = make.write('fresh', 'p');
+      const child = make.write('fresh/child.m', 'c');
+      const deep = make.write('tree/a/b.m', 'b');
+      const overDeep = make.write('tree/a', 'a');
+      const removal = make.remove('gone.m');
+      const intoRemoved = make.write('gone.m/now-a-directory.m', 'n');
+      const results = await repo().versions.commit([
+        { record: atDirectory, checkPath: true },
+        { record: belowFile, checkPath: true },
+        { record: unchecked },
+        { record: parent, checkPath: true },
+        { record: child, checkPath: true },
+        { record: deep, checkPath: true },
+        { record: overDeep, checkPath: true },
+        { record: removal },
+        { record: intoRemoved, checkPath: true },
+      ]);
+      expect(results).toStrictEqual([
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'directory' } },
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'file-ancestor', ancestor: 'file.m' } },
+        // Not asked to check: committed as given (the mount and the watcher mirror a real tree).
+        { ok: true, entry: entryOf(unchecked) },
+        { ok: true, entry: entryOf(parent) },
+        // The batch's own earlier records count: 'fresh' is a file by now, 'tree/a' a directory.
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'file-ancestor', ancestor: 'fresh' } },
+        { ok: true, entry: entryOf(deep) },
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'directory' } },
+        { ok: true, entry: null },
+        // and so do deletions: gone.m is no longer a file.
+        { ok: true, entry: entryOf(intoRemoved) },
+      ]);
+      expect(await repo().versions.getEntry(PROJECT, 'dir')).toBeNull();
+      expect(await repo().versions.getEntry(PROJECT, 'fresh/child.m')).toBeNull();
+      expect(await repo().versions.getEntry(PROJECT, 'tree/a')).toBeNull();
+      expect(await repo().versions.get(PROJECT, belowFile.versionId)).toBeNull();
+      expect((await repo().versions.history(PROJECT, { path: 'fresh/child.m', limit: 10 })).items).toStrictEqual([]);
+
+      // With preconditions too.
+      const conditionalBelow = make.write('file.m/conditional.m', 'c');
+      const conditionalFree = make.write('elsewhere/conditional.m', 'c');
+      expect(
+        await repo().versions.commit([
+          { record: conditionalBelow, expectedCurrent: null, checkPath: true },
+          { record: conditionalFree, expectedCurrent: null, checkPath: true },
+        ]),
+      ).toStrictEqual([
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'file-ancestor', ancestor: 'file.m' } },
+        { ok: true, entry: entryOf(conditionalFree) },
+      ]);
+
+      // An atomic batch with a refused record commits nothing and says why.
+      const first = make.write('atomic/ok.m', 'o');
+      const refused = make.write('file.m/atomic.m', 'r');
+      expect(await repo().versions.commit([{ record: first }, { record: refused, checkPath: true }], { atomic: true })).toStrictEqual([
+        { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: null },
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'file-ancestor', ancestor: 'file.m' } },
+      ]);
+      expect(await repo().versions.getEntry(PROJECT, 'atomic/ok.m')).toBeNull();
+    });
+
     it('an empty batch returns no results', async () => {
       expect(await repo().versions.commit([])).toStrictEqual([]);
       expect(await repo().versions.commit([], { atomic: true })).toStrictEqual([]);
