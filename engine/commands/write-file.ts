@@ -16,7 +16,10 @@ export const DEFAULT_MAX_UPLOAD_BYTES = 20 * 1024 ** 3;
 export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<WriteResult> {
   const path = normalizeProjectPath(input.path);
   const project = input.project?.projectId === input.projectId ? input.project : await ctx.requireProject(input.projectId);
-  await assertWritablePath(ctx, project.projectId, path);
+  // The commit checks the path where commits are serialized (checkPath). Content that may be large is
+  // also checked before it is stored, so a doomed upload is refused before its bytes are taken in;
+  // small content goes straight on (one query fewer per write; a refused one leaves garbage for gc).
+  if (mayBeLarge(input)) await assertWritablePath(ctx, project.projectId, path);
 
   // Shared GC lock from "bytes in the store" to "record committed": see rw-lock.ts.
   const result = await ctx.gcLock.shared(async (): Promise<WriteResult> => {
@@ -52,6 +55,16 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   const versioned = isVersioned(project.policy, path, result.version.size);
   ctx.retention.schedule(project.projectId, path, versioned ? 0 : 1);
   return { ...result, historyKept: versioned };
+}
+
+/** Content is checked early above this size, or when its size is not known. */
+const EARLY_CHECK_BYTES = 1024 * 1024;
+
+function mayBeLarge(input: WriteInput): boolean {
+  const { content } = input;
+  if (content instanceof Uint8Array) return content.length > EARLY_CHECK_BYTES;
+  if ('file' in content) return (content.size ?? input.sizeHint ?? Number.POSITIVE_INFINITY) > EARLY_CHECK_BYTES;
+  return (input.sizeHint ?? Number.POSITIVE_INFINITY) > EARLY_CHECK_BYTES;
 }
 
 /**

@@ -15,6 +15,11 @@ const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executab
 /** Told a committed record's version seq, and the size of the entry it replaced (null: none). */
 export type PgCommitted = (seq: number, previousSize: number | null) => void;
 
+// The conflict check of a path (VersionCommit.checkPath) in SQL, for a path `p` of project `pid`: an
+// entry below 'p/' (a directory there), and the entry at an ancestor nearest the root (a file above).
+const directoryAt = (pid: string, p: string) => `EXISTS (SELECT 1 FROM entries AS d WHERE d.project_id = ${pid} AND d.path >= ${p} || '/' AND d.path < ${p} || '0')`;
+const fileAbove = (pid: string, p: string) => `(SELECT min(f.path) FROM generate_series(1, length(${p})) AS g(n)
+    JOIN entries AS f ON f.project_id = ${pid} AND f.path = left(${p}, g.n - 1) WHERE substr(${p}, g.n, 1) = '/')`;
 // One commit is ONE statement (one round trip): the precondition, the version row, its shards and the
 // entry change are data-modifying CTEs that all see the statement's snapshot. The caller's transaction
 // holds the project's advisory lock (pg-db.ts), so nothing changes the entry between the read in
@@ -23,13 +28,15 @@ const COMMIT_ONE = prepared(`
 WITH prev AS (
   SELECT version_id, size FROM entries WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean
 ), state AS (
-  SELECT (SELECT version_id FROM prev) AS current, (SELECT size FROM prev) AS previous_size
+  SELECT (SELECT version_id FROM prev) AS current, (SELECT size FROM prev) AS previous_size,
+         $20::boolean AND ${directoryAt('$2::text', '$3::text')} AS directory,
+         CASE WHEN $20::boolean THEN ${fileAbove('$2::text', '$3::text')} END AS ancestor
 ), ins AS (
   INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
   SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text, $7::text, $8::text, $9::text, $10::text, $11::text,
          $12::integer, $13::integer, $14::integer, state.current, $15::integer
   FROM state
-  WHERE $16::boolean OR NOT $17::boolean OR state.current IS NOT DISTINCT FROM $18::text
+  WHERE ($16::boolean OR NOT $17::boolean OR state.current IS NOT DISTINCT FROM $18::text) AND NOT state.directory AND state.ancestor IS NULL
   RETURNING seq
 ), shards AS (
   INSERT INTO dataset_shards (manifest_hash, shard_hash)
@@ -46,7 +53,7 @@ WITH prev AS (
   DELETE FROM entries
   WHERE project_id = $2::text AND path = $3::text AND NOT $16::boolean AND $4::text IS NULL AND EXISTS (SELECT 1 FROM ins)
 )
-SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq FROM state`);
+SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq, state.directory, state.ancestor FROM state`);
 
 const flag = (value: boolean): number => (value ? 1 : 0);
 // NUL cannot occur in Postgres text, so it cannot occur in a project id or path: a safe separator.
@@ -67,6 +74,8 @@ interface CommitOneRow {
   current: string | null;
   previous_size: number | null;
   seq: number | null;
+  directory: boolean;
+  ancestor: string | null;
 }
 
 /** The entry a committed record makes current (null: a tombstone or a history-only record). */
@@ -105,8 +114,14 @@ export async function pgCommitOne(tx: Tx, commit: VersionCommit, committed?: PgC
     commit.expectedCurrent !== undefined,
     commit.expectedCurrent ?? null,
     shardsOf(commit),
+    checksPath(commit),
   ]))!;
-  if (row.seq === null) return stale(row.current);
+  if (row.seq === null) {
+    // The precondition is reported first, as SQLite's committer does.
+    const preconditionHeld = commit.historyOnly === true || commit.expectedCurrent === undefined || commit.expectedCurrent === row.current;
+    const conflict = conflictOf(row);
+    return preconditionHeld && conflict !== null ? { ok: false, code: 'PATH_CONFLICT', conflict } : stale(row.current);
+  }
   committed?.(row.seq, row.previous_size);
   return { ok: true, entry: entryOf(commit) };
 }
@@ -116,9 +131,12 @@ export async function pgCommitOne(tx: Tx, commit: VersionCommit, committed?: PgC
 // (each record sees the ones before it in the batch), then one insert of all accepted versions, one
 // of their shards, and one upsert and one delete for each path's final state. Nothing is written
 // before every precondition is known, so an atomic batch that fails needs no savepoint.
-const CURRENT_OF = prepared(`
-  SELECT e.project_id, e.path, e.version_id FROM entries e
-  JOIN unnest($1::text[], $2::text[]) AS k(project_id, path) ON e.project_id = k.project_id AND e.path = k.path`);
+const BATCH_STATE = prepared(`
+  SELECT k.project_id, k.path, e.version_id,
+         k.check_path AND ${directoryAt('k.project_id', 'k.path')} AS directory,
+         CASE WHEN k.check_path THEN ${fileAbove('k.project_id', 'k.path')} END AS ancestor
+  FROM unnest($1::text[], $2::text[], $3::boolean[]) AS k(project_id, path, check_path)
+  LEFT JOIN entries AS e ON e.project_id = k.project_id AND e.path = k.path`);
 // The rows come out of unnest in array order and the identity is drawn as each row is inserted, so
 // seqs follow input order (checked below: history and the sync feed depend on it).
 const INSERT_VERSIONS = prepared(`
@@ -139,27 +157,32 @@ const DELETE_ENTRIES = `
   DELETE FROM entries e USING unnest($1::text[], $2::text[]) AS k(project_id, path) WHERE e.project_id = k.project_id AND e.path = k.path`;
 
 async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): Promise<VersionCommitResult[]> {
-  const keys = new Map<string, { projectId: string; path: string }>();
-  for (const { record } of commits) keys.set(keyOf(record.projectId, record.path), { projectId: record.projectId, path: record.path });
+  const keys = new Map<string, { projectId: string; path: string; check: boolean }>();
+  for (const commit of commits) {
+    const { projectId, path } = commit.record;
+    const key = keyOf(projectId, path);
+    keys.set(key, { projectId, path, check: checksPath(commit) || keys.get(key)?.check === true });
+  }
   const targets = [...keys.values()];
+  // One statement: each path's current version and, for a path to check, what is in its way. The
+  // batch was cut so that no other record of it changes the answer (runsForPathChecks).
   const committedState = new Map<string, string>();
-  const currentRows = await tx.query<{ project_id: string; path: string; version_id: string }>(CURRENT_OF, [
+  const blocked = new Map<string, WriteConflict>();
+  const rows = await tx.query<{ project_id: string; path: string; version_id: string | null; directory: boolean | null; ancestor: string | null }>(BATCH_STATE, [
     targets.map((t) => t.projectId),
     targets.map((t) => t.path),
+    targets.map((t) => t.check),
   ]);
-  for (const row of currentRows) committedState.set(keyOf(row.project_id, row.path), row.version_id);
-  const toCheck = commits.filter(checksPath);
-  const conflictRows =
-    toCheck.length === 0
-      ? []
-      : await tx.query<{ ord: number; directory: boolean; ancestor: string | null }>(CONFLICTS_OF, [
-          toCheck.map((c) => c.record.projectId),
-          toCheck.map((c) => c.record.path),
-        ]);
+  for (const row of rows) {
+    const key = keyOf(row.project_id, row.path);
+    if (row.version_id !== null) committedState.set(key, row.version_id);
+    const conflict = conflictOf({ directory: row.directory === true, ancestor: row.ancestor });
+    if (conflict !== null) blocked.set(key, conflict);
+  }
   const conflicts = new Map<VersionCommit, WriteConflict>();
-  for (const row of conflictRows) {
-    const conflict = conflictOf(row);
-    if (conflict !== null) conflicts.set(toCheck[Number(row.ord) - 1]!, conflict);
+  for (const commit of commits) {
+    const conflict = checksPath(commit) ? blocked.get(keyOf(commit.record.projectId, commit.record.path)) : undefined;
+    if (conflict !== undefined) conflicts.set(commit, conflict);
   }
 
   const state = new Map<string, string | null>(committedState);
@@ -234,47 +257,6 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
   return results;
 }
 
-// A batch without preconditions in one round trip (PG migration 4's function): the projects' locks,
-// the reads and writes commitBatch makes, and the commit. Every round trip of a client-side
-// transaction holds the project's lock, which is what writers of one project queue on across
-// replicas, and each costs both processes CPU (bench/server-storage.ts, small writes: +10 % writes/s
-// with one replica, +17 % with two).
-const COMMIT_UNCONDITIONAL = prepared(`
-  SELECT out_version_id AS version_id, out_seq AS seq, out_directory AS directory, out_ancestor AS ancestor
-  FROM strata_commit_versions($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
-    $10::text[], $11::text[], $12::integer[], $13::integer[], $14::integer[], $15::integer[], $16::boolean[], $17::boolean[], $18::text[], $19::text[])`);
-
-interface CommittedRow {
-  version_id: string;
-  seq: number | null;
-  directory: boolean;
-  ancestor: string | null;
-}
-
-async function commitUnconditional(db: PgDatabase, commits: VersionCommit[]): Promise<VersionCommitResult[]> {
-  const manifests: string[] = [];
-  const shards: string[] = [];
-  for (const commit of commits) {
-    for (const shard of shardsOf(commit)) {
-      manifests.push(commit.record.contentHash!);
-      shards.push(shard);
-    }
-  }
-  const columns = columnsOf(commits.map((c) => [...recordValues(c.record), flag(c.pulled === true), c.historyOnly === true, checksPath(c)]));
-  const rows = await db.query<CommittedRow>(COMMIT_UNCONDITIONAL, [...columns, manifests, shards]);
-  const rowOf = new Map(rows.map((row) => [row.version_id, row]));
-  let previousSeq = 0;
-  return commits.map((commit): VersionCommitResult => {
-    const row = rowOf.get(commit.record.versionId);
-    if (row === undefined) throw new Error('a record of the batch was neither committed nor refused');
-    if (row.seq === null) return { ok: false, code: 'PATH_CONFLICT', conflict: conflictOf(row)! };
-    const seq = Number(row.seq);
-    if (!(seq > previousSeq)) throw new Error('versions were numbered out of input order');
-    previousSeq = seq;
-    return { ok: true, entry: entryOf(commit) };
-  });
-}
-
 /** Whether the record's path must be free of a directory and of files above it (VersionCommit.checkPath). */
 function checksPath(commit: VersionCommit): boolean {
   return commit.checkPath === true && commit.historyOnly !== true && commit.record.contentHash !== null;
@@ -330,15 +312,6 @@ function ancestorKeys(projectId: string, path: string): string[] {
   return keys;
 }
 
-// The checked records' conflicts in the tree as committed (as the migration-4 function judges them).
-const CONFLICTS_OF = prepared(`
-  SELECT k.ord,
-         EXISTS (SELECT 1 FROM entries AS e WHERE e.project_id = k.project_id AND e.path >= k.path || '/' AND e.path < k.path || '0') AS directory,
-         (SELECT min(e.path) FROM generate_series(1, length(k.path)) AS g(n)
-            JOIN entries AS e ON e.project_id = k.project_id AND e.path = left(k.path, g.n - 1)
-          WHERE substr(k.path, g.n, 1) = '/') AS ancestor
-  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(project_id, path, ord)`);
-
 /** The $n form of pathRange (sqlite-range.ts), numbering its placeholders from `first`. */
 function pgPathRange(column: string, prefix: string, after: string | undefined, first: number): { sql: string; params: string[] } {
   const range = pathRange(column, prefix, after);
@@ -381,13 +354,8 @@ export function createPgVersions(db: PgDatabase): VersionRepository {
       // before they submit); any other batch is cut where checked paths meet (runsForPathChecks).
       const results: VersionCommitResult[] = [];
       for (const run of atomic ? [commits] : runsForPathChecks(commits)) {
-        if (!atomic && run.every((c) => c.expectedCurrent === undefined)) {
-          results.push(...(await commitUnconditional(db, run)));
-          continue;
-        }
-        const single = run.length === 1 && !checksPath(run[0]!);
         results.push(
-          ...(await db.tx(async (tx) => (single ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, atomic)), {
+          ...(await db.tx(async (tx) => (run.length === 1 ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, atomic)), {
             projects: run.map((c) => c.record.projectId),
           })),
         );
