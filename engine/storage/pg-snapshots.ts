@@ -7,7 +7,7 @@ import { createPgIdMatch } from './pg-id-match.js';
 import { createSnapshot, type Known, type Totals } from './pg-snapshot-create.js';
 import { createPgSnapshotSync } from './pg-snapshot-sync.js';
 import { Params, pgPathRange, SNAPSHOT_WITH_TAGS, snapRef, snapshotRowsSql, storable, type TaggedRow, toTagged } from './pg-snapshot-view.js';
-import { pgCommitOne } from './pg-versions.js';
+import { pgCommitOne } from './pg-commit.js';
 import { checkLimit, decodePathCursor, decodeSeqCursor, encodeCursor } from './sqlite-cursor.js';
 import { type EntryRow, toSnapshotEntry } from './sqlite-rows.js';
 
