@@ -7,6 +7,7 @@ import type { VersionCommit, VersionCommitResult, WriteConflict } from '../ports
 import type { Entry, VersionRecord } from '../types.js';
 import { type PgDatabase, prepared, type Tx } from './pg-db.js';
 import { requireStorable } from './pg-sync-objects.js';
+import { entryOfRecord } from './sqlite-rows.js';
 
 /**
  * Commits a batch (VersionRepository.commit). Every project the batch touches is locked first
@@ -102,16 +103,7 @@ interface CommitOneRow {
 function entryOf(commit: VersionCommit): Entry | null {
   const { record } = commit;
   if (commit.historyOnly === true || record.contentHash === null) return null;
-  return {
-    path: record.path,
-    versionId: record.versionId,
-    contentHash: record.contentHash,
-    size: record.size,
-    timestamp: record.timestamp,
-    executable: record.executable,
-    symlink: record.symlink,
-    dataset: record.dataset,
-  };
+  return entryOfRecord({ ...record, contentHash: record.contentHash });
 }
 
 /** Dataset shards to record with a commit (none unless the record is a dataset with content). */

@@ -67,6 +67,20 @@ export function toEntry(row: EntryRow): Entry {
   };
 }
 
+/** The entry a version record with content makes current (both backends' committers). */
+export function entryOfRecord(record: VersionRecord & { contentHash: ContentHash }): Entry {
+  return {
+    path: record.path,
+    versionId: record.versionId,
+    contentHash: record.contentHash,
+    size: record.size,
+    timestamp: record.timestamp,
+    executable: record.executable,
+    symlink: record.symlink,
+    dataset: record.dataset,
+  };
+}
+
 export function toSnapshotEntry(row: Omit<EntryRow, 'timestamp'>): SnapshotEntry {
   return {
     path: row.path,

@@ -8,7 +8,7 @@ import { createSqliteRenames } from './sqlite-renames.js';
 import { createSqlitePrune } from './sqlite-prune.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { createSqliteSyncObjects } from './sqlite-sync-objects.js';
-import { type EntryRow, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
+import { type EntryRow, entryOfRecord, run, toEntry, toVersion, VERSION_COLUMNS, type VersionRow } from './sqlite-rows.js';
 
 const ENTRY_COLUMNS = 'path, version_id, content_hash, size, timestamp, executable, symlink, dataset';
 
@@ -96,16 +96,7 @@ export function createCommitter(db: Database): (commit: VersionCommit, committed
       deleteEntry.run(record.projectId, record.path);
       return { ok: true, entry: null };
     }
-    const entry: Entry = {
-      path: record.path,
-      versionId: record.versionId,
-      contentHash: record.contentHash,
-      size: record.size,
-      timestamp: record.timestamp,
-      executable: record.executable,
-      symlink: record.symlink,
-      dataset: record.dataset,
-    };
+    const entry = entryOfRecord({ ...record, contentHash: record.contentHash });
     upsertEntry.run(
       record.projectId,
       entry.path,
