@@ -6,8 +6,8 @@
 // inserted, not when its transaction commits, so in general a reader could see seq 12 committed while
 // seq 11 is still in flight, advance its position to 12, and never see 11. That cannot happen within
 // one project, and the feed is per project: every transaction that inserts versions rows holds the
-// project's advisory lock from before its first insert until its commit (commit() and pgCommitOne's
-// callers in pg-versions.ts, importChain in pg-snapshots.ts; nothing else inserts versions rows). So
+// project's advisory lock from before its first insert until its commit (pgCommit and pgCommitOne in
+// pg-commit.ts, importChain in pg-snapshots.ts; nothing else inserts versions rows). So
 // the writers of a project run one after another, and each draws its seqs after the previous one
 // committed: per project, seq order is commit order. Postgres makes a commit visible before it
 // releases the transaction's locks, so a reader's snapshot holds a prefix of the project's seqs, and
