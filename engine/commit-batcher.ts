@@ -49,9 +49,21 @@ export function createCommitBatcher(
     while (queue.length > 0) {
       const group = takeGroup();
       const commits = group.flatMap((p) => p.commits);
+      const atomic = group[0]!.atomic;
+      // Results come back for `commits`, then for each latecomer taken: all of them, in that order.
+      const committed = [...commits];
+      // What queued while the transaction waited for its projects' lock joins it (Postgres: another
+      // replica was committing); without this, replicas sharing a project commit half-size batches.
+      const latecomers = (projects: ReadonlySet<string>): VersionCommit[] => {
+        const late = takeLatecomers(projects, MAX_BATCH - committed.length);
+        group.push(...late);
+        const lateCommits = late.flatMap((p) => p.commits);
+        committed.push(...lateCommits);
+        return lateCommits;
+      };
       try {
-        const results = await repository.versions.commit(commits, { atomic: group[0]!.atomic });
-        onCommitted(commits, results);
+        const results = await repository.versions.commit(commits, atomic ? { atomic } : { latecomers });
+        onCommitted(committed, results);
         let offset = 0;
         for (const pending of group) {
           pending.resolve(results.slice(offset, offset + pending.commits.length));
@@ -61,6 +73,22 @@ export function createCommitBatcher(
         for (const pending of group) pending.reject(error);
       }
     }
+  }
+
+  /** The queue's leading plain submissions, up to `room` records, whose every record is of `projects`. */
+  function takeLatecomers(projects: ReadonlySet<string>, room: number): Pending[] {
+    let count = 0;
+    let end = 0;
+    while (end < queue.length) {
+      const pending = queue[end]!;
+      if (pending.atomic || count + pending.commits.length > room) break;
+      if (!pending.commits.every((c) => projects.has(c.record.projectId))) break;
+      count += pending.commits.length;
+      end += 1;
+    }
+    const late = queue.slice(0, end);
+    queue = queue.slice(end);
+    return late;
   }
 
   /** Consecutive plain submissions share a transaction; an atomic group goes alone. */

@@ -52,11 +52,25 @@ export function createServerMetrics(): ServerMetrics {
     countVersions(repository) {
       const inner = repository.versions;
       const commit: typeof inner.commit = async (commits, options) => {
-        const results = await inner.commit(commits, options);
+        // Results follow the commits, then any latecomers the repository took in.
+        const committed = [...commits];
+        const latecomers = options?.latecomers;
+        const counted =
+          latecomers === undefined
+            ? options
+            : {
+                ...options,
+                latecomers: (projects: ReadonlySet<string>) => {
+                  const late = latecomers(projects);
+                  committed.push(...late);
+                  return late;
+                },
+              };
+        const results = await inner.commit(commits, counted);
         results.forEach((result, index) => {
           if (!result.ok) return;
           versions.inc();
-          versionBytes.inc(commits[index]!.record.size ?? 0);
+          versionBytes.inc(committed[index]!.record.size ?? 0);
         });
         return results;
       };

@@ -119,6 +119,19 @@ export interface PrunePreview {
   paths: Array<{ path: string; versions: number; bytes: number }>;
 }
 
+export interface VersionCommitOptions {
+  atomic?: boolean;
+  /**
+   * Not with `atomic`. Called at most once, when the commits' projects are locked for this
+   * transaction and before anything is read: commits submitted since, for those projects only, which
+   * then commit after `commits` in the same transaction, their results following in order. A
+   * repository whose writers wait for a lock shared by several processes (Postgres: every replica)
+   * calls it, so that a batch formed before a wait takes in what queued up during it; one that
+   * serializes commits in process need not.
+   */
+  latecomers?: (projects: ReadonlySet<string>) => VersionCommit[];
+}
+
 export interface VersionRepository {
   /**
    * Commit records in one transaction, in order: each record is appended to history and sets (or,
@@ -129,7 +142,7 @@ export interface VersionRepository {
    * or, for records whose own precondition held, `{ ok: false, code: 'STALE_BASE_VERSION',
    * currentVersionId }` with the path's current id as well.
    */
-  commit(commits: VersionCommit[], options?: { atomic?: boolean }): Promise<VersionCommitResult[]>;
+  commit(commits: VersionCommit[], options?: VersionCommitOptions): Promise<VersionCommitResult[]>;
   get(projectId: string, versionId: string): Promise<VersionRecord | null>;
   /**
    * The project's version ids whose canonical text starts (`prefix`) or ends (`suffix`) with the

@@ -1,11 +1,15 @@
-// Committing version records on Postgres: one record in one statement (COMMIT_ONE), a batch in a
-// fixed number of statements (commitBatch), each inside a transaction that holds the projects'
-// advisory locks (pg-db.ts), so preconditions and path checks are judged where commits are
-// serialized, on every replica. The versions repository (pg-versions.ts) and a git push's chain
-// (pg-snapshots.ts importChain) commit through here.
-import type { VersionCommit, VersionCommitResult, WriteConflict } from '../ports/metadata-repository.js';
+// Committing version records on Postgres: one record in one statement (COMMIT_ONE), a batch of
+// distinct paths in one statement sent with its COMMIT (COMMIT_SET), any other batch in a fixed
+// number of statements (commitBatch), each inside a transaction that holds the projects' advisory
+// locks (pg-db.ts), so preconditions and path checks are judged where commits are serialized, on
+// every replica. Replicas writing one project queue for its lock; what each holds it for is what
+// bounds their total rate, so a batch holds it for one round trip where it can, and takes in the
+// commits that queued while it waited (VersionCommitOptions.latecomers). The versions repository
+// (pg-versions.ts) and a git push's chain (pg-snapshots.ts importChain) commit through here.
+import type { VersionCommit, VersionCommitOptions, VersionCommitResult, WriteConflict } from '../ports/metadata-repository.js';
 import type { Entry, VersionRecord } from '../types.js';
 import { type PgDatabase, prepared, type Tx } from './pg-db.js';
+import { checksPath, keyOf, runsForPathChecks } from './commit-runs.js';
 import { requireStorable } from './pg-sync-objects.js';
 import { entryOfRecord } from './sqlite-rows.js';
 
@@ -13,24 +17,57 @@ import { entryOfRecord } from './sqlite-rows.js';
  * Commits a batch (VersionRepository.commit). Every project the batch touches is locked first
  * (sorted, so batches never deadlock): a concurrent writer cannot commit between our precondition
  * reads and our writes, on any replica. An atomic batch is judged whole against the committed tree
- * (its callers check related paths before they submit); any other batch is cut where checked paths
- * meet (runsForPathChecks), each run in a transaction of its own.
+ * (its callers check related paths before they submit); any other batch, latecomers included, is
+ * cut where checked paths meet (runsForPathChecks), each run in a transaction of its own.
  */
-export async function pgCommit(db: PgDatabase, commits: VersionCommit[], atomic: boolean): Promise<VersionCommitResult[]> {
+export async function pgCommit(db: PgDatabase, commits: VersionCommit[], options: VersionCommitOptions = {}): Promise<VersionCommitResult[]> {
   if (commits.length === 0) return [];
-  for (const { record, expectedCurrent, shards } of commits) {
-    requireStorable('record', record.versionId, record.restoredFrom, expectedCurrent, record.path, record.contentHash, ...(shards ?? []));
-    requireStorable('actor', record.actor.id, record.actor.kind, record.actor.name);
+  commits.forEach(requireStorableCommit);
+  if (options.atomic === true) {
+    return db.tx(async (tx) => (commits.length === 1 ? [await pgCommitOne(tx, commits[0]!)] : commitBatch(tx, commits, true)), { projects: projectsOf(commits) });
   }
-  const results: VersionCommitResult[] = [];
-  for (const run of atomic ? [commits] : runsForPathChecks(commits)) {
-    results.push(
-      ...(await db.tx(async (tx) => (run.length === 1 ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, atomic)), {
-        projects: run.map((c) => c.record.projectId),
-      })),
-    );
-  }
+  // The first transaction, once it holds the locks, takes in the latecomers (VersionCommitOptions):
+  // with several replicas writing one project, it has usually waited for another replica's commit.
+  let rest: VersionCommit[][] = [];
+  const results = await commitRun(db, projectsOf(commits), () => {
+    const late = options.latecomers?.(new Set(projectsOf(commits))) ?? [];
+    late.forEach(requireStorableCommit);
+    const [first, ...others] = runsForPathChecks(late.length === 0 ? commits : [...commits, ...late]);
+    rest = others;
+    return first!;
+  });
+  for (const run of rest) results.push(...(await commitRun(db, projectsOf(run), () => run)));
   return results;
+}
+
+/**
+ * One run (no checked path meets a related one) in a transaction of its own. A run of distinct
+ * paths, none history-only nor a dataset with shards (nearly every batch of writes), is one
+ * statement sent with its COMMIT (COMMIT_SET): the project lock is held for one round trip.
+ */
+async function commitRun(db: PgDatabase, projects: string[], runOf: () => VersionCommit[]): Promise<VersionCommitResult[]> {
+  let judged: { run: VersionCommit[]; rows: Promise<CommitSetRow[]> } | undefined;
+  const direct = await db.tx(
+    async (tx) => {
+      const run = runOf();
+      if (!settable(run)) return run.length === 1 ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, false);
+      judged = { run, rows: tx.send<CommitSetRow>(COMMIT_SET, commitSetValues(run)) };
+      return null;
+    },
+    { projects },
+  );
+  if (direct !== null) return direct;
+  const { run, rows } = judged!;
+  return resultsOfSet(run, await rows);
+}
+
+function requireStorableCommit({ record, expectedCurrent, shards }: VersionCommit): void {
+  requireStorable('record', record.versionId, record.restoredFrom, expectedCurrent, record.path, record.contentHash, ...(shards ?? []));
+  requireStorable('actor', record.actor.id, record.actor.kind, record.actor.name);
+}
+
+function projectsOf(commits: VersionCommit[]): string[] {
+  return [...new Set(commits.map((c) => c.record.projectId))];
 }
 
 /** Told a committed record's version seq, and the size of the entry it replaced (null: none). */
@@ -77,8 +114,6 @@ WITH prev AS (
 SELECT state.current, state.previous_size, (SELECT seq FROM ins) AS seq, state.directory, state.ancestor FROM state`);
 
 const flag = (value: boolean): number => (value ? 1 : 0);
-// NUL cannot occur in Postgres text, so it cannot occur in a project id or path: a safe separator.
-const keyOf = (projectId: string, path: string): string => `${projectId}\u0000${path}`;
 const stale = (currentVersionId: string | null): VersionCommitResult => ({ ok: false, code: 'STALE_BASE_VERSION', currentVersionId });
 
 /** A record's values in the order of the versions columns $1..$14 of COMMIT_ONE and INSERT_VERSIONS. */
@@ -138,31 +173,108 @@ export async function pgCommitOne(tx: Tx, commit: VersionCommit, committed?: PgC
   return { ok: true, entry: entryOf(commit) };
 }
 
-// A batch of more than one record costs a fixed number of statements, not one per record: one read
-// of the current entries of every path it touches (and of what is in the way of the paths it must
-// check), the preconditions checked here in input order
-// (each record sees the ones before it in the batch), then one insert of all accepted versions, one
-// of their shards, and one upsert and one delete for each path's final state. Nothing is written
-// before every precondition is known, so an atomic batch that fails needs no savepoint.
+// A run of distinct paths in one statement: COMMIT_ONE for a set. Each record is judged against the
+// committed tree alone (its path appears once, and runsForPathChecks cut the batch where a checked
+// path meets a related one), so the preconditions need no pass in JavaScript and the statement can
+// go out with its COMMIT. The rows feed the insert in input order and the identity is drawn as each
+// row is inserted (an INSERT never runs in parallel), so seqs follow input order.
+const COMMIT_SET = prepared(`
+WITH k AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                       $11::text[], $12::integer[], $13::integer[], $14::integer[], $15::integer[], $16::boolean[], $17::text[], $18::boolean[])
+    WITH ORDINALITY AS k(version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind,
+                         restored_from, executable, symlink, dataset, pulled, has_expected, expected, check_path, ord)
+), state AS (
+  SELECT k.*, e.version_id AS current,
+         k.check_path AND ${directoryAt('k.project_id', 'k.path')} AS directory,
+         CASE WHEN k.check_path THEN ${fileAbove('k.project_id', 'k.path')} END AS ancestor
+  FROM k LEFT JOIN entries AS e ON e.project_id = k.project_id AND e.path = k.path
+), accepted AS (
+  SELECT * FROM state WHERE (NOT has_expected OR current IS NOT DISTINCT FROM expected) AND NOT directory AND ancestor IS NULL
+), ins AS (
+  INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
+  SELECT version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, current, pulled
+  FROM accepted ORDER BY ord
+  RETURNING version_id, seq
+), put AS (
+  INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
+  SELECT a.project_id, a.path, ins.seq, a.version_id, a.content_hash, a.size, a.timestamp, a.executable, a.symlink, a.dataset
+  FROM accepted AS a JOIN ins ON ins.version_id = a.version_id WHERE a.content_hash IS NOT NULL
+  ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
+    content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
+    symlink = excluded.symlink, dataset = excluded.dataset
+), gone AS (
+  DELETE FROM entries AS e USING accepted AS a WHERE a.content_hash IS NULL AND e.project_id = a.project_id AND e.path = a.path
+)
+SELECT s.current, s.directory, s.ancestor, ins.seq FROM state AS s LEFT JOIN ins ON ins.version_id = s.version_id ORDER BY s.ord`);
+
+interface CommitSetRow {
+  current: string | null;
+  directory: boolean;
+  ancestor: string | null;
+  seq: number | null;
+}
+
+/** Whether COMMIT_SET can commit the run: distinct paths, nothing history-only, no shards to record. */
+function settable(run: VersionCommit[]): boolean {
+  const keys = new Set<string>();
+  for (const commit of run) {
+    if (commit.historyOnly === true || shardsOf(commit).length > 0) return false;
+    const key = keyOf(commit.record.projectId, commit.record.path);
+    if (keys.has(key)) return false;
+    keys.add(key);
+  }
+  return true;
+}
+
+function commitSetValues(run: VersionCommit[]): unknown[][] {
+  return columnsOf(
+    run.map((c) => [...recordValues(c.record), flag(c.pulled === true), c.expectedCurrent !== undefined, c.expectedCurrent ?? null, checksPath(c)]),
+  );
+}
+
+/** COMMIT_SET's rows (one per record, in order) as results, reported as pgCommitOne reports them. */
+function resultsOfSet(run: VersionCommit[], rows: CommitSetRow[]): VersionCommitResult[] {
+  return run.map((commit, index) => {
+    const row = rows[index]!;
+    if (row.seq === null) {
+      const preconditionHeld = commit.expectedCurrent === undefined || commit.expectedCurrent === row.current;
+      const conflict = conflictOf(row);
+      return preconditionHeld && conflict !== null ? { ok: false, code: 'PATH_CONFLICT', conflict } : stale(row.current);
+    }
+    return { ok: true, entry: entryOf(commit) };
+  });
+}
+
+// Any other batch (a path twice, history-only records, shards, an atomic group) costs two round trips,
+// not one per record: one read of the current entries of every path it touches (and of what is in
+// the way of the paths it must check), the preconditions checked here in input order (each record
+// sees the ones before it in the batch), then, sent with the COMMIT, one insert of all accepted
+// versions, one of their shards, and one upsert and one delete for each path's final state. Nothing
+// is written before every precondition is known, so an atomic batch that fails needs no savepoint.
 const BATCH_STATE = prepared(`
   SELECT k.project_id, k.path, e.version_id,
          k.check_path AND ${directoryAt('k.project_id', 'k.path')} AS directory,
          CASE WHEN k.check_path THEN ${fileAbove('k.project_id', 'k.path')} END AS ancestor
   FROM unnest($1::text[], $2::text[], $3::boolean[]) AS k(project_id, path, check_path)
   LEFT JOIN entries AS e ON e.project_id = k.project_id AND e.path = k.path`);
-// The rows come out of unnest in array order and the identity is drawn as each row is inserted, so
-// seqs follow input order (checked below: history and the sync feed depend on it).
+// Seqs follow input order, as in COMMIT_SET (history and the sync feed depend on it).
 const INSERT_VERSIONS = prepared(`
   INSERT INTO versions (version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-                       $12::integer[], $13::integer[], $14::integer[], $15::text[], $16::integer[])
-  RETURNING version_id, seq`);
+  SELECT version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+              $12::integer[], $13::integer[], $14::integer[], $15::text[], $16::integer[])
+    WITH ORDINALITY AS u(version_id, project_id, path, content_hash, size, actor_id, actor_kind, actor_name, timestamp, kind, restored_from, executable, symlink, dataset, base_version_id, pulled, ord)
+  ORDER BY ord`);
 const INSERT_SHARDS = `
   INSERT INTO dataset_shards (manifest_hash, shard_hash) SELECT * FROM unnest($1::text[], $2::text[]) ON CONFLICT DO NOTHING`;
 // One row per path (its batch's last record): ON CONFLICT DO UPDATE may not touch a row twice.
 const UPSERT_ENTRIES = prepared(`
   INSERT INTO entries (project_id, path, version_seq, version_id, content_hash, size, timestamp, executable, symlink, dataset)
-  SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bigint[], $7::text[], $8::integer[], $9::integer[], $10::integer[])
+  SELECT k.project_id, k.path, v.seq, k.version_id, k.content_hash, k.size, k.timestamp, k.executable, k.symlink, k.dataset
+  FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::integer[], $8::integer[], $9::integer[])
+         AS k(project_id, path, version_id, content_hash, size, timestamp, executable, symlink, dataset)
+  JOIN versions AS v ON v.version_id = k.version_id
   ON CONFLICT (project_id, path) DO UPDATE SET version_seq = excluded.version_seq, version_id = excluded.version_id,
     content_hash = excluded.content_hash, size = excluded.size, timestamp = excluded.timestamp, executable = excluded.executable,
     symlink = excluded.symlink, dataset = excluded.dataset`);
@@ -236,18 +348,7 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
   }
   if (accepted.length === 0) return results;
 
-  const records = accepted.map((a) => a.commit.record);
-  const inserted = await tx.query<{ version_id: string; seq: number }>(
-    INSERT_VERSIONS,
-    columnsOf(accepted.map((a) => [...recordValues(a.commit.record), a.base, flag(a.commit.pulled === true)])),
-  );
-  const seqOf = new Map(inserted.map((row) => [row.version_id, row.seq]));
-  let previousSeq = 0;
-  for (const record of records) {
-    const seq = seqOf.get(record.versionId)!;
-    if (!(seq > previousSeq)) throw new Error('versions were numbered out of input order');
-    previousSeq = seq;
-  }
+  tx.send(INSERT_VERSIONS, columnsOf(accepted.map((a) => [...recordValues(a.commit.record), a.base, flag(a.commit.pulled === true)])));
 
   const manifests: string[] = [];
   const shards: string[] = [];
@@ -257,70 +358,20 @@ async function commitBatch(tx: Tx, commits: VersionCommit[], atomic: boolean): P
       shards.push(shard);
     }
   }
-  if (shards.length > 0) await tx.query(INSERT_SHARDS, [manifests, shards]);
+  if (shards.length > 0) tx.send(INSERT_SHARDS, [manifests, shards]);
 
   const finals = [...finalOf.values()].map((c) => c.record);
   const puts = finals.filter((r) => r.contentHash !== null);
   const gone = finals.filter((r) => r.contentHash === null);
   if (puts.length > 0) {
-    const rows = puts.map((r) => [r.projectId, r.path, seqOf.get(r.versionId), r.versionId, r.contentHash, r.size, r.timestamp, flag(r.executable), flag(r.symlink), flag(r.dataset)]);
-    await tx.query(UPSERT_ENTRIES, columnsOf(rows));
+    const rows = puts.map((r) => [r.projectId, r.path, r.versionId, r.contentHash, r.size, r.timestamp, flag(r.executable), flag(r.symlink), flag(r.dataset)]);
+    tx.send(UPSERT_ENTRIES, columnsOf(rows));
   }
-  if (gone.length > 0) await tx.query(DELETE_ENTRIES, [gone.map((r) => r.projectId), gone.map((r) => r.path)]);
+  if (gone.length > 0) tx.send(DELETE_ENTRIES, [gone.map((r) => r.projectId), gone.map((r) => r.path)]);
   return results;
-}
-
-/** Whether the record's path must be free of a directory and of files above it (VersionCommit.checkPath). */
-function checksPath(commit: VersionCommit): boolean {
-  return commit.checkPath === true && commit.historyOnly !== true && commit.record.contentHash !== null;
 }
 
 function conflictOf(row: { directory: boolean; ancestor: string | null }): WriteConflict | null {
   if (row.directory) return { kind: 'directory' };
   return row.ancestor === null ? null : { kind: 'file-ancestor', ancestor: row.ancestor };
-}
-
-/**
- * A batch cut where a record whose path is checked meets a path of the run that is the same, above
- * or below it (in either order). Within a run, each checked path's conflicts then depend on the tree
- * as committed before the run alone, which one set-wise query can judge; the runs commit in order.
- * Batches of unrelated paths (nearly all) stay whole.
- */
-function runsForPathChecks(commits: VersionCommit[]): VersionCommit[][] {
-  if (!commits.some(checksPath)) return [commits];
-  const runs: VersionCommit[][] = [];
-  let run: VersionCommit[] = [];
-  const paths = new Set<string>();
-  const checked = new Set<string>();
-  const above = new Set<string>();
-  const aboveChecked = new Set<string>();
-  for (const commit of commits) {
-    const { projectId, path } = commit.record;
-    const ancestors = ancestorKeys(projectId, path);
-    const key = keyOf(projectId, path);
-    const check = checksPath(commit);
-    const related = check
-      ? paths.has(key) || above.has(key) || ancestors.some((a) => paths.has(a))
-      : checked.has(key) || aboveChecked.has(key) || ancestors.some((a) => checked.has(a));
-    if (related && run.length > 0) {
-      runs.push(run);
-      run = [];
-      for (const set of [paths, checked, above, aboveChecked]) set.clear();
-    }
-    run.push(commit);
-    paths.add(key);
-    for (const a of ancestors) above.add(a);
-    if (check) {
-      checked.add(key);
-      for (const a of ancestors) aboveChecked.add(a);
-    }
-  }
-  runs.push(run);
-  return runs;
-}
-
-function ancestorKeys(projectId: string, path: string): string[] {
-  const keys: string[] = [];
-  for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) keys.push(keyOf(projectId, path.slice(0, slash)));
-  return keys;
 }

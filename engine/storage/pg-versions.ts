@@ -42,7 +42,7 @@ export function createPgVersions(db: PgDatabase): VersionRepository {
   };
 
   return {
-    commit: (commits, options) => pgCommit(db, commits, options?.atomic === true),
+    commit: (commits, options) => pgCommit(db, commits, options),
     get: async (projectId, versionId) => {
       if (hasNul(versionId)) return null;
       const row = await db.one<VersionRow>(`SELECT ${VERSION_COLUMNS} FROM versions WHERE version_id = $1::text AND project_id = $2::text`, [versionId, projectId]);

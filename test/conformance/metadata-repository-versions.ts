@@ -262,6 +262,56 @@ export function versionCommitConformance(repo: RepositoryGetter): void {
       expect(await repo().versions.getEntry(PROJECT, 'atomic/ok.m')).toBeNull();
     });
 
+    it('a batch of distinct paths in two projects: each record judged against the committed tree, seqs in input order', async () => {
+      // The shape of nearly every batch of writes (Postgres commits it in one statement, COMMIT_SET).
+      const make = recordMaker();
+      const theirs = recordMaker(OTHER_PROJECT);
+      const [a1, b1, c1] = await commitAll(repo(), [make.write('a.txt', 'a1'), make.write('b.txt', 'b1'), make.write('c.txt', 'c1')]);
+      const before = (await repo().versions.outboxAfter(PROJECT, 0, 100)).items.at(-1)!.seq;
+      const a2 = make.write('a.txt', 'a2');
+      const bStale = make.write('b.txt', 'b-stale');
+      const cGone = make.remove('c.txt');
+      const dNew = make.write('d.txt', 'd1');
+      const bExists = make.write('e.txt', 'e1');
+      const below = make.write('a.txt/inner.txt', 'x');
+      const other = theirs.write('a.txt', 'theirs');
+      const results = await repo().versions.commit([
+        { record: a2, expectedCurrent: a1!.versionId },
+        { record: bStale, expectedCurrent: uuidFor(4242) },
+        { record: cGone, expectedCurrent: c1!.versionId },
+        { record: dNew, expectedCurrent: null },
+        { record: bExists },
+        { record: below, checkPath: true },
+        { record: other, expectedCurrent: null },
+      ]);
+      expect(results).toStrictEqual([
+        { ok: true, entry: entryOf(a2) },
+        { ok: false, code: 'STALE_BASE_VERSION', currentVersionId: b1!.versionId },
+        { ok: true, entry: null },
+        { ok: true, entry: entryOf(dNew) },
+        { ok: true, entry: entryOf(bExists) },
+        { ok: false, code: 'PATH_CONFLICT', conflict: { kind: 'file-ancestor', ancestor: 'a.txt' } },
+        { ok: true, entry: entryOf(other) },
+      ]);
+      expect((await repo().versions.listEntries(PROJECT, { prefix: '', limit: 10 })).items).toStrictEqual([
+        entryOf(a2),
+        entryOf(b1!),
+        entryOf(dNew),
+        entryOf(bExists),
+      ]);
+      expect(await repo().versions.getEntry(OTHER_PROJECT, 'a.txt')).toStrictEqual(entryOf(other));
+      const { items } = await repo().versions.outboxAfter(PROJECT, before, 100);
+      expect(items.map((item) => [item.record.versionId, item.baseVersionId])).toStrictEqual([
+        [a2.versionId, a1!.versionId],
+        [cGone.versionId, c1!.versionId],
+        [dNew.versionId, null],
+        [bExists.versionId, null],
+      ]);
+      expect(items.map((item) => item.seq)).toStrictEqual([...items.map((item) => item.seq)].sort((x, y) => x - y));
+      expect(await repo().versions.get(PROJECT, bStale.versionId)).toBeNull();
+      expect(await repo().versions.get(PROJECT, below.versionId)).toBeNull();
+    });
+
     it('an empty batch returns no results', async () => {
       expect(await repo().versions.commit([])).toStrictEqual([]);
       expect(await repo().versions.commit([], { atomic: true })).toStrictEqual([]);
