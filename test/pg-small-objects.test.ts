@@ -5,6 +5,10 @@
 import { ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ContentStore } from '../engine/ports/content-store.js';
+import { createEngine } from '../engine/create-engine.js';
+import type { Engine } from '../engine/engine-api.js';
+import { hashBuffer } from '../engine/hash.js';
+import { createIdGenerator } from '../engine/ids.js';
 import { createPgObjectGuard } from '../engine/storage/pg-object-guard.js';
 import { openPgRepository, type PgRepository } from '../engine/storage/pg-repository.js';
 import { withSmallObjectsInPostgres } from '../engine/storage/pg-small-objects.js';
@@ -13,6 +17,7 @@ import { contentStoreConformance } from './conformance/content-store.js';
 import { bigBytes, bytes, chunked, collect, expectStrataError, listAll } from './conformance/content-store-fixtures.js';
 import { createTestSchema, type TestSchema } from './helpers/postgres.js';
 import { startS3Server, type TestS3Server } from './helpers/s3-server.js';
+import { alice, frozenClock } from './helpers/world.js';
 
 const KIB = 1024;
 let s3: TestS3Server;
@@ -145,5 +150,69 @@ describe('small objects in postgres', () => {
     }
     await expect(store.put(failing())).rejects.toBe(boom);
     expect(await listAll(store)).toEqual(new Map([[result.hash, data.length]]));
+  });
+});
+
+describe('small content written through the engine rides with its record', () => {
+  // The server's way on Postgres + S3 (server-storage.ts): the object's row and the version that
+  // references it are written by one transaction, so a write costs one durable commit, not two.
+  let store: ContentStore;
+  let engine: Engine;
+  let projectId: string;
+
+  beforeEach(async () => {
+    ({ store } = await openTiered(4 * KIB));
+    const clock = frozenClock();
+    engine = createEngine({ store, repository, clock, ids: createIdGenerator(clock), gcGraceMs: 0 });
+    const orgId = `org-${++prefixes}`;
+    await repository.access.createOrganization({ orgId, name: orgId, createdAt: new Date(clock.now()).toISOString() });
+    projectId = (await engine.createProject({ orgId, name: 'riding' })).projectId;
+    await engine.trackDataset({ projectId, pattern: '**/*.h5', actor: alice });
+  });
+  afterEach(async () => {
+    await store.close();
+  });
+
+  /** The transaction id that wrote the small object's row, and the version's. */
+  const writers = async (hash: string, versionId: string) => {
+    const [object] = await repository.db.query<{ xid: string }>('SELECT xmin::text AS xid FROM small_objects WHERE content_hash = $1', [hash]);
+    const [version] = await repository.db.query<{ xid: string }>('SELECT xmin::text AS xid FROM versions WHERE version_id = $1', [versionId]);
+    return { object: object?.xid, version: version?.xid };
+  };
+
+  it('a stream or a buffer up to the threshold: one transaction writes the object and the version; larger goes to the bucket first', async () => {
+    const streamed = bytes(3 * KIB, 7);
+    const first = await engine.writeFile({ projectId, path: 'src/a.txt', actor: alice, content: chunked(streamed, 1000) });
+    const ofStream = await writers(first.version.contentHash!, first.version.versionId);
+    expect(ofStream.object).toBeDefined();
+    expect(ofStream.object).toBe(ofStream.version);
+    expect(await store.readBuffer(first.version.contentHash!)).toStrictEqual(Buffer.from(streamed));
+
+    const buffered = await engine.writeFile({ projectId, path: 'src/b.txt', actor: alice, content: bytes(4 * KIB, 8) });
+    const ofBuffer = await writers(buffered.version.contentHash!, buffered.version.versionId);
+    expect(ofBuffer.object).toBe(ofBuffer.version);
+
+    const larger = bytes(4 * KIB + 1, 9);
+    const big = await engine.writeFile({ projectId, path: 'src/c.txt', actor: alice, content: chunked(larger, 1500) });
+    expect((await writers(big.version.contentHash!, big.version.versionId)).object).toBeUndefined();
+    expect(await store.readBuffer(big.version.contentHash!)).toStrictEqual(Buffer.from(larger));
+    expect((await engine.fsck()).ok).toBe(true);
+  });
+
+  it('a small file the dataset rules make a dataset is stored as one; the upload limit still holds', async () => {
+    const data = await engine.writeFile({ projectId, path: 'run/small.h5', actor: alice, content: chunked(bytes(2 * KIB, 10), 500) });
+    expect(data.version.dataset).toBe(true);
+    expect(await collect((await engine.readFile({ projectId, path: 'run/small.h5' })).stream)).toStrictEqual(Buffer.from(bytes(2 * KIB, 10)));
+    await expectStrataError(engine.writeFile({ projectId, path: 'src/limit.txt', actor: alice, content: chunked(bytes(2 * KIB, 11), 500), maxBytes: 1000 }), 'BODY_TOO_LARGE');
+    expect(await engine.stat({ projectId, path: 'src/limit.txt' })).toBeNull();
+  });
+
+  it('a refused write stores its content all the same (garbage for gc) and commits no version', async () => {
+    await engine.writeFile({ projectId, path: 'taken', actor: alice, content: bytes(100, 12) });
+    const below = bytes(200, 13);
+    // Known to be small, so refused by the commit rather than checked before (a stream of unknown size is).
+    await expectStrataError(engine.writeFile({ projectId, path: 'taken/below.txt', actor: alice, content: below }), 'PATH_EXISTS');
+    expect(await store.has(hashBuffer(below))).toBe(true);
+    expect((await repository.versions.history(projectId, { path: 'taken/below.txt', limit: 5 })).items).toStrictEqual([]);
   });
 });

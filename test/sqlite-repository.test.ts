@@ -31,6 +31,18 @@ describe('sqlite repository specifics', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  it('refuses a commit that carries content (no store hands it content to keep) and commits nothing', async () => {
+    const repository = openSqliteRepository({ file: join(dir, 'm.db') });
+    try {
+      const make = recordMaker();
+      const record = make.write('a.txt', 'a');
+      await expect(repository.versions.commit([{ record, content: Buffer.from('a') }])).rejects.toThrow('does not store content');
+      expect(await repository.versions.getEntry(PROJECT, 'a.txt')).toBeNull();
+    } finally {
+      await repository.close();
+    }
+  });
+
   it('sets the durability pragmas', async () => {
     const file = join(dir, 'm.db');
     const repository = openSqliteRepository({ file });

@@ -6,7 +6,9 @@ import { type StoredDataset, storeDatasetFile, storeDatasetFromObject, storeData
 import type { WriteInput, WriteResult } from '../engine-api.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
+import { hashBuffer } from '../hash.js';
 import { isVersioned } from '../policy.js';
+import { takeIfSmall } from '../small-content.js';
 import { readSymlinkTarget } from '../symlink-target.js';
 import type { VersionCommit, WriteConflict } from '../ports/metadata-repository.js';
 import type { ContentHash, Entry, Project, VersionRecord } from '../types.js';
@@ -25,7 +27,7 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
   const result = await ctx.gcLock.shared(async (): Promise<WriteResult> => {
     const options = { maxBytes: input.maxBytes ?? DEFAULT_MAX_UPLOAD_BYTES };
     const symlink = input.symlink === true;
-    const stored = symlink ? await storeSymlink(ctx, input.content) : await storeContent(ctx, project, path, input, options);
+    const stored: StoredContent = symlink ? await storeSymlink(ctx, input.content) : await storeContent(ctx, project, path, input, options);
     const executable = input.executable === true && !symlink;
     if (input.ifChanged === true) {
       const current = await unchangedEntry(ctx, project.projectId, path, stored.hash, { executable, symlink, dataset: stored.dataset !== null });
@@ -44,6 +46,7 @@ export async function writeFile(ctx: EngineContext, input: WriteInput): Promise<
     });
     const commit: VersionCommit = { record, checkPath: true };
     if (stored.dataset !== null) commit.shards = stored.dataset.shards;
+    if (stored.withRecord !== undefined) commit.content = stored.withRecord;
     if (input.baseVersionId !== undefined) commit.expectedCurrent = input.baseVersionId;
     return commitOne(ctx, commit);
   });
@@ -67,6 +70,14 @@ function mayBeLarge(input: WriteInput): boolean {
   return (input.sizeHint ?? Number.POSITIVE_INFINITY) > EARLY_CHECK_BYTES;
 }
 
+interface StoredContent {
+  hash: ContentHash;
+  size: number;
+  dataset: StoredDataset | null;
+  /** not stored yet: the commit stores it with the record (VersionCommit.content) */
+  withRecord?: Uint8Array;
+}
+
 /**
  * Puts the content into the store: as one object, or as a dataset (shards + manifest) when the
  * project's dataset rules say so. A file input whose size is known goes straight to shards; content
@@ -79,7 +90,7 @@ async function storeContent(
   path: string,
   input: WriteInput,
   options: { maxBytes: number },
-): Promise<{ hash: ContentHash; size: number; dataset: StoredDataset | null }> {
+): Promise<StoredContent> {
   const { content } = input;
   const datasets = ctx.store.putDatasetFile !== undefined;
   if (datasets && !(content instanceof Uint8Array) && 'file' in content) {
@@ -101,15 +112,26 @@ async function storeContent(
     const dataset = await storeDatasetIngest(ctx, ingest);
     return { hash: dataset.manifestHash, size: dataset.size, dataset };
   }
+  // Small content the repository may keep itself rides with the record (one transaction for both).
+  const smallMax = Math.min(ctx.store.contentWithRecordMaxBytes ?? -1, options.maxBytes);
+  let source = content;
+  if (smallMax >= 0 && !(source instanceof Uint8Array) && !('file' in source)) {
+    const head = await takeIfSmall(source, smallMax);
+    source = 'small' in head ? head.small : head.stream;
+  }
+  if (source instanceof Uint8Array && source.length <= smallMax && !(datasets && isDataset(project.datasets, path, source.length))) {
+    input.onProgress?.(source.length);
+    return { hash: hashBuffer(source), size: source.length, dataset: null, withRecord: source };
+  }
   const progress = input.onProgress ? { onProgress: input.onProgress } : {};
   const stored =
-    content instanceof Uint8Array
-      ? await ctx.store.putBuffer(content, options)
-      : 'file' in content
-        ? content.adopt === true && ctx.store.adoptFile !== undefined
-          ? await ctx.store.adoptFile(content.file, { ...options, ...(content.knownHash === undefined ? {} : { knownHash: content.knownHash }) })
-          : await ctx.store.putFile(content.file, { ...options, ...progress })
-        : await ctx.store.put(content, { ...options, ...progress });
+    source instanceof Uint8Array
+      ? await ctx.store.putBuffer(source, options)
+      : 'file' in source
+        ? source.adopt === true && ctx.store.adoptFile !== undefined
+          ? await ctx.store.adoptFile(source.file, { ...options, ...(source.knownHash === undefined ? {} : { knownHash: source.knownHash }) })
+          : await ctx.store.putFile(source.file, { ...options, ...progress })
+        : await ctx.store.put(source, { ...options, ...progress });
   if (datasets && isDataset(project.datasets, path, stored.size)) {
     const dataset = await storeDatasetFromObject(ctx, stored.hash, stored.size);
     return { hash: dataset.manifestHash, size: dataset.size, dataset };

@@ -69,6 +69,12 @@ export interface ReadRange {
  * - `open` verifies whole-object reads against the hash and fails the stream with CONTENT_CORRUPT.
  */
 export interface ContentStore {
+  /**
+   * Objects up to this size are kept where the metadata repository can store them itself, in the
+   * transaction that commits the record referencing them (VersionCommit.content): a write of small
+   * content is then one durable transaction instead of two. Absent: every object goes through `put`.
+   */
+  readonly contentWithRecordMaxBytes?: number;
   /** Stream bytes in. */
   put(source: AsyncIterable<Uint8Array>, options?: PutOptions): Promise<PutResult>;
   /** Small in-memory content (already bounded by the caller). */

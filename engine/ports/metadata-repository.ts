@@ -74,6 +74,13 @@ export interface VersionCommit {
    * the mount and the watcher mirror a real tree, where that cannot happen.
    */
   checkPath?: boolean;
+  /**
+   * The record's content, when the content store lets the repository keep it
+   * (ContentStore.contentWithRecordMaxBytes): stored in the commit's transaction, before the record,
+   * and kept even if the record is refused (garbage for gc, as any content stored before a refused
+   * commit). A repository the store did not name must refuse a commit that carries it.
+   */
+  content?: Uint8Array;
 }
 
 /** A change in sync's feed: the record, and whether it was its path's newest record when read. */

@@ -10,6 +10,7 @@ import type { VersionCommit, VersionCommitOptions, VersionCommitResult, WriteCon
 import type { Entry, VersionRecord } from '../types.js';
 import { type PgDatabase, prepared, type Tx } from './pg-db.js';
 import { checksPath, keyOf, runsForPathChecks } from './commit-runs.js';
+import { INSERT_SMALL } from './pg-small-objects.js';
 import { requireStorable } from './pg-sync-objects.js';
 import { entryOfRecord } from './sqlite-rows.js';
 
@@ -24,7 +25,13 @@ export async function pgCommit(db: PgDatabase, commits: VersionCommit[], options
   if (commits.length === 0) return [];
   commits.forEach(requireStorableCommit);
   if (options.atomic === true) {
-    return db.tx(async (tx) => (commits.length === 1 ? [await pgCommitOne(tx, commits[0]!)] : commitBatch(tx, commits, true)), { projects: projectsOf(commits) });
+    return db.tx(
+      async (tx) => {
+        sendContents(tx, commits);
+        return commits.length === 1 ? [await pgCommitOne(tx, commits[0]!)] : commitBatch(tx, commits, true);
+      },
+      { projects: projectsOf(commits) },
+    );
   }
   // The first transaction, once it holds the locks, takes in the latecomers (VersionCommitOptions):
   // with several replicas writing one project, it has usually waited for another replica's commit.
@@ -50,6 +57,7 @@ async function commitRun(db: PgDatabase, projects: string[], runOf: () => Versio
   const direct = await db.tx(
     async (tx) => {
       const run = runOf();
+      sendContents(tx, run);
       if (!settable(run)) return run.length === 1 ? [await pgCommitOne(tx, run[0]!)] : commitBatch(tx, run, false);
       judged = { run, rows: tx.send<CommitSetRow>(COMMIT_SET, commitSetValues(run)) };
       return null;
@@ -59,6 +67,20 @@ async function commitRun(db: PgDatabase, projects: string[], runOf: () => Versio
   if (direct !== null) return direct;
   const { run, rows } = judged!;
   return resultsOfSet(run, await rows);
+}
+
+/**
+ * The contents that ride with their records (VersionCommit.content) go first, in one statement,
+ * into the small objects' table (pg-small-objects.ts), locked and touched as that store's own puts
+ * are: the records that reference them commit in the same transaction.
+ */
+function sendContents(tx: Tx, commits: VersionCommit[]): void {
+  const carrying = commits.filter((c) => c.content !== undefined && c.record.contentHash !== null);
+  if (carrying.length === 0) return;
+  tx.send(INSERT_SMALL, [
+    carrying.map((c) => c.record.contentHash),
+    carrying.map((c) => Buffer.from(c.content!.buffer, c.content!.byteOffset, c.content!.byteLength)),
+  ]);
 }
 
 function requireStorableCommit({ record, expectedCurrent, shards }: VersionCommit): void {

@@ -20,6 +20,7 @@ import { hashBuffer, parseContentHash } from '../hash.js';
 import type { ContentStore, DatasetFileOptions, DatasetIngest, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import type { ObjectGuard } from '../ports/object-guard.js';
 import type { ContentHash } from '../types.js';
+import { resume } from '../small-content.js';
 import { type PgDatabase, prepared } from './pg-db.js';
 import { LOCKED_HASHES_CTE } from './pg-object-guard.js';
 import { readLimits } from './local-content-store-ingest.js';
@@ -37,7 +38,8 @@ const INSERTS_IN_FLIGHT = 1;
 /** Hashes asked of the table at once when `list` checks the bucket's objects against it. */
 const LIST_BATCH = 1000;
 
-const INSERT_SMALL = prepared(`WITH ${LOCKED_HASHES_CTE},
+/** Objects $1 (hashes) with contents $2: locked and touched for the guard, inserted if new. */
+export const INSERT_SMALL = prepared(`WITH ${LOCKED_HASHES_CTE},
   touched AS (
     INSERT INTO object_touches (content_hash, touched_at)
     SELECT DISTINCT h, now() FROM unnest($1::text[]) AS h, locked WHERE locked.n >= 0
@@ -77,6 +79,14 @@ class SmallObjectTier implements ContentStore {
       this.putDatasetStream = (source: AsyncIterable<Uint8Array>, params: ChunkerParams, opts?: { maxBytes?: number }) => large.putDatasetStream!(source, params, opts);
     }
     if (large.compact !== undefined) this.compact = () => large.compact!();
+  }
+
+  /**
+   * The versions repository on the same database stores these with the record that references them,
+   * in its commit's transaction (VersionCommit.content, pg-commit.ts): one transaction for both.
+   */
+  get contentWithRecordMaxBytes(): number {
+    return this.maxBytes;
   }
 
   // Datasets' shards are cut to hundreds of KiB: the bucket's (a short last shard there too, which
@@ -309,24 +319,6 @@ class SmallObjectTier implements ContentStore {
   private async remove(hash: ContentHash): Promise<void> {
     await this.db.query('DELETE FROM small_objects WHERE content_hash = $1', [hash]);
     await this.large.delete(hash);
-  }
-}
-
-/** The chunks already taken, then the rest; a consumer that stops early closes the source too. */
-async function* resume(chunks: Uint8Array[], rest: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
-  let done = false;
-  try {
-    yield* chunks;
-    for (;;) {
-      const next = await rest.next();
-      if (next.done === true) {
-        done = true;
-        return;
-      }
-      yield next.value;
-    }
-  } finally {
-    if (!done) await rest.return?.();
   }
 }
 

@@ -186,7 +186,11 @@ export function createSqliteVersions(db: Database): VersionRepository {
     // IMMEDIATE: take the write lock before reading the preconditions, so another process cannot
     // commit between our check and our write (and we never hit SQLITE_BUSY on lock upgrade).
     commit: (commits, options) =>
-      run(() => (options?.atomic === true ? commitAtomic : commitBatch).immediate(commits)),
+      run(() => {
+        // No store hands this repository content to keep (ContentStore.contentWithRecordMaxBytes).
+        if (commits.some((c) => c.content !== undefined)) throw new TypeError('this repository does not store content with records');
+        return (options?.atomic === true ? commitAtomic : commitBatch).immediate(commits);
+      }),
     get: (projectId, versionId) =>
       run(() => {
         const row = versionById.get(versionId, projectId) as VersionRow | undefined;
