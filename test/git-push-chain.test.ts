@@ -217,7 +217,7 @@ describe('a long pushed chain', () => {
         snapshot: { snapshotId: ids.uuid(), projectId, message: 'pushed', actor: ACTOR, timestamp },
         tags: [],
       },
-    ]);
+    ], (await local.repository.snapshots.tip(projectId))?.snapshotId ?? null);
     const snapshots = await allSnapshots();
     expect(snapshots).toHaveLength(before + 1);
     const files = await snapshotFiles(snapshots[before]!.snapshotId);

@@ -131,7 +131,7 @@ describe('postgres snapshots at 100,000 entries', () => {
     const initial = Array.from({ length: files }, (_, i) => other.write(`src/m${i % 20}/f${i}.c`, `v0 ${i}`));
     await repository.versions.commit(initial.map((record) => ({ record })));
     for (const record of initial) current.set(record.path, record.versionId);
-    await repository.snapshots.create(snapshotInput(1, OTHER_PROJECT));
+    const base = await repository.snapshots.create(snapshotInput(1, OTHER_PROJECT));
     const steps: ImportStep[] = Array.from({ length: 300 }, (_, c) => {
       const commits = Array.from({ length: 5 }, (_, k) => {
         const i = (c * 7 + k * 131) % files;
@@ -143,7 +143,7 @@ describe('postgres snapshots at 100,000 entries', () => {
       });
       return { commits, snapshot: snapshotInput(c + 2, OTHER_PROJECT), tags: c % 100 === 99 ? [`v${c}`] : [] };
     });
-    const { ms, value } = await timed(() => repository.snapshots.importChain(OTHER_PROJECT, steps));
+    const { ms, value } = await timed(() => repository.snapshots.importChain(OTHER_PROJECT, steps, base.snapshotId));
     expect(value.map((s) => s.seq)).toStrictEqual(steps.map((_, c) => c + 2));
     const entryRows = await rowsOf('snapshot_entries', OTHER_PROJECT);
     const changeRows = await rowsOf('snapshot_changes', OTHER_PROJECT);

@@ -111,7 +111,10 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
   const applied: GitReceiveResult['applied'] = [];
   if (steps.length > 0) {
     await ctx.batcher.drain();
-    const snapshots = await ctx.gcLock.shared(() => ctx.repository.snapshots.importChain(input.projectId, steps));
+    // Applied only on the chain it was planned on: the same push landing meanwhile (another request or
+    // replica) would pass every record's precondition, since the planning read its records.
+    const plannedOn = chain.at(-1)?.snapshotId ?? null;
+    const snapshots = await ctx.gcLock.shared(() => ctx.repository.snapshots.importChain(input.projectId, steps, plannedOn));
     for (const [i, snapshot] of snapshots.entries()) applied.push({ snapshotId: snapshot.snapshotId, commitId: fresh[i]!.commitId });
     for (const step of steps) for (const commit of step.commits) ctx.retention.schedule(input.projectId, commit.record.path);
   }

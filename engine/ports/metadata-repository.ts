@@ -286,10 +286,14 @@ export interface SnapshotRepository {
   /**
    * A received history (git push), all or nothing: each step commits its version records — every
    * precondition checked, as commit(…, { atomic: true }) does — then takes its snapshot and adds its
-   * tags. A failed precondition throws STALE_BASE_VERSION, a taken tag TAG_TAKEN, and then no step
-   * is applied. Returns the snapshots, in order.
+   * tags. The steps were planned on the chain ending at `expectedTip` (a snapshot id; null: no
+   * snapshot yet): if the tip is another when the chain is applied (the same push, applied meanwhile
+   * through another request or replica, would otherwise pass every record's precondition, since its
+   * records were read after it), that throws STALE_BASE_VERSION too. A failed precondition throws
+   * STALE_BASE_VERSION, a taken tag TAG_TAKEN, and then no step is applied. Returns the snapshots,
+   * in order.
    */
-  importChain(projectId: string, steps: ImportStep[]): Promise<Snapshot[]>;
+  importChain(projectId: string, steps: ImportStep[], expectedTip: string | null): Promise<Snapshot[]>;
   /**
    * A snapshot of exactly these pins (sync: the tree a workstation had when it took it), appended to
    * the chain: parent = tip, seq = tip + 1. Pins whose version is not a live version of the project

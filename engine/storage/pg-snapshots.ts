@@ -4,7 +4,8 @@ import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import type { PgDatabase, Tx } from './pg-db.js';
 import { createPgDiff } from './pg-diff.js';
 import { createPgIdMatch } from './pg-id-match.js';
-import { createSnapshot, type Known, type Totals } from './pg-snapshot-create.js';
+import { chainMoved, recordMoved } from './import-chain.js';
+import { createSnapshot, type Known, type Totals, tipOf } from './pg-snapshot-create.js';
 import { createPgSnapshotSync } from './pg-snapshot-sync.js';
 import { Params, pgPathRange, SNAPSHOT_WITH_TAGS, snapRef, snapshotRowsSql, storable, type TaggedRow, toTagged } from './pg-snapshot-view.js';
 import { pgCommitOne } from './pg-commit.js';
@@ -61,13 +62,14 @@ export function createPgSnapshots(db: PgDatabase): SnapshotRepository {
     if (inserted.length === 0) throw new StrataError('TAG_TAKEN', { details: { tag } });
   };
 
-  const importChain = (projectId: string, steps: ImportStep[]): Promise<Snapshot[]> =>
+  const importChain = (projectId: string, steps: ImportStep[], expectedTip: string | null): Promise<Snapshot[]> =>
     locked(projectId, async (tx) => {
+      let tip: Known['tip'] = await tipOf(tx, projectId);
+      if ((tip?.snapshot_id ?? null) !== expectedTip) throw chainMoved(expectedTip, tip?.snapshot_id ?? null);
       const created: Snapshot[] = [];
       // Kept up to date commit by commit: counting the project's entries for each snapshot was a scan
       // of every entry per pushed commit (bench/git-push.ts).
       const running: Totals = (await tx.one<Totals>('SELECT count(*) AS file_count, coalesce(sum(size), 0) AS total_size FROM entries WHERE project_id = $1', [projectId]))!;
-      let tip: Known['tip'];
       for (const step of steps) {
         const written: Known['written'] = [];
         for (const commit of step.commits) {
@@ -86,10 +88,10 @@ export function createPgSnapshots(db: PgDatabase): SnapshotRepository {
             }
           });
           // Throwing rolls the whole chain back: a push applies wholly or not at all.
-          if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: record.path } });
+          if (!result.ok) throw recordMoved(record.path);
         }
         if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
-        const made = await createSnapshot(tx, step.snapshot, { totals: { ...running }, written, ...(tip === undefined ? {} : { tip }) });
+        const made = await createSnapshot(tx, step.snapshot, { totals: { ...running }, written, tip });
         tip = made.tip;
         for (const tag of step.tags) await insertTag(tx, projectId, tag, made.snap);
         created.push({ ...made.snapshot, tags: [...step.tags].sort() });

@@ -8,6 +8,7 @@ import { createSqliteIdMatch } from './sqlite-id-match.js';
 import { createSqliteSnapshotSync } from './sqlite-snapshot-sync.js';
 import { createSnapshotView } from './sqlite-snapshot-view.js';
 import { createCommitter } from './sqlite-versions.js';
+import { chainMoved, recordMoved } from './import-chain.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { run, SNAPSHOT_COLUMNS, type SnapshotRow, snapshotAppender, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
 
@@ -157,12 +158,14 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
   };
 
   const commitOne = createCommitter(db);
-  const importChain = db.transaction((projectId: string, steps: ImportStep[]): Snapshot[] => {
+  const importChain = db.transaction((projectId: string, steps: ImportStep[], expectedTip: string | null): Snapshot[] => {
+    const current = tipRow.get(projectId) as SnapshotRow | undefined;
+    if ((current?.snapshot_id ?? null) !== expectedTip) throw chainMoved(expectedTip, current?.snapshot_id ?? null);
     const created: Snapshot[] = [];
     // Kept up to date commit by commit: counting the project's entries for each snapshot was a scan
     // of every entry per pushed commit (bench/git-push.ts).
     const running = { ...(totals.get(projectId) as Totals) };
-    let tip: Known['tip'] | undefined;
+    let tip: Known['tip'] = current ?? null;
     for (const step of steps) {
       const written: Known['written'] = [];
       for (const commit of step.commits) {
@@ -179,10 +182,10 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
           }
         });
         // Throwing rolls the whole chain back: a push applies wholly or not at all.
-        if (!result.ok) throw new StrataError('STALE_BASE_VERSION', { message: 'The project changed while the push was applied; pull and push again', details: { path: record.path } });
+        if (!result.ok) throw recordMoved(record.path);
       }
       if (step.snapshot.projectId !== projectId) throw new StrataError('INVALID_ARGUMENT', { message: 'a step of another project' });
-      const snapshot = create(step.snapshot, { totals: running, written, ...(tip === undefined ? {} : { tip }) });
+      const snapshot = create(step.snapshot, { totals: running, written, tip });
       const snap = (snapOf.get(snapshot.snapshotId) as number | undefined)!;
       tip = { snap, snapshot_id: snapshot.snapshotId, seq: snapshot.seq };
       for (const tag of step.tags) {
@@ -210,7 +213,7 @@ export function createSqliteSnapshots(db: Database): SnapshotRepository {
     ...createSqliteIdMatch(db, 'snapshots'),
     ...createSqliteDiff(db, view),
     ...createSqliteSnapshotSync(db),
-    importChain: (projectId, steps) => run(() => importChain.immediate(projectId, steps)),
+    importChain: (projectId, steps, expectedTip) => run(() => importChain.immediate(projectId, steps, expectedTip)),
     addTag: (projectId, snapshotId, tag) => run(() => addTag.immediate(projectId, snapshotId, tag)),
     removeTag: (projectId, tag) => run(() => deleteTag.run(projectId, tag).changes > 0),
     listTags: (projectId) => run(() => allTags.all(projectId) as Array<{ tag: string; snapshotId: string }>),

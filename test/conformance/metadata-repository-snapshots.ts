@@ -31,6 +31,29 @@ export function pinOf(record: VersionRecord): SnapshotEntry {
 
 export function snapshotConformance(repo: RepositoryGetter): void {
   describe('snapshots', () => {
+    it('applies a pushed chain only on the tip it was planned on: the same push landing twice is refused whole', async () => {
+      const make = recordMaker();
+      const first = make.write('model.py', 'print(1)');
+      const [pushed] = await repo().snapshots.importChain(PROJECT, [{ commits: [{ record: first, expectedCurrent: null }], snapshot: snapshotInput(1), tags: [] }], null);
+      expect(pushed!.parentId).toBeNull();
+      // The same push planned on the empty project by another request, whose planning read the first
+      // one's record (so the record's precondition holds): refused by the tip, nothing of it applied.
+      const again = make.write('model.py', 'print(1)');
+      await expectStrataError(
+        repo().snapshots.importChain(PROJECT, [{ commits: [{ record: again, expectedCurrent: first.versionId }], snapshot: snapshotInput(2), tags: ['v1'] }], null),
+        'STALE_BASE_VERSION',
+        { expectedTip: null, currentTip: pushed!.snapshotId },
+      );
+      expect((await repo().snapshots.list(PROJECT, { limit: 10 })).items.map((s) => s.snapshotId)).toStrictEqual([pushed!.snapshotId]);
+      expect((await repo().versions.history(PROJECT, { path: 'model.py', limit: 10 })).items).toStrictEqual([first]);
+      expect(await repo().snapshots.resolveTag(PROJECT, 'v1')).toBeNull();
+      // Planned on that tip, a next commit applies.
+      const next = make.write('model.py', 'print(2)');
+      const [child] = await repo().snapshots.importChain(PROJECT, [{ commits: [{ record: next, expectedCurrent: first.versionId }], snapshot: snapshotInput(3), tags: [] }], pushed!.snapshotId);
+      expect(child!.parentId).toBe(pushed!.snapshotId);
+      await expectStrataError(repo().snapshots.importChain(PROJECT, [], pushed!.snapshotId), 'STALE_BASE_VERSION', { currentTip: child!.snapshotId });
+    });
+
     it('creates a chain: seq from 1, parent = previous tip, per project', async () => {
       const make = recordMaker();
       await commitAll(repo(), [make.write('a.txt', 'aaa'), make.write('b/c.txt', 'cc')]);

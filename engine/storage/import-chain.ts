@@ -1,0 +1,14 @@
+// What both repositories' importChain (a git push applied) say when the project moved under the push.
+import { StrataError } from '../errors.js';
+
+const MOVED = 'The project changed while the push was applied; pull and push again';
+
+/** The chain's tip is no longer the snapshot the push was planned on (another push landed first). */
+export function chainMoved(expectedTip: string | null, currentTip: string | null): StrataError {
+  return new StrataError('STALE_BASE_VERSION', { message: MOVED, details: { expectedTip, currentTip } });
+}
+
+/** A pushed record's precondition failed: its path changed since the push was planned. */
+export function recordMoved(path: string): StrataError {
+  return new StrataError('STALE_BASE_VERSION', { message: MOVED, details: { path } });
+}
