@@ -8,9 +8,10 @@
 import type { EngineContext } from '../context.js';
 import type { GitReceiveResult } from '../engine-api.js';
 import { parseManifest } from '../datasets/manifest.js';
+import { chainMoved, isChainMoved } from '../chain-moved.js';
 import { isStrataError, StrataError } from '../errors.js';
 import { applyToTree, IdsAhead, pushedCommitId } from '../git/pushed-ids.js';
-import { type ReceivedBlob, type ReceivedCommit, readPushedHistory } from '../git/receive-stream.js';
+import { type ReceivedBlob, type ReceivedCommit, type ReceivedHistory, readPushedHistory } from '../git/receive-stream.js';
 import type { ImportStep, VersionCommit } from '../ports/metadata-repository.js';
 import type { Actor, ContentHash, Entry } from '../types.js';
 import { gitChainState, snapshotChain } from './git-export.js';
@@ -42,10 +43,43 @@ export async function gitReceive(ctx: EngineContext, input: { projectId: string;
     state = await gitChainState(ctx, input.projectId, chain);
     oidBlobs = idsOf(state);
   }
-  const ours = state.commits;
-  const idsAhead = (ours.at(-1)?.commitId ?? null) === tipBefore ? ahead.result(pushed) : null;
+  const idsAhead = (state.commits.at(-1)?.commitId ?? null) === tipBefore ? ahead.result(pushed) : null;
   // IdsAhead worked on the tip's tree: if it did and its ids are not taken, the tip's tree is rebuilt.
   const tipTreeSpent = ahead.used && state.tree === ahead.tree;
+  try {
+    return await applyPushed(ctx, input, pushed, { chain, state, oidBlobs, idsAhead, tipTreeSpent });
+  } catch (error) {
+    // Another push landed between our read of the chain and our commit, most often this very push
+    // sent to another replica: judged again against the chain as it is now, it is already present.
+    if (!isChainMoved(error)) throw error;
+    chain = await snapshotChain(ctx, input.projectId, null);
+    state = await gitChainState(ctx, input.projectId, chain);
+    return applyPushed(ctx, input, pushed, { chain, state, oidBlobs: idsOf(state), idsAhead: null, tipTreeSpent: false });
+  }
+}
+
+interface ChainRead {
+  chain: Awaited<ReturnType<typeof snapshotChain>>;
+  state: Awaited<ReturnType<typeof gitChainState>>;
+  /** git blob id → content hash, of the chain's blobs */
+  oidBlobs: Map<string, ContentHash>;
+  /** the pushed commits' ids if worked out during the read (they continue the tip), else null */
+  idsAhead: string[] | null;
+  /** whether working them out changed `state.tree` */
+  tipTreeSpent: boolean;
+}
+
+/**
+ * The pushed commits compared with the chain as read, and the new ones applied (importChain) on the
+ * condition that the chain's tip is still the one read.
+ */
+async function applyPushed(
+  ctx: EngineContext,
+  input: { projectId: string; actor: Actor },
+  pushed: ReceivedHistory,
+  { chain, state, oidBlobs, idsAhead, tipTreeSpent }: ChainRead,
+): Promise<GitReceiveResult> {
+  const ours = state.commits;
 
   // Where the pushed commits start in our chain.
   let start: number;
@@ -129,7 +163,11 @@ async function assertSnapshotted(ctx: EngineContext, projectId: string, tipId: s
     tipId === null
       ? (await ctx.repository.versions.listEntries(projectId, { prefix: '', limit: 1 })).items.length > 0
       : (await ctx.repository.snapshots.diff(projectId, tipId, null)).length > 0;
-  if (changed) throw new StrataError('GIT_UNSNAPSHOTTED_CHANGES');
+  if (!changed) return;
+  // A push that landed since the chain was read changed the files too: not the user's unsnapshotted work.
+  const tip = (await ctx.repository.snapshots.tip(projectId))?.snapshotId ?? null;
+  if (tip !== tipId) throw chainMoved(tipId, tip);
+  throw new StrataError('GIT_UNSNAPSHOTTED_CHANGES');
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Page, Snapshot, SnapshotEntry } from '../types.js';
 import type { PgDatabase, Tx } from './pg-db.js';
 import { createPgDiff } from './pg-diff.js';
 import { createPgIdMatch } from './pg-id-match.js';
-import { chainMoved, recordMoved } from './import-chain.js';
+import { chainMoved, recordMoved } from '../chain-moved.js';
 import { createSnapshot, type Known, type Totals, tipOf } from './pg-snapshot-create.js';
 import { createPgSnapshotSync } from './pg-snapshot-sync.js';
 import { Params, pgPathRange, SNAPSHOT_WITH_TAGS, snapRef, snapshotRowsSql, storable, type TaggedRow, toTagged } from './pg-snapshot-view.js';

@@ -8,7 +8,7 @@ import { createSqliteIdMatch } from './sqlite-id-match.js';
 import { createSqliteSnapshotSync } from './sqlite-snapshot-sync.js';
 import { createSnapshotView } from './sqlite-snapshot-view.js';
 import { createCommitter } from './sqlite-versions.js';
-import { chainMoved, recordMoved } from './import-chain.js';
+import { chainMoved, recordMoved } from '../chain-moved.js';
 import { pathRange, statementCache } from './sqlite-range.js';
 import { run, SNAPSHOT_COLUMNS, type SnapshotRow, snapshotAppender, toSnapshot, toSnapshotEntry } from './sqlite-rows.js';
 
