@@ -40,13 +40,14 @@ describe('the history browser in chromium', () => {
     daemon = await startListening(['daemon', '--listen', '127.0.0.1:0'], env);
     for (const [i, content] of [V1, V2, V3].entries()) {
       await writeFile(join(dir, 'fit.m'), content);
-      await waitFor(`version ${i + 1} of fit.m`, async () => ((await history('fit.m').catch(() => [])).length === i + 1 ? true : undefined), 20_000);
+      // Bounds, not delays: on a loaded CI machine a capture and the CLI that looks for it can take a while.
+      await waitFor(`version ${i + 1} of fit.m`, async () => ((await history('fit.m').catch(() => [])).length === i + 1 ? true : undefined), 60_000);
     }
     await mkdir(join(dir, 'data'));
     await writeFile(join(dir, 'data', 'notes.md'), '# Notes\n');
-    await waitFor('notes.md versioned', async () => ((await history('data/notes.md').catch(() => [])).length === 1 ? true : undefined), 20_000);
+    await waitFor('notes.md versioned', async () => ((await history('data/notes.md').catch(() => [])).length === 1 ? true : undefined), 60_000);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     await browser?.close();
