@@ -77,16 +77,24 @@ describe('strata status on a mounted project', () => {
   it('names Strata cannot version still work, as plain files without history, and status says so', async () => {
     // A backslash, and a directory with a control character in its name (and a file below it).
     await inMount(m, `printf 'kept' > 'back\\slash.txt' && mkdir "$(printf 'tab\\tdir')" && printf 'below' > "$(printf 'tab\\tdir')/x.txt"`);
+    // 'café.txt' twice: NFC (versioned) and NFD (not in NFC: not versionable), two files as on ext4.
+    const nfc = `"$(printf 'caf\\303\\251.txt')"`;
+    const nfd = `"$(printf 'cafe\\314\\201.txt')"`;
+    await inMount(m, `printf 'composed' > ${nfc} && printf 'decomposed' > ${nfd}`);
     await m.idle();
     expect((await inMount(m, `cat 'back\\slash.txt'`)).stdout).toBe('kept');
     expect((await inMount(m, `cat "$(printf 'tab\\tdir')/x.txt"`)).stdout).toBe('below');
+    expect((await inMount(m, `cat ${nfc}`)).stdout).toBe('composed');
+    expect((await inMount(m, `cat ${nfd}`)).stdout).toBe('decomposed');
+    expect((await inMount(m, 'ls | grep -c "^caf"')).stdout.trim()).toBe('2');
+    expect((await m.history('caf\u00e9.txt')).length).toBe(1);
     const all = await m.api<{ items: Array<{ path: string }> }>('GET', `/v1/projects/${m.projectId}/history?limit=1000`);
     expect(all.items.length).toBeGreaterThanOrEqual(4);
     expect(all.items.filter((item) => item.path.includes('slash') || item.path.includes('dir'))).toEqual([]);
     const s = await status();
-    expect(s.warnings).toEqual([expect.stringMatching(/^2 name\(s\) Strata cannot version .* e\.g\. "back\\\\slash\.txt"$/)]);
+    expect(s.warnings).toEqual([expect.stringMatching(/^3 name\(s\) Strata cannot version .* e\.g\. "back\\\\slash\.txt"$/)]);
     // the directory's file is below an unversionable name: counted once, with its directory
-    expect(s.captured).toBe(4);
+    expect(s.captured).toBe(5);
   });
 
   it('names a large file whose history the size policy does not keep (issue 13 item 4)', async () => {

@@ -3,9 +3,13 @@
 // versioned — they live in the backing directory like ignored files (see backing.ts).
 import { normalizeProjectPath } from '../../engine/paths.js';
 
-/** '/a/b' → 'a/b'; '/' → ''. NFC, like the engine stores paths. */
+/**
+ * '/a/b' → 'a/b'; '/' → ''. Never normalized: 'café' in NFC and in NFD are two names on every
+ * Linux filesystem, so two files; folding one onto the other served one file's bytes under both
+ * names. A name not in NFC is not versionable (isVersionable) and lives in the backing directory.
+ */
 export function fromFuse(path: string): string {
-  return path === '/' ? '' : path.slice(1).normalize('NFC');
+  return path === '/' ? '' : path.slice(1);
 }
 
 export function parentOf(path: string): string {
