@@ -87,8 +87,9 @@ export function startListening(
   args: string[],
   env: NodeJS.ProcessEnv,
   timeoutMs = 20_000,
+  cwd?: string,
 ): Promise<{ child: ChildProcess; url: string; stderr: () => string }> {
-  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'], ...(cwd === undefined ? {} : { cwd }) });
   const what = `strata ${args[0] ?? ''}`;
   let stderr = '';
   return new Promise((resolvePromise, reject) => {

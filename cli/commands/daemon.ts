@@ -58,6 +58,10 @@ export async function runningDaemon(home: string): Promise<ApiClient | null> {
 export async function runForeground(options: { home: string; listen?: string; required?: string[]; json: boolean; logFormat?: string }): Promise<void> {
   const { startDaemon } = await import('../../daemon/daemon.js');
   const logger = await daemonLogger(resolveLogFormat(options.logFormat));
+  // Everything is resolved by now. A daemon holding the directory it was started from fails when that
+  // directory goes (removed, or a mount unmounted under the shell): Node then cannot start a worker
+  // thread (uv_cwd: ENOENT / ENOTCONN), so no content could be stored. It also kept a mount busy.
+  process.chdir('/');
   const daemon = await runUntilSignal({
     start: () =>
       startDaemon({
