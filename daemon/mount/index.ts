@@ -3,6 +3,7 @@
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import { type AttrRows, attrRowsIn, MountAttrs } from './attrs.js';
 import { linkRowsIn } from './link-groups.js';
+import { MountTimes, type TimeRows, timeRowsIn } from './times.js';
 import { StrataError } from '../../engine/errors.js';
 import { InPlaceDir } from './in-place/in-place.js';
 import type { WriteBackReport } from './in-place/write-back.js';
@@ -48,10 +49,11 @@ class MountHost implements ProjectHost {
     // Captures run in a thread of their own when it starts (capture-thread.ts), else here.
     const thread = await startCaptureThread({ home: ctx.home, projectId: ctx.projectId, actor: ctx.actor, inProcess, logger: ctx.logger });
     const attrRows = attrRowsIn(ctx.state.db, ctx.projectId, ctx.logger);
+    const timeRows = timeRowsIn(ctx.state.db, ctx.projectId, ctx.logger);
     try {
       if (ctx.inPlace === true) {
         this.state = 'scanning';
-        await this.importDirectory(attrRows);
+        await this.importDirectory(attrRows, timeRows);
         // Stopped while it imported (a large tree): no mount after all.
         if (this.stopRequested) throw new StrataError('SHUTTING_DOWN', { message: `${ctx.dir} was stopped before it was mounted` });
       }
@@ -65,6 +67,7 @@ class MountHost implements ProjectHost {
         dirStore: batchedDirStore(ctx),
         attrRows,
         linkRows: linkRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
+        timeRows,
         sink: thread ?? inProcess,
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),
@@ -103,7 +106,7 @@ class MountHost implements ProjectHost {
    * reachable), then what the directory holds is imported (only what changed since it was last in
    * sync with the project).
    */
-  private async importDirectory(attrRows: AttrRows): Promise<void> {
+  private async importDirectory(attrRows: AttrRows, timeRows: TimeRows): Promise<void> {
     const { ctx } = this;
     const stale = await cleanStaleMount(ctx.dir);
     if (stale.kind === 'live') {
@@ -116,7 +119,8 @@ class MountHost implements ProjectHost {
     const inPlace = await InPlaceDir.open(ctx);
     // Set before the import: a stop meanwhile aborts it (stop()), a failure moves everything back (start()).
     this.inPlace = inPlace;
-    await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }));
+    await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }), new MountTimes(timeRows, Date.now));
+    timeRows.flush();
     // The attribute rows it set are written at the end of an event-loop turn (attrs.ts): the mount
     // reads them back when it starts.
     await new Promise((resolve) => setImmediate(resolve));

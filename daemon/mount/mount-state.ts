@@ -18,6 +18,7 @@ import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
 import type { Namespace } from './namespace.js';
 import { isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
+import { MountTimes } from './times.js';
 import type { Reconciler } from './reconciler.js';
 import type { MountSink } from './sink.js';
 import type { StagingPool } from './staging-pool.js';
@@ -52,6 +53,8 @@ export interface MountStateDeps {
   attrs: MountAttrs;
   /** hard links among versioned files (link-groups.ts) */
   links: LinkGroups;
+  /** times of versioned files other than their versions' timestamps (times.ts; default: in memory) */
+  times?: MountTimes;
   logger: Logger;
   isIgnored(path: string, dir: boolean): boolean;
   projectJson: Buffer;
@@ -75,8 +78,8 @@ export class MountState {
   readonly handles = new Map<number, Handle>();
   /** directories that exist only in the backing directory (found or created there) */
   readonly backingDirs = new Set<string>();
-  /** times set with utimens on files without local state, valid while the version is current (atime: mtime when not set) */
-  readonly mtimes = new Map<string, { versionId: string; mtimeMs: number; atimeMs?: number | undefined; ctimeMs?: number | undefined }>();
+  /** times of files without local state (utimens, an import, a node gone idle), valid while the version is current */
+  readonly times: MountTimes;
   reconciler!: Reconciler;
   /** kernel requests answered in the current and the previous activity window */
   private opsNow = 0;
@@ -102,6 +105,7 @@ export class MountState {
     this.journal = deps.journal;
     this.attrs = deps.attrs;
     this.links = deps.links;
+    this.times = deps.times ?? new MountTimes(null, deps.now);
     this.logger = deps.logger;
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
     this.startMs = deps.now();
@@ -204,7 +208,7 @@ export class MountState {
   onExternalChange(path: string): void {
     const node = this.ns.nodes.get(path);
     if (node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path) this.detach(node);
-    this.mtimes.delete(path);
+    this.times.delete(path);
     this.ns.forgetEntry(path);
     this.onCaptured(path);
     this.forgetInKernel(path);
@@ -243,41 +247,36 @@ export class MountState {
     const existing = this.ns.nodes.get(path);
     if (existing !== undefined) return existing;
     const { entry } = resolved;
+    const times = this.timesOf(path, entry);
     const node = new FileNode(
       path,
       { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink },
       this.now(),
-      this.mtimeOf(path, entry),
+      times.mtimeMs,
     );
-    node.atimeMs = this.atimeOf(path, entry);
-    node.ctimeMs = this.ctimeOf(path, entry);
+    node.atimeMs = times.atimeMs;
+    node.ctimeMs = times.ctimeMs;
     this.ns.nodes.set(path, node);
     return node;
   }
 
-  /** A file's ctime: when the mount last changed its attributes (chown, utimensat), else its mtime. */
-  ctimeOf(path: string, entry: Entry): number {
-    const override = this.mtimes.get(path);
-    return (override !== undefined && override.versionId === entry.versionId ? override.ctimeMs : undefined) ?? this.mtimeOf(path, entry);
+  /**
+   * A file's times: those kept for its version (times.ts), else its version's timestamp. ctime is when
+   * the mount last changed its attributes (chown, utimensat), else the mtime; atime, when not set,
+   * is left to the caller (the mtime).
+   */
+  timesOf(path: string, entry: Entry): { mtimeMs: number; ctimeMs: number; atimeMs: number | undefined } {
+    const kept = this.times.get(path, entry.versionId);
+    const mtimeMs = kept?.mtimeMs ?? Date.parse(entry.timestamp);
+    return { mtimeMs, ctimeMs: kept?.ctimeMs ?? mtimeMs, atimeMs: kept?.atimeMs };
   }
 
   /** Sets times of a file without local state (NaN or absent keeps one); its ctime becomes now. */
   touchEntry(path: string, entry: Entry, times: { mtimeMs?: number; atimeMs?: number } = {}): void {
-    const mtimeMs = times.mtimeMs === undefined || Number.isNaN(times.mtimeMs) ? this.mtimeOf(path, entry) : times.mtimeMs;
-    const atimeMs = times.atimeMs === undefined || Number.isNaN(times.atimeMs) ? this.atimeOf(path, entry) : times.atimeMs;
-    this.mtimes.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() });
-  }
-
-  /** A file's atime, kept in memory when set (utimensat): its mtime otherwise. */
-  atimeOf(path: string, entry: Entry): number | undefined {
-    const override = this.mtimes.get(path);
-    return override !== undefined && override.versionId === entry.versionId ? override.atimeMs : undefined;
-  }
-
-  mtimeOf(path: string, entry: Entry): number {
-    const override = this.mtimes.get(path);
-    if (override !== undefined && override.versionId === entry.versionId) return override.mtimeMs;
-    return Date.parse(entry.timestamp);
+    const current = this.timesOf(path, entry);
+    const mtimeMs = times.mtimeMs === undefined || Number.isNaN(times.mtimeMs) ? current.mtimeMs : times.mtimeMs;
+    const atimeMs = times.atimeMs === undefined || Number.isNaN(times.atimeMs) ? current.atimeMs : times.atimeMs;
+    this.times.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() });
   }
 
   /** The node leaves the tree (unlinked or replaced): open handles keep reading it; never captured. */
@@ -310,7 +309,7 @@ export class MountState {
     }
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
-    this.mtimes.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs });
+    this.times.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs });
     this.ns.nodes.delete(node.path);
   }
 

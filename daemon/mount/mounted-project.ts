@@ -25,6 +25,7 @@ import { cleanStaleMount, detachMount } from './stale-mount.js';
 import { mountSharing } from './sharing.js';
 import { raiseReadahead } from './readahead.js';
 import { StagingPool } from './staging-pool.js';
+import { MountTimes, type TimeRows } from './times.js';
 
 export interface MountProjectOptions {
   engine: Engine;
@@ -40,6 +41,8 @@ export interface MountProjectOptions {
   attrRows?: AttrRows;
   /** hard-link groups (link-groups.ts); memory only when absent */
   linkRows?: LinkRows;
+  /** file times (times.ts); memory only when absent */
+  timeRows?: TimeRows;
   sink: MountSink;
   /**
    * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
@@ -160,6 +163,7 @@ export class MountedProject {
       journal: MountJournal.forProject(options.stagingDir, options.projectId),
       attrs: new MountAttrs(options.attrRows ?? null, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }),
       links,
+      times: new MountTimes(options.timeRows ?? null, now),
       logger,
       isIgnored: (path, isDir) => ignore.ignores(path, isDir),
       projectJson: Buffer.from(`${JSON.stringify({ projectId: options.projectId, home: options.home }, null, 2)}\n`),
@@ -221,6 +225,7 @@ export class MountedProject {
         }
       }
       await this.state.reconciler.flushAll();
+      this.state.times.flush();
       await this.options.sink.close?.();
       await this.state.pool.close();
       // Everything was captured (or failed and was logged): a log left now would replay stale history.

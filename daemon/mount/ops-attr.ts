@@ -37,8 +37,8 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     }
     case 'entry': {
       const { entry } = resolved;
-      const mtimeMs = state.mtimeOf(path, entry);
-      const stat = state.fileStat(entry.size, entry.executable, mtimeMs, state.ctimeOf(path, entry), state.attrs.of(path, 'file', entry.executable), state.atimeOf(path, entry));
+      const times = state.timesOf(path, entry);
+      const stat = state.fileStat(entry.size, entry.executable, times.mtimeMs, times.ctimeMs, state.attrs.of(path, 'file', entry.executable), times.atimeMs);
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       stat.cacheable = true;
       countNames(state, path, stat);

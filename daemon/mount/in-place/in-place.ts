@@ -17,6 +17,7 @@ import { throughLink } from '../../beneath.js';
 import { createIgnoreRules } from '../../capture/ignore.js';
 import type { HostContext, ScanProgress } from '../../host.js';
 import type { MountAttrs } from '../attrs.js';
+import type { MountTimes } from '../times.js';
 import { mountsAt } from '../stale-mount.js';
 import { DirHandle } from './dir-handle.js';
 import { moveEntry } from './move.js';
@@ -77,7 +78,7 @@ export class InPlaceDir {
   }
 
   /** Imports what the directory holds (only what changed since it was last in sync). */
-  async syncIn(attrs: MountAttrs): Promise<SyncInReport> {
+  async syncIn(attrs: MountAttrs, times: MountTimes): Promise<SyncInReport> {
     // From the first move on, the directory alone is not the project (`.git/` may be in the backing
     // directory): a kill from here on is a session to finish, like one while mounted.
     this.markMounted();
@@ -90,6 +91,7 @@ export class InPlaceDir {
       root: this.root,
       backing: this.backing,
       attrs,
+      times,
       progress: this.progress,
       displace: (path) => this.displace(path),
       warn: (message) => this.warn(message),

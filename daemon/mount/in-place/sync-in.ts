@@ -20,6 +20,7 @@ import type { IgnoreRules } from '../../capture/ignore.js';
 import { type ExamineContext, examine, RACY_MTIME } from '../../watch/examine.js';
 import { scanTree, type Walk } from '../../watch/scan.js';
 import type { MountAttrs } from '../attrs.js';
+import type { MountTimes } from '../times.js';
 import { isVersionable } from '../paths.js';
 import type { DirHandle } from './dir-handle.js';
 import { type MoveOutcome, moveEntry } from './move.js';
@@ -35,6 +36,8 @@ export interface SyncInDeps {
   root: DirHandle;
   backing: DirHandle;
   attrs: MountAttrs;
+  /** the mtimes found become the mount's (a version records its capture time, not the file's) */
+  times: MountTimes;
   progress: ScanProgress;
   /** entries found in both places are moved aside here */
   displace: (path: string) => Promise<DirHandle>;
@@ -58,6 +61,7 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
   const { host, rules, progress } = deps;
   const report: SyncInReport = { examined: 0, versioned: 0, movedToBacking: 0, skippedSpecial: 0 };
   const dirs: string[] = [];
+  const files: string[] = [];
   const racy: string[] = [];
   const ctx: ExamineContext = {
     host,
@@ -95,6 +99,7 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
           } else if (entry.isFile() || entry.isSymbolicLink()) {
             if (entry.isFile()) await seedAttrs(deps, dir, entry.name, path);
             report.examined += 1;
+            files.push(path);
             await onFile(path);
           } else {
             // A FIFO, socket or device: not versioned; it lives in the backing directory like one
@@ -132,6 +137,13 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
     for (const path of racy) await examine(ctx, path).catch((error: unknown) => deps.warn(`could not look at ${JSON.stringify(path)} again: ${(error as Error).message}`));
   }
   report.versioned = progress.captured - before;
+  // What make and rsync compare: each file's mtime as the directory had it, for the version it is now.
+  for (const path of files) {
+    const row = host.state.index.get(host.projectId, path);
+    if (row === undefined || row.mtimeNs === RACY_MTIME) continue;
+    const ns = BigInt(row.mtimeNs);
+    deps.times.set(path, { versionId: row.versionId, mtimeMs: Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6 }, true);
+  }
   // Every directory is one of the mount's explicit directories: it stays when its last file goes,
   // as on any filesystem, and one holding only ignored entries still shows.
   const known = new Set(host.state.emptyDirs.list(host.projectId));
