@@ -49,7 +49,8 @@ export interface PipelineOptions {
 }
 
 const GUARD_FLAG = 'massDeleteGuard';
-const MAX_ERRORS = 20;
+/** errors a project keeps for `strata status` (the oldest go first) */
+export const MAX_CAPTURE_ERRORS = 20;
 /**
  * Own version ids kept for watch mode's engine feed (watch/engine-feed.ts), which asks about them
  * ~100 ms after they are made, or once a scan ends. 100,000 of them held ~20 MiB after a large import,
@@ -131,7 +132,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     const code = isStrataError(error) ? error.code : ((error as NodeJS.ErrnoException).code ?? 'INTERNAL');
     const message = error instanceof Error ? error.message : String(error);
     stats.errors.push({ time: new Date(now()).toISOString(), path, code, message });
-    if (stats.errors.length > MAX_ERRORS) stats.errors.shift();
+    if (stats.errors.length > MAX_CAPTURE_ERRORS) stats.errors.shift();
     logger.warn({ path, code, err: message }, 'capture failed');
     return { kind: 'failed', code, message };
   }

@@ -13,7 +13,9 @@
 // also after a kill -9): `strata status` and `strata unmount` without a daemon tell the user.
 import { rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ERROR_CATALOGUE, type ErrorCode, StrataError } from '../../../engine/errors.js';
 import { throughLink } from '../../beneath.js';
+import { MAX_CAPTURE_ERRORS } from '../../capture/pipeline.js';
 import { createIgnoreRules } from '../../capture/ignore.js';
 import type { HostContext, ScanProgress } from '../../host.js';
 import type { MountAttrs } from '../attrs.js';
@@ -85,6 +87,7 @@ export class InPlaceDir {
     await this.adoptHomeBacking();
     const rules = createIgnoreRules(this.ctx.dir);
     const host: HostContext = { ...this.ctx, capture: { ...this.ctx.capture, isIgnored: (path, dir) => rules.ignores(path, dir) } };
+    const lastErrorBefore = this.ctx.capture.stats().errors.at(-1);
     const report = await syncIn({
       host,
       rules,
@@ -98,6 +101,18 @@ export class InPlaceDir {
       aborted: () => this.#aborted,
     });
     this.ctx.logger.info({ dir: this.ctx.dir, ...report }, `imported ${this.ctx.dir}: ${report.examined} files looked at, ${report.versioned} versioned`);
+    // A file the import could not version would be hidden under the mount: no mount then (the caller
+    // moves everything back), and the user learns which file and why.
+    const errors = this.ctx.capture.stats().errors;
+    const failed = errors.slice(lastErrorBefore === undefined ? 0 : errors.indexOf(lastErrorBefore) + 1);
+    if (failed.length > 0) {
+      const first = failed[0]!;
+      const code: ErrorCode = first.code in ERROR_CATALOGUE ? (first.code as ErrorCode) : 'STORAGE_ERROR';
+      throw new StrataError(code, {
+        message: `${failed.length}${failed.length === MAX_CAPTURE_ERRORS ? ' or more' : ''} file(s) could not be imported, e.g. ${JSON.stringify(first.path)}: ${first.message}; nothing was mounted, and ${this.ctx.dir} holds its files as before`,
+        details: { dir: this.ctx.dir, failed: failed.length, path: first.path },
+      });
+    }
     return report;
   }
 
