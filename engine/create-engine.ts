@@ -16,7 +16,7 @@ import { restoreVersion } from './commands/restore-version.js';
 import { diffVersions } from './commands/diff-versions.js';
 import { getRetention, previewRetention, setRetention } from './commands/retention.js';
 import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntries } from './commands/snapshots.js';
-import { adoptSyncedVersions, syncKnownVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
+import { adoptSyncedVersions, feedPosition, syncKnownVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
 import { recordSyncedSnapshot, snapshotFeed } from './commands/sync-snapshots.js';
 import { composeObjects, missingObjects, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
@@ -94,6 +94,7 @@ export function createEngine(deps: EngineDeps): Engine {
     syncChanges: (input) => syncChanges(ctx, input),
     applySyncedVersions: (input) => changing(input.projectId, applySyncedVersions(ctx, input)),
     syncOutbox: (input) => syncOutbox(ctx, input),
+    feedPosition: (projectId) => feedPosition(ctx, projectId),
     holdRetention: (projectId, afterSeq) => ctx.retention.hold(projectId, afterSeq),
     syncOutboxStats: (input) => syncOutboxStats(ctx, input),
     adoptSyncedVersions: (input) => changing(input.projectId, adoptSyncedVersions(ctx, input)),

@@ -255,6 +255,8 @@ export interface Engine {
   syncChanges(input: { projectId: string; cursor?: string; limit?: number }): Promise<ChangesPage>;
   /** A workstation's outbox: its versions after `afterSeq` in commit order, each with the version it replaced. */
   syncOutbox(input: { projectId: string; afterSeq: number; limit: number }): Promise<{ items: OutboxItem[]; lastSeq: number | null }>;
+  /** The position of the project's newest version record (0: none): syncOutbox after it shows what comes next. */
+  feedPosition(projectId: string): Promise<number>;
   /** What is left to push after `afterSeq`. */
   syncOutboxStats(input: { projectId: string; afterSeq: number }): Promise<{ count: number; bytes: number; oldest: string | null }>;
   /** Sync's retention hold: versions made here after `afterSeq` (not on the server yet) are never pruned (null: none). */

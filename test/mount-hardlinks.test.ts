@@ -182,6 +182,40 @@ print(open('hl/o2.txt').read(), end='')"`,
     expect(await readFile(at('g2.txt'), 'utf8')).toBe('one\n');
   }, 120_000);
 
+  it('stay links when retention prunes the record the mount last read (a large file keeps one version)', async () => {
+    const p = (suffix: string) => `/v1/projects/${m.projectId}${suffix}`;
+    await writeFile(at('k1.txt'), 'linked\n');
+    await m.idle();
+    await link(at('k1.txt'), at('k2.txt'));
+    await m.idle();
+    // Above the size threshold (extension not allowed), a file keeps only its newest version: each
+    // write prunes the one before, which was the newest record the mount's change feed had read.
+    await m.api('PUT', p('/policy'), { sizeThreshold: 1024 });
+    try {
+      let writes = 0;
+      await waitFor(
+        'big.bin to keep one version',
+        async () => {
+          writes += 1;
+          await writeFile(at('big.bin'), Buffer.alloc(4096 + writes, writes));
+          await m.idle();
+          await stat(at('k1.txt')); // a lookup: the mount reads its change feed
+          return writes >= 3 && (await m.history('big.bin')).length === 1 ? true : undefined;
+        },
+        30_000,
+      );
+      await writeFile(at('big.bin'), Buffer.alloc(8192, 9));
+      await m.idle();
+      await waitFor('a feed read after the prune', async () => ((await stat(at('k2.txt'))) ? true : undefined));
+      const [one, two] = await Promise.all([stat(at('k1.txt')), stat(at('k2.txt'))]);
+      expect([one.ino === two.ino, one.nlink, two.nlink]).toEqual([true, 2, 2]);
+      await writeFile(at('k1.txt'), 'still one file\n', { flag: 'a' });
+      expect(await readFile(at('k2.txt'), 'utf8')).toBe('linked\nstill one file\n');
+    } finally {
+      await m.api('PUT', p('/policy'), { sizeThreshold: 50 * 1024 * 1024 });
+    }
+  }, 120_000);
+
   it('keep links, nlink and modes across a restart of the daemon', async () => {
     await writeFile(at('r1.txt'), 'kept\n');
     await link(at('r1.txt'), at('r2.txt'));

@@ -4,9 +4,12 @@
 //
 // Directory listings are loaded from the engine lazily, one directory at a time, and then kept up to
 // date by the mount's own operations. Changes made by others (a snapshot or file restore through the
-// API, the CLI, another process on the same home) are picked up through the project's history, which
-// the repository orders by commit sequence: polling its newest record is one indexed query, and
-// everything newer than the last record seen invalidates the listings of the directories it touched.
+// API, the CLI, another process on the same home) are picked up through the project's records in
+// commit order (engine.syncOutbox): what was committed after the last position read is one indexed
+// query, and each such record invalidates the listings of the directories it touched. A position, not
+// the last record's id: retention may prune that record (a file over the size threshold keeps one
+// version), and a poll that looked for it read the whole history as changes by others, dissolving
+// every hard-link group on the way.
 import type { Engine } from '../../engine/engine-api.js';
 import type { Entry } from '../../engine/types.js';
 import { StrataError } from '../../engine/errors.js';
@@ -70,7 +73,8 @@ export class Namespace {
   isBusy: () => boolean = () => false;
   /** Set by the mount: names of hard-linked files, listed before their first version (link-groups.ts). */
   linkedNames: () => Iterable<string> = () => [];
-  private lastSeen: string | null = null;
+  /** commit position of the newest record read */
+  private lastSeq = 0;
   private lastPollMs = 0;
   private polling: Promise<void> | null = null;
 
@@ -88,8 +92,7 @@ export class Namespace {
   }
 
   async start(): Promise<void> {
-    const page = await this.engine.history({ projectId: this.projectId, limit: 1 });
-    this.lastSeen = page.items[0]?.versionId ?? null;
+    this.lastSeq = await this.engine.feedPosition(this.projectId);
     this.lastPollMs = this.now();
     // A change made through this process's engine (a restore through the API, a sync pull) is looked
     // at right away, not at the next access: the kernel caches attributes for a second and would not
@@ -278,29 +281,22 @@ export class Namespace {
 
   private async poll(): Promise<void> {
     const fresh: Array<{ versionId: string; path: string }> = [];
-    let cursor: string | undefined;
-    let reachedLastSeen = false;
-    for (let page = 0; page < FEED_MAX_PAGES && !reachedLastSeen; page++) {
-      const result = await this.engine.history({ projectId: this.projectId, limit: page === 0 ? 1 : FEED_PAGE, ...(cursor ? { cursor } : {}) });
-      for (const record of result.items) {
-        if (record.versionId === this.lastSeen) {
-          reachedLastSeen = true;
-          break;
-        }
-        fresh.push(record);
-      }
-      // The first page is one record: the common case (nothing new) costs one row.
-      if (page === 0 && (reachedLastSeen || result.items.length === 0)) break;
-      if (result.nextCursor === undefined) {
-        reachedLastSeen = true;
+    let after = this.lastSeq;
+    let complete = false;
+    for (let page = 0; page < FEED_MAX_PAGES; page++) {
+      // The common case, nothing new, is an index probe that finds no row.
+      const result = await this.engine.syncOutbox({ projectId: this.projectId, afterSeq: after, limit: FEED_PAGE });
+      for (const item of result.items) fresh.push(item.record);
+      if (result.lastSeq !== null) after = result.lastSeq;
+      if (result.items.length < FEED_PAGE) {
+        complete = true;
         break;
       }
-      cursor = result.nextCursor;
     }
-    if (fresh.length === 0 && this.deferred.length === 0) return;
-    if (fresh.length > 0) this.lastSeen = fresh[0]!.versionId;
-    if (!reachedLastSeen) {
-      // More changed than we are willing to read: start over from the engine.
+    this.lastSeq = after;
+    if (!complete) {
+      // More changed than we are willing to read: start over from the engine, from its newest record.
+      this.lastSeq = await this.engine.feedPosition(this.projectId);
       this.dirs.clear();
       this.entries.clear();
       this.entryEpoch++;
@@ -310,6 +306,7 @@ export class Namespace {
       this.onResync();
       return;
     }
+    if (fresh.length === 0 && this.deferred.length === 0) return;
     const records = this.deferred.length === 0 ? fresh : [...this.deferred, ...fresh];
     this.deferred = [];
     for (const record of records) {

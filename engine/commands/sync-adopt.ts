@@ -36,6 +36,22 @@ export async function syncOutbox(ctx: EngineContext, input: { projectId: string;
   return ctx.repository.versions.outboxAfter(input.projectId, input.afterSeq, input.limit);
 }
 
+/**
+ * The position of the project's newest version record (0: it has none): reading syncOutbox from
+ * there shows only what is committed next. A position, unlike a version id, is never pruned away.
+ */
+export async function feedPosition(ctx: EngineContext, projectId: string): Promise<number> {
+  await ctx.requireProject(projectId);
+  for (;;) {
+    const newest = (await ctx.repository.versions.history(projectId, { limit: 1 })).items[0];
+    if (newest === undefined) return 0;
+    const head = await ctx.repository.versions.pathHead(projectId, newest.path);
+    // A newer record of that path since (or the record pruned): look again. A newer record of
+    // another path is simply read after this position.
+    if (head !== null && head.versionId === newest.versionId) return head.seq;
+  }
+}
+
 export async function syncOutboxStats(ctx: EngineContext, input: { projectId: string; afterSeq: number }) {
   await ctx.requireProject(input.projectId);
   return ctx.repository.versions.outboxStats(input.projectId, input.afterSeq);
