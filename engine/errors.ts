@@ -44,6 +44,9 @@ export const ERROR_CATALOGUE = {
   PATH_THROUGH_SYMLINK: { status: 409, message: 'A directory on the way to this path is a symbolic link; nothing is written through a link' },
   VERSION_IS_TOMBSTONE: { status: 409, message: 'The version is a deletion and has no content' },
   ALREADY_BOOTSTRAPPED: { status: 409, message: 'This home already has an organization' },
+  // maintenance commands (fsck, gc, admin) never migrate: they refuse storage that is empty or behind
+  NO_STRATA_DATA: { status: 409, message: 'The storage holds no Strata data: create it with `strata serve --migrate-only`, or restore a backup into it' },
+  SCHEMA_NOT_CURRENT: { status: 409, message: 'The metadata database is at an older schema version: migrate it first (`strata serve --migrate-only` for a server, `strata daemon` for a workstation home)' },
   KEY_REVOKED: { status: 409, message: 'The API key is already revoked' },
   MEMBERSHIP_LAST_OWNER: { status: 409, message: 'The organization must keep at least one owner' },
   KEY_ROTATED: { status: 409, message: 'The API key was already rotated' },
@@ -67,6 +70,8 @@ export const ERROR_CATALOGUE = {
   SYNC_SERVER_REFUSED: { status: 502, message: 'The sync server refused the request' },
   DAEMON_STATE_ERROR: { status: 500, message: 'The daemon state could not be read or written' },
   DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
+  // server homes: `strata serve` and migrate-storage hold <home>/server.lock (server/home-lock.ts)
+  HOME_IN_USE: { status: 409, message: 'Another Strata process (`strata serve` or `strata admin migrate-storage`) holds this home; stop it first' },
   WRITE_BACK_PENDING: { status: 409, message: "The directory does not hold the project's latest files yet: its in-place mount ended without writing them back" },
   // git interop (issue 4)
   GIT_STREAM_INVALID: { status: 400, message: 'The git fast-import stream is invalid' },

@@ -36,15 +36,25 @@ export interface EngineOptions {
   wrapRepository?: (repository: MetadataRepository) => MetadataRepository;
 }
 
-/** Opens (creating if needed) the embedded default engine in `home`. */
-export async function openLocalEngine(options: EngineOptions & { home: string }): Promise<LocalEngine> {
+/**
+ * Opens (creating if needed) the embedded default engine in `home`. `migrate: false` (fsck, gc)
+ * creates nothing: a home without its metadata database at this schema version is refused first.
+ */
+export async function openLocalEngine(options: EngineOptions & { home: string; migrate?: boolean }): Promise<LocalEngine> {
   const layout = homeLayout(options.home);
-  await mkdir(options.home, { recursive: true, mode: 0o700 });
+  const existing = options.migrate === false ? openSqliteRepository({ file: layout.metadata, migrate: false }) : undefined;
   const clock = options.clock ?? systemClock;
-  const store = await createLocalContentStore({ root: layout.store, clock });
+  let store: ContentStore;
+  try {
+    await mkdir(options.home, { recursive: true, mode: 0o700 });
+    store = await createLocalContentStore({ root: layout.store, clock });
+  } catch (error) {
+    await existing?.close();
+    throw error;
+  }
   let repository: MetadataRepository;
   try {
-    repository = openSqliteRepository({ file: layout.metadata });
+    repository = existing ?? openSqliteRepository({ file: layout.metadata });
   } catch (error) {
     await store.close();
     throw error;

@@ -11,8 +11,8 @@ import { openServerRepository, requireSharedPepper, storageUrls } from './server
 // The operator's commands on a server home, in-process: they work on the metadata the home's storage
 // URLs name (STRATA_DATABASE_URL: Postgres; else the home's SQLite), never through the API.
 
-async function withRepository<T>(home: string, env: NodeJS.ProcessEnv, fn: (repository: MetadataRepository) => Promise<T>): Promise<T> {
-  const repository = await openServerRepository(home, storageUrls(env));
+async function withRepository<T>(home: string, env: NodeJS.ProcessEnv, fn: (repository: MetadataRepository) => Promise<T>, options: { migrate: boolean }): Promise<T> {
+  const repository = await openServerRepository(home, storageUrls(env), options);
   try {
     return await fn(repository);
   } finally {
@@ -35,7 +35,8 @@ export async function bootstrapHome(options: {
   const clock = options.clock ?? systemClock;
   requireSharedPepper(storageUrls(env), env);
   const pepper = await loadPepper(options.home, { create: true, env });
-  return withRepository(options.home, env, (repository) => bootstrapOrganization({ repository, clock, ids: createIdGenerator(clock), pepper, environment }));
+  // The documented first step before `strata serve`: it may create the tables.
+  return withRepository(options.home, env, (repository) => bootstrapOrganization({ repository, clock, ids: createIdGenerator(clock), pepper, environment }), { migrate: true });
 }
 
 /** `strata admin org create`: another organization with its own owner key, on an existing home. */
@@ -57,12 +58,12 @@ export async function createOrganizationInHome(options: {
     const pepper = await loadPepper(options.home, { create: false, env });
     const deps = { repository, clock, ids: createIdGenerator(clock), pepper, environment };
     return createOrganizationWithOwner(deps, { orgName: options.name, ownerName: `owner of ${options.name}` });
-  });
+  }, { migrate: false });
 }
 
 /** `strata admin org list`: every organization of the home. */
 export async function listOrganizationsInHome(home: string, env: NodeJS.ProcessEnv = process.env): Promise<Array<{ orgId: string; name: string; createdAt: string }>> {
-  return withRepository(home, env, (repository) => repository.access.listOrganizations());
+  return withRepository(home, env, (repository) => repository.access.listOrganizations(), { migrate: false });
 }
 
 /**

@@ -10,7 +10,9 @@
 // hash with the bucket (fsck on the target), and the command says what it found.
 //
 // The server must be stopped (or not yet serving) while it runs: rows written to SQLite after the
-// copy would be left behind. The target must be empty: merging two homes is not a migration.
+// copy would be left behind. So it takes the home's server lock (home-lock.ts): refused with
+// HOME_IN_USE while `strata serve` holds it, and a server cannot start on the home until it is done.
+// The target must be empty: merging two homes is not a migration.
 
 import Database from 'better-sqlite3';
 import { createHash } from 'node:crypto';
@@ -26,6 +28,7 @@ import { engineOn } from '../engine/local.js';
 import type { ContentHash, FsckReport } from '../engine/index.js';
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { acquireMigrateLock } from './home-lock.js';
 import { loadPepper, writeSecretFileOnce } from './secrets.js';
 import { openServerStore, type StorageUrls } from './server-storage.js';
 
@@ -75,13 +78,26 @@ export interface MigrateStorageReport {
 
 export type MigrateProgress = (event: { phase: 'objects' | 'metadata' | 'verify'; done: number; total: number }) => void
 
-export async function migrateStorage(options: {
+export interface MigrateStorageOptions {
   home: string;
   to: StorageUrls & { database: string; objects: string };
   env: NodeJS.ProcessEnv;
   onProgress?: MigrateProgress;
-}): Promise<MigrateStorageReport> {
+}
+
+export async function migrateStorage(options: MigrateStorageOptions): Promise<MigrateStorageReport> {
   const layout = homeLayout(options.home);
+  // Before the lock, which would create the directory this says is not there.
+  requireSource(layout.metadata);
+  const lock = await acquireMigrateLock(options.home);
+  try {
+    return await migrateLocked(options, layout);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function migrateLocked(options: MigrateStorageOptions, layout: ReturnType<typeof homeLayout>): Promise<MigrateStorageReport> {
   const sqlite = openSource(layout.metadata);
   let source: ContentStore | undefined;
   let target: ContentStore | undefined;
@@ -119,10 +135,14 @@ export async function migrateStorage(options: {
   }
 }
 
-function openSource(file: string): Database.Database {
+function requireSource(file: string): void {
   if (!existsSync(file)) {
     throw new StrataError('INVALID_ARGUMENT', { message: `There is no Strata home to move at ${dirname(file)} (no ${basename(file)})`, details: { field: 'home' } });
   }
+}
+
+function openSource(file: string): Database.Database {
+  requireSource(file);
   const db = new Database(file, { fileMustExist: true });
   // An older home is brought to the schema the copy expects (the same as `strata serve` would).
   db.pragma('busy_timeout = 30000');

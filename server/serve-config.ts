@@ -1,6 +1,6 @@
 // `strata serve --config FILE`: every setting of the server in one JSON file, for a platform team's
 // configuration management. The file fills in what neither a flag nor the environment gives (flags >
-// environment > file > defaults); an unknown key is an error naming it (a typo must not silently fall
+// environment > file > defaults; a secret's `_FILE` form counts as its source's); an unknown key is an error naming it (a typo must not silently fall
 // back to a default). Secrets come from files, never from the command line: `pepperFile`,
 // `redisUrlFile` in the config, or `STRATA_PEPPER_FILE`, `STRATA_REDIS_URL_FILE` in the environment
 // (container secrets); their values appear in no log line and no error.
@@ -99,9 +99,20 @@ export function serveEnvironment(configPath: string | undefined, env: NodeJS.Pro
     }
   }
   const merged: NodeJS.ProcessEnv = { ...fromFile, ...env };
+  // A secret and its `_FILE` form are one setting: the environment's (either form) wins over the
+  // config file's (either form), as for every other setting. Merging the two forms separately let
+  // a config's `databaseUrl` beat the environment's STRATA_DATABASE_URL_FILE. Within one source the
+  // plain value wins over its file; a file is read only when its source is the one that applies.
   for (const [fileVariable, variable] of Object.entries(SECRET_FILES)) {
-    const path = merged[fileVariable];
-    if (path !== undefined && path !== '' && (merged[variable] === undefined || merged[variable] === '')) merged[variable] = readSecret(path, fileVariable);
+    const value = secretFrom(env, variable, fileVariable) ?? secretFrom(fromFile, variable, fileVariable);
+    if (value !== undefined) merged[variable] = value;
   }
   return merged;
+}
+
+function secretFrom(source: NodeJS.ProcessEnv, variable: string, fileVariable: string): string | undefined {
+  const value = source[variable];
+  if (value !== undefined && value !== '') return value;
+  const path = source[fileVariable];
+  return path === undefined || path === '' ? undefined : readSecret(path, fileVariable);
 }

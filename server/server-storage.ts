@@ -49,15 +49,62 @@ export function storageKind(urls: StorageUrls): StorageKind {
   return { database: urls.database === undefined ? 'sqlite' : 'postgres', objects: urls.objects === undefined ? 'local' : 's3' };
 }
 
-/** The repository alone (migrations, admin commands): opening it migrates it. */
-export async function openServerRepository(home: string, urls: StorageUrls): Promise<MetadataRepository> {
-  if (urls.database === undefined) {
-    const { mkdir } = await import('node:fs/promises');
-    await mkdir(home, { recursive: true, mode: 0o700 });
-    return openSqliteRepository({ file: homeLayout(home).metadata });
+/**
+ * The repository alone (bootstrap, admin commands). Opening it migrates it unless `migrate` is
+ * false: only `strata serve` (and --migrate-only) and `admin bootstrap`, the documented first step
+ * before serve, create or migrate tables.
+ */
+export async function openServerRepository(home: string, urls: StorageUrls, options: { migrate?: boolean } = {}): Promise<MetadataRepository> {
+  const migrate = options.migrate ?? true;
+  try {
+    if (urls.database === undefined) {
+      if (migrate) {
+        const { mkdir } = await import('node:fs/promises');
+        await mkdir(home, { recursive: true, mode: 0o700 });
+      }
+      return openSqliteRepository({ file: homeLayout(home).metadata, migrate });
+    }
+    const { openPgRepository } = await import('../engine/storage/pg-repository.js');
+    return await openPgRepository({ url: urls.database, migrate });
+  } catch (error) {
+    throw noStrataData(error, home, urls);
   }
-  const { openPgRepository } = await import('../engine/storage/pg-repository.js');
-  return openPgRepository({ url: urls.database });
+}
+
+/**
+ * What a maintenance command (fsck, gc) opens: the storage as it is, never migrated. A database without
+ * Strata's tables, or a Postgres one without an organization (a server's is bootstrapped before it
+ * serves), is refused: checking it would report nothing wrong with nothing, and creating tables in it
+ * would leave a schema meant for pg_restore no longer empty.
+ */
+async function requireServerData(repository: MetadataRepository, home: string, urls: StorageUrls): Promise<void> {
+  if (urls.database === undefined) return;
+  if ((await repository.access.listOrganizations()).length > 0) return;
+  throw noStrataData(new StrataError('NO_STRATA_DATA', { message: 'The metadata database has no organization', details: { reason: 'no-organization' } }), home, urls);
+}
+
+/** NO_STRATA_DATA said for the operator: where (the home, or the database's schema; never the URL) and what to do. */
+function noStrataData(error: unknown, home: string, urls: StorageUrls): unknown {
+  if (!(error instanceof StrataError) || error.code !== 'NO_STRATA_DATA') return error;
+  const reason = error.details?.['reason'];
+  if (urls.database === undefined) {
+    return new StrataError('NO_STRATA_DATA', {
+      message:
+        `${home} holds no Strata data (no metadata database): create a server home with \`strata admin bootstrap --home ${home}\` ` +
+        `(\`strata serve --migrate-only --home ${home}\` creates only the tables; a workstation's daemon creates its home when it starts), or restore a backup of the home into it`,
+      details: { ...error.details, home },
+      cause: error,
+    });
+  }
+  const schema = new URL(urls.database).searchParams.get('schema') ?? 'the default search_path';
+  const what = reason === 'no-organization' ? 'tables but no organization' : 'no Strata tables';
+  return new StrataError('NO_STRATA_DATA', {
+    message:
+      `The metadata database holds no Strata data (${what} in schema ${schema}): create it with \`strata serve --migrate-only\`, then \`strata admin bootstrap\`, ` +
+      'or restore a backup into it (pg_restore, docs/server.md "Backup and restore"); check that --config or STRATA_DATABASE_URL names the right database and schema',
+    details: { ...error.details, schema },
+    cause: error,
+  });
 }
 
 export async function openServerStore(
@@ -66,7 +113,23 @@ export async function openServerStore(
   env: NodeJS.ProcessEnv,
   options: { clock?: EngineOptions['clock']; db?: PgDatabase } = {},
 ): Promise<ContentStore> {
-  if (urls.objects === undefined) return createLocalContentStore({ root: homeLayout(home).store, clock: options.clock ?? systemClock });
+  return (await openServerStores(home, urls, env, options)).store;
+}
+
+/**
+ * The content store, and `objects`: the store of the bucket (or of the home) alone, under the tier
+ * of small objects in Postgres. Readiness probes that one: the tier asks Postgres first.
+ */
+async function openServerStores(
+  home: string,
+  urls: StorageUrls,
+  env: NodeJS.ProcessEnv,
+  options: { clock?: EngineOptions['clock']; db?: PgDatabase } = {},
+): Promise<{ store: ContentStore; objects: ContentStore }> {
+  if (urls.objects === undefined) {
+    const local = await createLocalContentStore({ root: homeLayout(home).store, clock: options.clock ?? systemClock });
+    return { store: local, objects: local };
+  }
   const smallMaxBytes = smallObjectMaxBytes(env);
   const { openS3ContentStore, parseObjectsUrl } = await import('../engine/storage/s3-content-store.js');
   // Replicas share the bucket only through Postgres: there, the guard coordinates their writers
@@ -77,9 +140,9 @@ export async function openServerStore(
     scratchDir: join(home, 'tmp'),
     ...(guard === undefined ? {} : { guard }),
   });
-  if (options.db === undefined || guard === undefined || smallMaxBytes === 0) return bucket;
+  if (options.db === undefined || guard === undefined || smallMaxBytes === 0) return { store: bucket, objects: bucket };
   const { withSmallObjectsInPostgres } = await import('../engine/storage/pg-small-objects.js');
-  return withSmallObjectsInPostgres({ db: options.db, large: bucket, guard, maxBytes: smallMaxBytes });
+  return { store: withSmallObjectsInPostgres({ db: options.db, large: bucket, guard, maxBytes: smallMaxBytes }), objects: bucket };
 }
 
 /** The largest object kept in Postgres (STRATA_SMALL_OBJECT_MAX_BYTES): 0 to 1 MiB, default 64 KiB. */
@@ -100,17 +163,30 @@ export function smallObjectMaxBytes(env: NodeJS.ProcessEnv): number {
  * The engine of a server home on the storage its URLs name (the embedded default without them).
  * A failure to reach one store closes the other before it is thrown.
  */
-export async function openServerEngine(home: string, env: NodeJS.ProcessEnv, options: EngineOptions = {}): Promise<LocalEngine & { kind: StorageKind }> {
+export async function openServerEngine(
+  home: string,
+  env: NodeJS.ProcessEnv,
+  options: EngineOptions & { migrate?: boolean } = {},
+): Promise<LocalEngine & { kind: StorageKind; objects: ContentStore }> {
   const urls = storageUrls(env);
   const kind = storageKind(urls);
-  if (urls.database === undefined && urls.objects === undefined) return { ...(await openLocalEngine({ home, ...options })), kind };
-  const { mkdir } = await import('node:fs/promises');
-  await mkdir(home, { recursive: true, mode: 0o700 });
-  const repository = await openServerRepository(home, urls);
+  // Only `strata serve` migrates (the default); fsck and gc pass false (requireServerData).
+  const migrate = options.migrate ?? true;
+  if (urls.database === undefined && urls.objects === undefined) {
+    const local = await openLocalEngine({ home, ...options, migrate }).catch((error: unknown) => {
+      throw noStrataData(error, home, urls);
+    });
+    return { ...local, kind, objects: local.store };
+  }
+  const repository = await openServerRepository(home, urls, { migrate });
   let store: ContentStore;
+  let objects: ContentStore;
   try {
+    if (!migrate) await requireServerData(repository, home, urls);
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(home, { recursive: true, mode: 0o700 });
     const db = 'db' in repository ? (repository as PgRepository).db : undefined;
-    store = await openServerStore(home, urls, env, { ...options, ...(db === undefined ? {} : { db }) });
+    ({ store, objects } = await openServerStores(home, urls, env, { ...options, ...(db === undefined ? {} : { db }) }));
   } catch (error) {
     await repository.close();
     throw error;
@@ -119,7 +195,7 @@ export async function openServerEngine(home: string, env: NodeJS.ProcessEnv, opt
   const wrap = options.wrapRepository;
   const clock = options.clock ?? systemClock;
   const cached = (r: MetadataRepository) => (kind.database === 'postgres' ? cachingProjects(r, clock) : r);
-  return { ...engineOn({ repository, store, home }, { ...options, wrapRepository: (r) => (wrap === undefined ? cached(r) : wrap(cached(r))) }), kind };
+  return { ...engineOn({ repository, store, home }, { ...options, wrapRepository: (r) => (wrap === undefined ? cached(r) : wrap(cached(r))) }), kind, objects };
 }
 
 /** A Postgres server's replicas must share one pepper, so it cannot be made up in one home. */

@@ -70,7 +70,9 @@ describe('fsck and gc through the API', () => {
       const gc = await h.request('POST', '/v1/admin/gc', { key, body: {} });
       expect(gc.statusCode).toBe(403);
       expect(gc.json().error.code).toBe('FORBIDDEN');
-      expect(gc.json().error.message).toContain('strata gc --home');
+      // Both forms the operator may need: a Postgres + S3 server's storage is named by its config.
+      expect(gc.json().error.message).toContain('`strata gc --config FILE`');
+      expect(gc.json().error.message).toContain('`strata gc --home DIR`');
     }
     // In-process, on the home, the operator still checks the whole store.
     const store = await h.local.engine.fsck();

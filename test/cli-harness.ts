@@ -101,11 +101,12 @@ export function startListening(
     }, timeoutMs);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
-      const match = /^listening on (https?:\/\/\S+)$/m.exec(stderr);
+      // The plain line, or with JSON logs (the default on a pipe) `strata serve`'s record of that msg.
+      const match = /^listening on (https?:\/\/\S+)$|^\{.*"msg":"listening on (https?:\/\/[^"\s]+)"/m.exec(stderr);
       if (match && !settled) {
         settled = true;
         clearTimeout(timer);
-        resolvePromise({ child, url: match[1]!, stderr: () => stderr });
+        resolvePromise({ child, url: (match[1] ?? match[2])!, stderr: () => stderr });
       }
     });
     child.on('exit', (code) => {

@@ -57,7 +57,8 @@ describe('server operations', () => {
   it('Prometheus metrics on their own address: requests by route pattern and status, versions written, process figures', async () => {
     const served = await servedHome('strata-metrics-', { STRATA_METRICS_LISTEN: '127.0.0.1:0' });
     try {
-      const metricsUrl = /metrics on (http\S+)/.exec(served.server.stderr())?.[1];
+      // A plain line, or a JSON log record's msg (the default on a pipe): the URL ends at a quote.
+      const metricsUrl = /metrics on (http[^\s"]+)/.exec(served.server.stderr())?.[1];
       expect(metricsUrl).toBeDefined();
       const created = await runCli(['project', 'create', 'measured', '--json'], served.env);
       const projectId = parseJson<{ projectId: string }>(created).projectId;

@@ -6,12 +6,12 @@
 
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, servedHome, startServe, tempDir } from './cli-harness.js';
-import { adminQuery, createTestSchema, TEST_DATABASE_URL } from './helpers/postgres.js';
+import { adminQuery, createTestSchema } from './helpers/postgres.js';
 import { startS3Server, type TestS3Server } from './helpers/s3-server.js';
 
 interface Version {
@@ -86,12 +86,25 @@ async function* keysOf(client: S3Client, bucket: string): AsyncIterable<string> 
   } while (token !== undefined);
 }
 
-async function run(command: string, args: string[]): Promise<void> {
-  const child = spawn(command, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+/**
+ * The database lines (DB_URL=, SCHEMA=, pg_dump, pg_restore) of docs/server.md's backup and restore
+ * blocks, as written: the test runs what an operator copies. The bucket lines (aws s3 sync) are
+ * done with the SDK instead.
+ */
+async function documentedDatabaseLines(): Promise<{ backup: string; restore: string }> {
+  const docs = await readFile(join(import.meta.dirname, '..', 'docs', 'server.md'), 'utf8');
+  const section = docs.slice(docs.indexOf('## Backup and restore'), docs.indexOf('## Moving up from SQLite'));
+  const blocks = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.split('\n').filter((line) => /^(DB_URL=|SCHEMA=|pg_dump |pg_restore )/.test(line)).join('\n'));
+  expect(blocks).toHaveLength(2);
+  return { backup: blocks[0]!, restore: blocks[1]! };
+}
+
+async function runShell(script: string, cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawn('sh', ['-euc', script], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number];
-  if (code !== 0) throw new Error(`${command} exited ${code}: ${stderr}`);
+  if (code !== 0) throw new Error(`sh exited ${code} running\n${script}\n${stderr}`);
 }
 
 describe('moving a server', () => {
@@ -174,8 +187,17 @@ describe('moving a server', () => {
 
       // Back up: the database first, then the bucket. Content is stored before the records that
       // reference it, so a bucket copied after the dump holds everything the dump references.
-      const dump = join(dir.path, 'strata.dump');
-      await run('pg_dump', ['--format=custom', `--schema=${schema.schema}`, `--file=${dump}`, TEST_DATABASE_URL]);
+      // The documented commands, with Strata's URL (?schema=…) as DATABASE_URL: libpq refuses that
+      // parameter, so they must take it out and name the schema.
+      const documented = await documentedDatabaseLines();
+      const shellEnv = { ...process.env, DATABASE_URL: schema.url };
+      await runShell(documented.backup, dir.path, shellEnv);
+      // The backup names its dump by date; the restore block names an example date.
+      const dumps = (await readdir(dir.path)).filter((name) => /^strata-\d{4}-\d{2}-\d{2}\.dump$/.test(name));
+      expect(dumps).toHaveLength(1);
+      const restoreName = /strata-[\d-]+\.dump/.exec(documented.restore)?.[0];
+      expect(restoreName).toBeDefined();
+      await rename(join(dir.path, dumps[0]!), join(dir.path, restoreName!));
       const copy = join(dir.path, 'bucket-copy');
       for await (const key of keysOf(client, s3.bucket)) {
         const object = await client.send(new GetObjectCommand({ Bucket: s3.bucket, Key: key }));
@@ -192,8 +214,8 @@ describe('moving a server', () => {
       expect((await adminQuery('SELECT count(*)::int AS n FROM information_schema.schemata WHERE schema_name = $1', [schema.schema])).rows[0].n).toBe(0);
       for await (const key of keysOf(client, s3.bucket)) throw new Error(`${key} is still in the bucket`);
 
-      // Restore: pg_restore recreates the schema; the copy goes back into the bucket.
-      await run('pg_restore', [`--dbname=${TEST_DATABASE_URL}`, dump]);
+      // Restore: pg_restore (the documented lines) recreates the schema; the copy goes back into the bucket.
+      await runShell(documented.restore, dir.path, shellEnv);
       const walk = async (at: string): Promise<string[]> =>
         (await readdir(at, { withFileTypes: true })).flatMap((e) => (e.isDirectory() ? [] : [join(at, e.name)])).concat(
           ...(await Promise.all((await readdir(at, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => walk(join(at, e.name))))),

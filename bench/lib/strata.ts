@@ -78,7 +78,8 @@ export async function startServerChild(home: string, options: { env?: NodeJS.Pro
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => {
       stderr += chunk;
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      // The plain line, or the msg of a JSON log record (the default on a pipe): the URL ends at a quote or the line's end.
+      const match = /listening on (http:\/\/[^\s"]+)[\s"]/.exec(stderr);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!);

@@ -35,7 +35,8 @@ export async function startServer(root: string): Promise<Server> {
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      // The plain line, or the msg of a JSON log record (the default on a pipe): the URL ends at a quote or the line's end.
+      const match = /listening on (http:\/\/[^\s"]+)[\s"]/.exec(stderr);
       if (match) resolve(match[1]!);
     });
     child.once('exit', (code) => reject(new Error(`server exited ${code}: ${stderr}`)));

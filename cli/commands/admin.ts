@@ -78,7 +78,7 @@ export function registerAdminCommands(program: Command): void {
 export function registerMigrateStorageCommand(admin: Command): void {
   admin
     .command('migrate-storage')
-    .description("move a home from SQLite + its object directory to Postgres + S3 (server stopped; the target must be empty); verifies every row and object")
+    .description("move a home from SQLite + its object directory to Postgres + S3 (server stopped: refused while `strata serve` runs on the home; the target must be empty); verifies every row and object")
     .option('--home <dir>', HOME_HELP)
     .option('--config <file>', "the server's JSON config file: its databaseUrl/objectsUrl are the target")
     .option('--to-database <url>', 'postgres://… target (default: --config / STRATA_DATABASE_URL)')

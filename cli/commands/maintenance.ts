@@ -26,7 +26,9 @@ async function withLocalEngine<T>(options: HomeOptions, fn: (engine: Engine) => 
   const { serveEnvironment } = await import('../../server/serve-config.js');
   const { openServerEngine } = await import('../../server/server-storage.js');
   const env = serveEnvironment(options.config);
-  const local = await openServerEngine(resolveHome(options.home, env), env);
+  // Never migrates: on storage without Strata's data fsck would report an empty database clean (and
+  // gc collect nothing) after creating tables in it; it refuses with NO_STRATA_DATA instead.
+  const local = await openServerEngine(resolveHome(options.home, env), env, { migrate: false });
   try {
     return await fn(local.engine);
   } finally {

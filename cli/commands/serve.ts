@@ -3,12 +3,19 @@ import type { NetworkFlags } from '../../server/network-config.js';
 import type { SignInFlags } from '../../server/sign-in-config.js';
 import { contextFor } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
-import { checkListen, runUntilSignal } from '../foreground.js';
-import { logDestination, logFormatOption, resolveLogFormat } from '../log-format.js';
+import { checkListen, type ForegroundLog, runUntilSignal } from '../foreground.js';
+import { type LogFormat, logDestination, logFormatOption, resolveLogFormat } from '../log-format.js';
+import type { Output } from '../output.js';
 
 export const DEFAULT_LISTEN = '127.0.0.1:7420';
 /** A close that hangs (a client holding a stream open) must not keep a stopped service alive. */
 const CLOSE_TIMEOUT_MS = 10_000;
+/**
+ * A signal during start waits this long for start to finish before the process exits 1. Nothing a
+ * start holds outlives the process (sockets, database connections; an interrupted migration rolls
+ * back), and a start can hang: a bucket that accepts connections and never answers.
+ */
+const START_GRACE_MS = 2_000;
 
 export function registerServeCommand(program: Command): void {
   program
@@ -42,9 +49,15 @@ export function registerServeCommand(program: Command): void {
       // --listen's default gives way to a listen address from the environment or the config file.
       const listen = command.getOptionValueSource('listen') === 'default' && env['STRATA_LISTEN'] ? env['STRATA_LISTEN'] : options.listen;
       checkListen(listen);
-      if (options.metricsListen !== undefined) checkListen(options.metricsListen);
+      checkListen(options.metricsListen, '--metrics-listen');
+      const format = resolveLogFormat(options.logFormat);
+      const say = await serveLog(format, ctx.output);
+      if (options.database !== undefined && hasPassword(options.database)) {
+        // Never the URL itself: it holds the password.
+        say('warn', '--database puts the database password in your shell history and process list; prefer STRATA_DATABASE_URL_FILE (or databaseUrlFile in --config)');
+      }
       const { resolveHome } = await import('../../server/home.js');
-      const { startServer } = await import('../../server/serve.js');
+      const { ListenError, startServer } = await import('../../server/serve.js');
       const home = resolveHome(options.home, env);
       if (options.migrateOnly === true) {
         const { migrateHome } = await import('../../server/bootstrap.js');
@@ -53,7 +66,7 @@ export function registerServeCommand(program: Command): void {
         ctx.output.result(migrated, () => ctx.output.line(`${where}: metadata schema at version ${migrated.schemaVersion}${migrated.applied.length === 0 ? ' (already current)' : ` (applied ${migrated.applied.join(', ')})`}`));
         return;
       }
-      const logger = options.quiet ? false : { level: 'info', stream: await logDestination(resolveLogFormat(options.logFormat)) };
+      const logger = options.quiet ? false : { level: 'info', stream: await logDestination(format) };
       const server = await runUntilSignal({
         start: () =>
           startServer({
@@ -67,15 +80,25 @@ export function registerServeCommand(program: Command): void {
             network: networkFlags(options),
             ...(options.metricsListen === undefined ? {} : { metricsListen: options.metricsListen }),
           }).catch((error: unknown) => {
-            throw listenError(error, listen);
+            throw error instanceof ListenError ? listenError(error) : error;
           }),
         stop: (running) => running.close(),
         timeoutMs: CLOSE_TIMEOUT_MS,
+        startGraceMs: START_GRACE_MS,
         stopping: 'closing (finishing requests in flight)',
+        log: (level, message) => say(level, message),
       });
       if (server === undefined) return;
-      // Tests and scripts read this line to learn the port chosen for --listen HOST:0.
-      process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n${server.metricsUrl === null ? '' : `metrics on ${server.metricsUrl}\n`}`);
+      // Tests and scripts read this to learn the port chosen for --listen HOST:0: the line
+      // `listening on URL`, or with JSON logs the record of that msg (its `url` field holds the URL).
+      if (format === 'pretty') {
+        process.stderr.write(`strata: serving ${home}\nlistening on ${server.url}\n${server.metricsUrl === null ? '' : `metrics on ${server.metricsUrl}\n`}`);
+      } else {
+        // "listening on" last: a reader that waits for it finds the others already written.
+        say('info', `serving ${home}`, { home });
+        if (server.metricsUrl !== null) say('info', `metrics on ${server.metricsUrl}`, { metricsUrl: server.metricsUrl });
+        say('info', `listening on ${server.url}`, { url: server.url });
+      }
       if (ctx.output.json) ctx.output.result({ url: server.url, home }, () => {});
     });
 }
@@ -130,12 +153,42 @@ function signInFlags(options: ServeOptions): SignInFlags {
   return flags;
 }
 
-/** "address in use" is the common first-run problem (a second `strata serve`); say so plainly. */
-function listenError(error: unknown, listen: string): unknown {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+/**
+ * "address in use" is the common first-run problem (a second `strata serve`); say so plainly, and
+ * name the address that failed: the API's (--listen) or the metrics' (--metrics-listen).
+ */
+function listenError(error: { code: string | undefined; field: 'listen' | 'metricsListen'; address: string }): unknown {
+  const { code, field, address } = error;
   if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL') {
     const why = code === 'EADDRINUSE' ? 'the address is in use (another strata serve?)' : code === 'EACCES' ? 'permission denied' : 'no such local address';
-    return new CliError('LISTEN_FAILED', `cannot listen on ${listen}: ${why}`, { exitCode: EXIT.unexpected, details: { listen, cause: code }, cause: error });
+    const flag = field === 'listen' ? '--listen' : '--metrics-listen';
+    return new CliError('LISTEN_FAILED', `cannot listen on ${address} (${flag}): ${why}`, { exitCode: EXIT.unexpected, details: { [field]: address, cause: code }, cause: error });
   }
   return error;
+}
+
+/** A password in a postgres:// URL: its userinfo, or libpq's `?password=`. */
+function hasPassword(databaseUrl: string): boolean {
+  try {
+    const url = new URL(databaseUrl);
+    return url.password !== '' || [...url.searchParams.keys()].some((key) => key.toLowerCase() === 'password');
+  } catch {
+    return false; // not a URL: the storage layer refuses it, without quoting it
+  }
+}
+
+type ServeLog = (level: 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>) => void;
+
+/**
+ * What `strata serve` says about itself (warnings, serving, signals): plain `strata: ...` lines with
+ * the pretty format; with JSON logs, JSON records like the request log's, so that whatever reads
+ * that stream (a shipper, the journal) gets JSON only. Not quieted by --quiet, which is about requests.
+ */
+async function serveLog(format: LogFormat, output: Output): Promise<ServeLog & ForegroundLog> {
+  if (format === 'pretty') {
+    return (level, message) => (level === 'warn' ? output.warn(message) : void process.stderr.write(`strata: ${message}\n`));
+  }
+  const { default: pino } = await import('pino');
+  const logger = pino({ level: 'info' }, await logDestination('json'));
+  return (level, message, fields = {}) => logger[level](fields, message);
 }

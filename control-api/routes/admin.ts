@@ -29,7 +29,7 @@ async function soleOrganization(access: RouteDeps['access']): Promise<boolean> {
 export function registerAdminRoutes(app: App, { engine, access }: RouteDeps): void {
   // fsck checks what the caller's organization references (the whole store when it is the only one).
   // gc deletes content nobody references, which belongs to no organization: on a deployment with
-  // several, it is the operator's job (`strata gc --home` on the server), not an organization's.
+  // several, it is the operator's job (`strata gc --config`/`--home` on the server), not an organization's.
   app.post(
     '/v1/admin/gc',
     {
@@ -41,7 +41,11 @@ export function registerAdminRoutes(app: App, { engine, access }: RouteDeps): vo
       await authorizeOrg(access, principal, await defaultOrgId(access, principal), 'manage');
       if (!(await soleOrganization(access))) {
         throw new StrataError('FORBIDDEN', {
-          message: "gc acts on the content store every organization of this server shares: the server's operator runs it (`strata gc --home DIR`)",
+          // Both forms: the route does not know which storage the server runs on, and on Postgres and
+          // S3 `--home` names only scratch space (the storage is in the server's config or environment).
+          message:
+            "gc acts on the content store every organization of this server shares: the server's operator runs it " +
+            "(`strata gc --config FILE` with the server's config on Postgres and S3; `strata gc --home DIR` with its home otherwise)",
         });
       }
       return engine.gc();

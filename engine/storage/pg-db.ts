@@ -31,6 +31,8 @@ export interface PgOptions {
   schema?: string;
   /** pool size (default 10) */
   max?: number;
+  /** how long opening a connection may take before it fails as unreachable (default 10 s) */
+  connectTimeoutMs?: number;
 }
 
 /**
@@ -115,7 +117,7 @@ export class PgDatabase {
       // that plan made the write path's statements cost 1.5× the database CPU of unprepared ones,
       // while skipping only the parse made them cost 0.75× (bench/server-storage.ts).
       options: [schema === undefined ? '' : `-c search_path=${schema}`, '-c plan_cache_mode=force_custom_plan'].filter((o) => o !== '').join(' '),
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
       pipeline: true,
       application_name: 'strata',
     });
@@ -270,8 +272,34 @@ export function pgError(error: unknown): unknown {
       cause: error,
     });
   }
+  const lost = error instanceof Error ? DRIVER_CONNECTION_ERRORS.get(error.message) : undefined;
+  if (lost !== undefined) {
+    return new StrataError('STORAGE_ERROR', {
+      message: `The metadata database is unreachable: ${lost}`,
+      details: { code: lost === 'timeout' ? 'TIMEOUT' : 'CONNECTION_LOST' },
+      cause: error,
+    });
+  }
   return error;
 }
+
+/**
+ * The driver's connection failures that carry no code (pg and pg-pool throw plain Errors for them),
+ * so their exact texts are the only way to tell them from a bug. Without this a database behind a
+ * proxy that stops answering made every request wait the connect timeout and then fail as INTERNAL,
+ * and `strata serve` printed pg-pool's text as an internal error. The texts hold no URL or secret.
+ */
+const DRIVER_CONNECTION_ERRORS: ReadonlyMap<string, 'timeout' | 'connection lost'> = new Map([
+  // pg-pool: a new connection did not finish its startup within connectionTimeoutMillis
+  ['Connection terminated due to connection timeout', 'timeout'],
+  // pg-pool: every pooled connection stayed busy for connectionTimeoutMillis
+  ['timeout exceeded when trying to connect', 'timeout'],
+  // pg Client: its own connect timer (connect_timeout) destroyed the socket
+  ['timeout expired', 'timeout'],
+  // pg Client: the server or a proxy closed the socket (a restart, a failover)
+  ['Connection terminated unexpectedly', 'connection lost'],
+  ['Client has encountered a connection error and is not queryable', 'connection lost'],
+]);
 
 /** SQLSTATE 23505: a unique constraint rejected the row (a concurrent insert of the same key won). */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {

@@ -1,5 +1,6 @@
 import type { PoolClient } from 'pg';
 import { StrataError } from '../errors.js';
+import { checkSchemaVersion } from './schema-version.js';
 
 // The Postgres schema, versioned like SQLite's (sqlite-migrations.ts) but its own chain: migration 1
 // is the schema SQLite reached at its migration 15, written once for Postgres. A migration is never
@@ -326,6 +327,21 @@ export const PG_LATEST_SCHEMA_VERSION = PG_MIGRATIONS[PG_MIGRATIONS.length - 1]!
 
 /** The advisory lock class of migrations (pg-db.ts names the others). */
 const MIGRATION_LOCK = 'pg_advisory_xact_lock(3, 0)';
+
+/**
+ * For a caller that must not migrate (fsck, gc, admin commands): the schema holds Strata's tables at
+ * this version, or a coded refusal. Nothing is created: migrating there made a check of an empty
+ * schema (a wrong URL, or one emptied for pg_restore) create empty tables and report them clean.
+ */
+export async function requireCurrentPgSchema(client: PoolClient): Promise<void> {
+  const { rows } = await client.query<{ exists: boolean }>("SELECT to_regclass('schema_migrations') IS NOT NULL AS exists");
+  let current = 0;
+  if (rows[0]?.exists === true) {
+    const versions = await client.query<{ version: number | null }>('SELECT max(version) AS version FROM schema_migrations');
+    current = versions.rows[0]?.version ?? 0;
+  }
+  checkSchemaVersion(current, PG_LATEST_SCHEMA_VERSION);
+}
 
 /**
  * Applies pending migrations in one transaction holding an advisory lock, so replicas starting at

@@ -37,6 +37,10 @@ export interface S3ContentStoreOptions {
    * first, and the store offers collect(), which deletes through the guard.
    */
   guard?: ObjectGuard;
+  /** a request whose connection is idle (no byte either way) this long fails; default 120 s */
+  idleTimeoutMs?: number;
+  /** open() fails when the bucket does not answer its check within this; default 15 s */
+  openTimeoutMs?: number;
 }
 
 export const MIB = 1024 * 1024;

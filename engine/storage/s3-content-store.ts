@@ -39,6 +39,17 @@ const BATCH_IN_FLIGHT = 8;
 const STALE_MS = 24 * 60 * 60 * 1000;
 /** How long close() lets running calls finish (and clean up) before it closes the connections. */
 const CLOSE_GRACE_MS = 10_000;
+/**
+ * A request whose connection carries no byte either way for this long fails (TimeoutError, then the
+ * SDK's retries). An inactivity limit, not @smithy's `requestTimeout`: in node-http-handler 4.x that
+ * is wall time from sending to the response headers, the upload of the body included, so any bound
+ * there would fail a 16 MiB+ part on a slow link; and without `throwOnRequestTimeout` it only logged a
+ * warning, so a bucket that accepted connections and never answered hung every call (and serve's
+ * start) for good. S3 keeps a slow CompleteMultipartUpload or CopyObject alive by sending whitespace.
+ */
+const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+/** open() checks the bucket (HeadBucket); this long without an answer is a failure to open. */
+const DEFAULT_OPEN_TIMEOUT_MS = 15_000;
 
 export async function openS3ContentStore(options: S3ContentStoreOptions): Promise<ContentStore> {
   const config = await resolveConfig(options);
@@ -51,12 +62,23 @@ export async function openS3ContentStore(options: S3ContentStoreOptions): Promis
     requestChecksumCalculation: 'WHEN_REQUIRED',
     responseChecksumValidation: 'WHEN_REQUIRED',
     maxAttempts: 3,
-    requestHandler: { connectionTimeout: 10_000, requestTimeout: 300_000 },
+    requestHandler: { connectionTimeout: 10_000, socketTimeout: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS },
   });
   const secrets = [config.credentials?.secretAccessKey, config.credentials?.sessionToken].filter((s): s is string => s !== undefined);
   const where = { bucket: config.bucket, endpoint: config.endpointLabel, secrets };
+  const openTimeoutMs = options.openTimeoutMs ?? DEFAULT_OPEN_TIMEOUT_MS;
   try {
-    await s3Call(where, 'HeadBucket', () => client.send(new HeadBucketCommand({ Bucket: config.bucket })));
+    // Bounded as a whole, retries included: `strata serve` waits for this before it listens.
+    const abortSignal = AbortSignal.timeout(openTimeoutMs);
+    await s3Call(where, 'HeadBucket', () =>
+      client.send(new HeadBucketCommand({ Bucket: config.bucket }), { abortSignal }).catch((error: unknown) => {
+        if (!abortSignal.aborted) throw error;
+        throw new StrataError('STORAGE_ERROR', {
+          message: `S3 HeadBucket failed for bucket "${config.bucket}" at ${config.endpointLabel}: no answer within ${openTimeoutMs / 1000} s`,
+          details: { bucket: config.bucket, endpoint: config.endpointLabel, s3Code: 'TimeoutError' },
+        });
+      }),
+    );
   } catch (error) {
     client.destroy();
     throw error;

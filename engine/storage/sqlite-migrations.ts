@@ -1,5 +1,6 @@
 import type { Database } from 'better-sqlite3';
 import { StrataError } from '../errors.js';
+import { checkSchemaVersion } from './schema-version.js';
 
 // Versioned schema. A migration is never edited once released: a change is a new entry at the end.
 // All pending migrations run in one IMMEDIATE transaction, so two processes opening the same file at
@@ -417,6 +418,17 @@ CREATE INDEX project_objects_by_hash ON project_objects (content_hash);
 ];
 
 export const LATEST_SCHEMA_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+/**
+ * For a caller that must not migrate (fsck, gc, admin commands): the file holds Strata's tables at
+ * this version, or a coded refusal. Migrating there made a check of the wrong file create an empty
+ * database and report it clean.
+ */
+export function requireCurrentSchema(db: Database): void {
+  const table = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").get();
+  const current = table === undefined ? 0 : ((db.prepare('SELECT max(version) AS version FROM schema_migrations').get() as { version: number | null }).version ?? 0);
+  checkSchemaVersion(current, LATEST_SCHEMA_VERSION);
+}
 
 /** Applies pending migrations; returns the versions it applied (empty when already up to date). */
 export function applyMigrations(db: Database): number[] {

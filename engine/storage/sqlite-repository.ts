@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
+import { StrataError } from '../errors.js';
 import type { MetadataRepository } from '../ports/metadata-repository.js';
 import { createSqliteAccess } from './sqlite-access.js';
-import { applyMigrations } from './sqlite-migrations.js';
+import { applyMigrations, requireCurrentSchema } from './sqlite-migrations.js';
 import { createSqliteProjects } from './sqlite-projects.js';
 import { storageError } from './sqlite-rows.js';
 import { createSqliteSnapshots } from './sqlite-snapshots.js';
@@ -12,6 +14,11 @@ import { acknowledgeDurably, WalSync } from './sqlite-wal-sync.js';
 export interface SqliteRepositoryOptions {
   /** the database file; created (with its schema) if missing */
   file: string;
+  /**
+   * false: neither create the file nor migrate it; a missing file, or one without Strata's tables at
+   * this version, is refused (NO_STRATA_DATA, SCHEMA_NOT_CURRENT). For fsck, gc and admin commands.
+   */
+  migrate?: boolean;
 }
 
 /**
@@ -20,9 +27,14 @@ export interface SqliteRepositoryOptions {
  * transaction ever spans an await, and the event loop is never handed back mid-transaction.
  */
 export function openSqliteRepository(options: SqliteRepositoryOptions): MetadataRepository {
+  const migrate = options.migrate ?? true;
+  // Checked first: better-sqlite3 says neither a missing file nor a missing directory with a code.
+  if (!migrate && !existsSync(options.file)) {
+    throw new StrataError('NO_STRATA_DATA', { message: 'There is no Strata metadata database here', details: { reason: 'no-database' } });
+  }
   let db: Database.Database;
   try {
-    db = new Database(options.file);
+    db = new Database(options.file, { fileMustExist: !migrate });
   } catch (error) {
     throw storageError(error);
   }
@@ -40,7 +52,8 @@ export function openSqliteRepository(options: SqliteRepositoryOptions): Metadata
     // 64 MiB, 142 ms with 16 MiB (bench/snapshot-100k.ts). 64 MiB filled up while the daemon imported a
     // 200,000-file project and took its RSS to 325-355 MiB (target 300 MB; 240-277 MiB with 8-16 MiB).
     db.pragma('cache_size = -16384');
-    applyMigrations(db);
+    if (migrate) applyMigrations(db);
+    else requireCurrentSchema(db);
     db.pragma('synchronous = NORMAL');
     // Checkpoints run on their own thread (sqlite-checkpointer.ts), not inside our commits.
     db.pragma('wal_autocheckpoint = 0');

@@ -25,7 +25,8 @@ export async function startServerProcess(home: string, env: NodeJS.ProcessEnv = 
     const timer = setTimeout(() => reject(new Error(`server did not start in 20 s:\n${stderr}`)), 20_000);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
-      const match = /listening on (http:\/\/[^\s]+)/.exec(stderr);
+      // The plain line, or the msg of a JSON log record (the default on a pipe): the URL ends at a quote or the line's end.
+      const match = /listening on (http:\/\/[^\s"]+)[\s"]/.exec(stderr);
       if (match) {
         clearTimeout(timer);
         resolve(match[1]!.replace(/\/$/, ''));

@@ -1,0 +1,90 @@
+// A lock file that holds its owner's pid: one process per home for what must not run twice on it
+// (the daemon: daemon/lock.ts; `strata serve` and migrate-storage: home-lock.ts).
+//
+// A pid file rather than flock(2): Node has no flock, and a process that only checks (migrate-storage,
+// the CLI looking for its daemon) must be able to name the owner in its message. A lock whose pid is
+// gone (kill -9, power loss) is stale: it blocks nobody and the next owner takes it over, so a crash
+// never needs a manual clean-up. The file's first line is the pid; a second line, if any, says what
+// holds it ("strata serve"), for the message of whoever is refused.
+
+import { readFileSync } from 'node:fs';
+import { mkdir, open, readFile, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { StrataError } from '../engine/errors.js';
+
+/** Whether `pid` is another live process that can be a Strata one. */
+function alive(pid: number): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // The pid may have been reused by an unrelated process after a crash.
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node');
+  } catch {
+    return true;
+  }
+}
+
+export interface PidLockHolder {
+  pid: number;
+  /** what the owner wrote as its second line ("strata serve"), or '' */
+  holder: string;
+}
+
+function parse(text: string): PidLockHolder {
+  const [pid = '', holder = ''] = text.split('\n');
+  return { pid: Number(pid.trim()), holder: holder.trim() };
+}
+
+/** The live process holding the lock file, or null when none does (no file, or a stale one). */
+export function pidLockHolder(file: string): PidLockHolder | null {
+  let owner: PidLockHolder;
+  try {
+    owner = parse(readFileSync(file, 'utf8'));
+  } catch {
+    return null;
+  }
+  // This very process counts (a daemon or server started in-process, as tests do).
+  return owner.pid === process.pid || alive(owner.pid) ? owner : null;
+}
+
+export interface PidLock {
+  release(): Promise<void>;
+}
+
+/**
+ * Creates `file` holding this process's pid (and `holder`), replacing a stale one. `busy` makes the
+ * error thrown when a live process holds it (`undefined`: the lock changed hands three times while
+ * this process tried, which only a crowd of starters racing does).
+ */
+export async function acquirePidLock(file: string, busy: (owner: PidLockHolder | undefined) => StrataError, holder = ''): Promise<PidLock> {
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const handle = await open(file, 'wx', 0o600);
+      try {
+        await handle.writeFile(holder === '' ? `${process.pid}\n` : `${process.pid}\n${holder}\n`);
+      } finally {
+        await handle.close();
+      }
+      return {
+        async release() {
+          const owner = parse(await readFile(file, 'utf8').catch(() => ''));
+          if (owner.pid === process.pid) await rm(file, { force: true });
+        },
+      };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = parse(await readFile(file, 'utf8').catch(() => ''));
+    if (alive(owner.pid)) throw busy(owner);
+    // Stale: replace it. A racing starter that also saw it stale loses the 'wx' create above, except
+    // when one's rm and create both fall between the other's read and rm: two starters within
+    // microseconds of each other on a crashed owner's lock is the case this does not exclude.
+    await rm(file, { force: true });
+  }
+  throw busy(undefined);
+}
