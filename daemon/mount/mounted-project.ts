@@ -2,7 +2,7 @@
 // orderly stop (detach the mount, capture everything pending, close the workers).
 import { type AttrRows, MountAttrs } from './attrs.js';
 import { LinkGroups, type LinkRows } from './link-groups.js';
-import { splitOff } from './ops-links.js';
+import { splitDiverged, splitOff } from './ops-links.js';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -146,6 +146,7 @@ export class MountedProject {
       state.onExternalChange(path);
     };
     const ns = new Namespace(options.engine, options.projectId, options.dirStore, onExternalChange, now);
+    ns.forgetNode = (path) => state.onExternalChange(path);
     ns.linkedNames = () => links.paths();
     await ns.start();
     const sink = options.sink;
@@ -200,7 +201,10 @@ export class MountedProject {
       state.forgetInKernel = (path) => void fuse.invalidate(path).catch(() => undefined);
       state.contentMaps = fuse.contentMaps;
       await raiseReadahead(dir, logger);
-      ns.onResync = () => void fuse.invalidateAll().catch(() => undefined);
+      ns.onResync = () => {
+        void fuse.invalidateAll().catch(() => undefined);
+        void splitDiverged(state).catch((error: unknown) => logger.warn({ err: (error as Error).message }, 'mount: checking hard links after a resync failed'));
+      };
     } catch (error) {
       // A mount that half-happened (mounted, then libfuse refused an option) must not stay behind.
       await cleanStaleMount(dir).catch(() => {});

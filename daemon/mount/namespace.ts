@@ -31,10 +31,14 @@ export interface ExplicitDirStore {
 }
 
 const FEED_PAGE = 500;
+/**
+ * Records a poll reads before it gives up and starts over from the engine (a resync). Lowered only
+ * by tests, through STRATA_MOUNT_FEED_MAX (a resync is otherwise ten thousand commits away).
+ */
+const FEED_MAX = Number(process.env['STRATA_MOUNT_FEED_MAX'] ?? 10_000);
 const BUSY_POLL_MS = 100;
 /** How often the mount looks for changes committed by other processes (see start). */
 export const EXTERNAL_POLL_MS = 1000;
-const FEED_MAX_PAGES = 20;
 
 export class Namespace {
   /** merged listings of loaded directories: name → kind */
@@ -120,6 +124,11 @@ export class Namespace {
   private unsubscribe: () => void = () => {};
   /** Set by the mount: the engine changed more than a poll reads; every kernel cache must go. */
   onResync: () => void = () => {};
+  /**
+   * Set by the mount: what a resync does to each file with local state. Not every change a record
+   * would mean: which paths changed is not known then (hard-link groups are judged on their content).
+   */
+  forgetNode: (path: string) => void = (path) => this.onExternalChange(path);
   private pollAgain = false;
 
   private pollSoon(): void {
@@ -283,12 +292,13 @@ export class Namespace {
     const fresh: Array<{ versionId: string; path: string }> = [];
     let after = this.lastSeq;
     let complete = false;
-    for (let page = 0; page < FEED_MAX_PAGES; page++) {
+    while (fresh.length < FEED_MAX) {
       // The common case, nothing new, is an index probe that finds no row.
-      const result = await this.engine.syncOutbox({ projectId: this.projectId, afterSeq: after, limit: FEED_PAGE });
+      const limit = Math.min(FEED_PAGE, FEED_MAX - fresh.length + 1);
+      const result = await this.engine.syncOutbox({ projectId: this.projectId, afterSeq: after, limit });
       for (const item of result.items) fresh.push(item.record);
       if (result.lastSeq !== null) after = result.lastSeq;
-      if (result.items.length < FEED_PAGE) {
+      if (result.items.length < limit) {
         complete = true;
         break;
       }
@@ -302,7 +312,7 @@ export class Namespace {
       this.entryEpoch++;
       this.own.clear();
       this.deferred = [];
-      for (const path of this.nodes.keys()) this.onExternalChange(path);
+      for (const path of this.nodes.keys()) this.forgetNode(path);
       this.onResync();
       return;
     }

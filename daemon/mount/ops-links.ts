@@ -100,6 +100,22 @@ export function splitOff(state: MountState, path: string): void {
   if (wasPrimary && primary !== null) state.attrs.set(primary, 'file', false, state.attrs.of(path, 'file', false));
 }
 
+/**
+ * After a resync (more changed than the change feed reads): which names changed is not known, so a
+ * name leaves its hard-link group only when its current version is not the group's content (a
+ * restore or a pulled change of that name); the others stay one file.
+ */
+export async function splitDiverged(state: MountState): Promise<void> {
+  const stat = (path: string) => state.engine.stat({ projectId: state.projectId, path });
+  for (const name of [...state.links.paths()]) {
+    if (!state.links.has(name)) continue;
+    const primary = state.links.primaryOf(name);
+    if (primary === name) continue;
+    const [mine, group] = await Promise.all([stat(name), stat(primary)]);
+    if (mine !== null && group !== null && mine.contentHash !== group.contentHash) splitOff(state, name);
+  }
+}
+
 /** A file's ctime moves (a name was added or removed). */
 async function touchFile(state: MountState, path: string): Promise<void> {
   const resolved = await state.resolve(path);
