@@ -140,7 +140,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   function recorded(outcome: Extract<CaptureOutcome, { kind: 'versioned' }>): CaptureOutcome {
     stats.captured += 1;
     const { version } = outcome;
-    ownVersions.add(version.versionId);
+    // Our own versions are what the disk holds already: the engine feed leaves them out. A conflict
+    // copy is not: its content is at the copy's path in the engine only, and the feed must bring it
+    // to disk (a left-out copy stayed missing from this workstation's directory for good).
+    if (outcome.conflictCopy === undefined) ownVersions.add(version.versionId);
     // Bounded: an id the feed never asks about (it read the record before we got here) must not stay
     // forever. Forgetting one only costs the feed a stat comparison.
     if (ownVersions.size > MAX_OWN_VERSIONS) ownVersions.delete(ownVersions.values().next().value!);
