@@ -144,6 +144,7 @@ export class ProjectRunner {
         ...(mode === 'watch' && this.config.sync !== undefined
           ? { conflictCopies: { workstation: this.config.sync.workstation, writeBase: (path: string) => state.index.get(projectId, path)?.versionId ?? null } }
           : {}),
+        ...(mode === 'watch' && this.config.sync === undefined ? { restoreWins: { writeBase: (path: string) => state.index.get(projectId, path)?.versionId ?? null } } : {}),
         tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
       });
       this.#pipeline = pipeline;

@@ -16,6 +16,8 @@ export interface OpenedFile {
   path: string;
   size: number;
   mode: number;
+  /** when the content was last changed (the restore rule in pipeline.ts compares it) */
+  mtimeMs: number;
 }
 
 /**
@@ -36,7 +38,7 @@ export async function openNoFollow(file: string): Promise<OpenedFile | null> {
   try {
     const st = await handle.stat();
     const path = `/proc/self/fd/${handle.fd}`;
-    if (st.isFile() && (await readlink(path)) === file) return { handle, path, size: st.size, mode: st.mode };
+    if (st.isFile() && (await readlink(path)) === file) return { handle, path, size: st.size, mode: st.mode, mtimeMs: st.mtimeMs };
   } catch (error) {
     await handle.close();
     throw error;

@@ -43,6 +43,14 @@ export interface PipelineOptions {
    * or at the path itself when the other side deleted it (an edit beats a deletion).
    */
   conflictCopies?: { workstation: string; writeBase: (path: string) => string | null };
+  /**
+   * A watch project without sync: a write is based on the version the disk had (its index row). When
+   * the engine moved on since with a restore made after the edit (`strata restore` while the edit
+   * waited out its settle delay), the edit is versioned and the restore put back on top, as
+   * materialize.ts does for edits it finds: the disk ends with what the user restored, both are in
+   * history. Any other change since (an older restore, a write) lets the edit simply be the newest.
+   */
+  restoreWins?: { writeBase: (path: string) => string | null };
   /** engine writes in flight at once (default 128) */
   maxInFlight?: number;
   now?: () => number;
@@ -249,7 +257,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
    * One write of `path`'s new content (ifChanged: the same content and flags are no version), based on
    * the version the disk had when the pipeline keeps conflict copies.
    */
-  async function writeContent(path: string, content: WriteInput['content'], flags: { executable: boolean; symlink: boolean }): Promise<CaptureOutcome> {
+  async function writeContent(path: string, content: WriteInput['content'], flags: { executable: boolean; symlink: boolean }, editedAtMs?: number): Promise<CaptureOutcome> {
     const write = (at: string, baseVersionId?: string | null) =>
       engine.writeFile({
         projectId,
@@ -262,11 +270,16 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         ...(baseVersionId === undefined ? {} : { baseVersionId }),
       });
     const copies = options.conflictCopies;
+    const restoreWins = options.restoreWins;
     let result: Awaited<ReturnType<typeof write>>;
     try {
-      result = await write(path, copies?.writeBase(path));
+      result = await write(path, copies?.writeBase(path) ?? (editedAtMs === undefined ? undefined : restoreWins?.writeBase(path)));
     } catch (error) {
-      if (copies === undefined || !isStrataError(error, 'STALE_BASE_VERSION')) throw error;
+      if (!isStrataError(error, 'STALE_BASE_VERSION')) throw error;
+      if (copies === undefined) {
+        if (restoreWins === undefined || editedAtMs === undefined) throw error;
+        return writeUnderRestore(path, () => write(path), editedAtMs);
+      }
       if ((await engine.stat({ projectId, path })) === null) {
         result = await write(path, null);
       } else {
@@ -279,6 +292,21 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
     if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
     return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+  }
+
+  /** The restoreWins rule (PipelineOptions) for an edit whose base the engine moved on from. */
+  async function writeUnderRestore(path: string, write: () => ReturnType<Engine['writeFile']>, editedAtMs: number): Promise<CaptureOutcome> {
+    const current = await engine.stat({ projectId, path });
+    const result = await write();
+    if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+    if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
+    const outcome = recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+    if (current === null) return outcome;
+    const moved = await engine.getVersion(projectId, current.versionId).catch(() => null);
+    if (moved?.kind !== 'restore' || Date.parse(moved.timestamp) <= editedAtMs) return outcome;
+    await engine.restoreVersion({ projectId, versionId: moved.versionId, actor });
+    logger.info({ path }, 'an edit made before a restore was versioned, and the restore put back on top');
+    return outcome;
   }
 
   const pipeline: PipelineHandle = {
@@ -296,7 +324,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
             if (opened === null) return { kind: 'absent' };
             try {
               // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
-              return await writeContent(path, { file: opened.path, size: opened.size }, { executable, symlink: false });
+              return await writeContent(path, { file: opened.path, size: opened.size }, { executable, symlink: false }, opened.mtimeMs);
             } finally {
               await opened.handle.close();
             }
