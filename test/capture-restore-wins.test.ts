@@ -71,7 +71,8 @@ async function world() {
 
 describe('an edit captured after a restore made meanwhile', () => {
   it('is versioned, and the restore made after it is put back on top', async () => {
-    const w = (opened = await world());
+    opened = await world();
+    const w = opened;
     const orig = await w.put('orig\n');
     const second = await w.put('second\n');
     w.synced(second.version.versionId);
@@ -84,7 +85,8 @@ describe('an edit captured after a restore made meanwhile', () => {
   });
 
   it('an edit made after the restore stays the newest version', async () => {
-    const w = (opened = await world());
+    opened = await world();
+    const w = opened;
     const orig = await w.put('orig\n');
     const second = await w.put('second\n');
     w.synced(second.version.versionId);
@@ -96,7 +98,8 @@ describe('an edit captured after a restore made meanwhile', () => {
   });
 
   it('a write meanwhile (not a restore) leaves the edit the newest version', async () => {
-    const w = (opened = await world());
+    opened = await world();
+    const w = opened;
     const first = await w.put('first\n');
     w.synced(first.version.versionId);
     const putAt = w.t.clock.now();
