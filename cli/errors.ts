@@ -36,9 +36,9 @@ export type CliOwnCode =
   | 'NOT_A_STRATA_CLONE'
   | 'GIT_NOT_FAST_FORWARD'
   | 'GIT_WORK_TREE_CONFLICT'
-  /** `strata checkout --to DIR`: DIR (or a file in it) is not empty and --force was not given */
+  /** `strata checkout --to DIR`: DIR (or a file in it) is not empty and --force was not given; `strata git clone`: DIR is not empty */
   | 'TARGET_NOT_EMPTY'
-  /** `strata checkout --to DIR`: DIR is in a project's directory (its daemon would version the files) */
+  /** `strata checkout --to DIR`, `strata git clone`: DIR is in a project's directory (its daemon would version the files) */
   | 'TARGET_IN_PROJECT'
   /** `strata daemon install/uninstall`: systemctl --user answered with an error */
   | 'SYSTEMCTL_FAILED'

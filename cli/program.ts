@@ -12,6 +12,7 @@ import { registerDatasetCommands } from './commands/datasets.js';
 import { registerGitCommands } from './commands/git.js';
 import { registerFileCommands } from './commands/files.js';
 import { registerHistoryCommands } from './commands/history.js';
+import { registerHelpCommand } from './commands/help.js';
 import { registerInitCommand } from './commands/init.js';
 import { registerKeyCommands } from './commands/keys.js';
 import { registerLoginCommands } from './commands/login.js';
@@ -96,6 +97,8 @@ export function buildProgram(): Command {
       const ctx = contextFor(command);
       ctx.output.result({ version: CLI_VERSION, node: process.version }, () => ctx.output.line(CLI_VERSION));
     });
+  // Last: the groups above keep commander's own `help` (`strata git help clone`); the program's reads nested names.
+  registerHelpCommand(program);
 
   return program;
 }

@@ -9,7 +9,7 @@
 // directory it is in. A link anywhere on the way fails the open (ELOOP) instead of being followed.
 // Linux only, like the rest of watch mode (inotify) and mount mode (FUSE).
 import { constants } from 'node:fs';
-import { type FileHandle, lstat, mkdir, open } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { StrataError } from '../engine/errors.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
@@ -26,6 +26,11 @@ export class BeneathDir {
   entry(name: string): string {
     if (name === '' || name === '.' || name === '..' || name.includes('/')) throw new TypeError(`not a single name: ${JSON.stringify(name)}`);
     return `/proc/self/fd/${this.handle.fd}/${name}`;
+  }
+
+  /** The names in this very directory. */
+  list(): Promise<string[]> {
+    return readdir(`/proc/self/fd/${this.handle.fd}`);
   }
 
   close(): Promise<void> {

@@ -1,7 +1,7 @@
 // `strata git clone` and `strata git pull` against a live `strata serve`, with the real git binary:
 // the clone holds one commit per snapshot with the snapshot's files; a pull brings only the new
 // snapshots and fast-forwards the work tree; refs name the same commits as the clone has.
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, parseJson, runCli, type ServeHandle, startServe, tempDir } from './cli-harness.js';
@@ -135,4 +135,50 @@ describe('strata git', () => {
     expect(JSON.parse(result.stdout || result.stderr).error.code).toBe('GIT_UNKNOWN_COMMIT');
     expect((await git(clone(), dir.path, ['rev-parse', 'main'])).toString().trim()).toBe(head);
   });
+
+  it('a clone that fails leaves nothing behind, so the retry works; a non-empty DIR is TARGET_NOT_EMPTY like checkout', async () => {
+    const failed = async (args: string[], code: number, errorCode: string) => {
+      const result = await runCli(['git', 'clone', ...args, '--json'], env, { timeoutMs: 60_000 });
+      expect(result.code, result.stderr).toBe(code);
+      expect(JSON.parse(result.stdout || result.stderr).error.code).toBe(errorCode);
+    };
+    const unknown = '01900000-0000-7000-8000-000000000000';
+    // a directory the clone would make: not made
+    const fresh = join(dir.path, 'retry-new', 'repo');
+    await failed([unknown, fresh], 3, 'PROJECT_NOT_FOUND');
+    expect(await exists(join(dir.path, 'retry-new'))).toBe(false);
+    // an empty directory that was there: stays empty (no .git)
+    const empty = join(dir.path, 'retry-empty');
+    await mkdir(empty);
+    await failed([unknown, empty], 3, 'PROJECT_NOT_FOUND');
+    expect(await readdir(empty)).toEqual([]);
+    for (const target of [fresh, empty]) {
+      const retried = await ok<{ commits: number }>(['git', 'clone', projectId, target]);
+      expect(retried.commits).toBeGreaterThan(0);
+      expect(await readFile(join(target, 'fit.m'), 'utf8')).toBe('x = 4;\n');
+    }
+    // not empty: refused before anything is asked or made, the contents untouched
+    const full = join(dir.path, 'retry-full');
+    await mkdir(full);
+    await writeFile(join(full, 'mine.txt'), 'mine\n');
+    await failed([projectId, full], 4, 'TARGET_NOT_EMPTY');
+    expect(await readdir(full)).toEqual(['mine.txt']);
+  });
+
+  it('with DIR alone, clones the current project (STRATA_PROJECT_ID here); a lone project id is refused, not taken for DIR', async () => {
+    const target = join(dir.path, 'clone-default');
+    const result = await ok<{ projectId: string; commits: number }>(['git', 'clone', target]);
+    expect(result.projectId).toBe(projectId);
+    expect(await readFile(join(target, 'fit.m'), 'utf8')).toBe('x = 4;\n');
+    expect((await git(target, dir.path, ['config', '--get', 'strata.project'])).toString().trim()).toBe(projectId);
+    const lone = await runCli(['git', 'clone', projectId, '--json'], env, { cwd: dir.path });
+    expect(lone.code).toBe(2);
+    expect(JSON.parse(lone.stdout || lone.stderr).error.code).toBe('USAGE');
+    expect(await exists(join(dir.path, projectId))).toBe(false);
+  });
 });
+
+const exists = (path: string) => stat(path).then(
+  () => true,
+  () => false,
+);

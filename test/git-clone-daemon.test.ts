@@ -1,7 +1,7 @@
 // `strata git clone` made inside a daemon-watched project, then `strata git pull` in the clone: the
 // clone is not a project directory, so before it recorded its daemon's home it had no credentials
 // (NO_CREDENTIALS, found while writing the README). Real daemon through the CLI, real git.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,5 +55,20 @@ describe('strata git clone of a daemon project', () => {
     expect(await readFile(join(clone, 'fit.m'), 'utf8')).toBe('y = 2;\n');
     const log = await sh('git', ['log', '--format=%s', 'main'], { cwd: clone, env, timeoutMs: 10_000 });
     expect(log.stdout.trim().split('\n')).toHaveLength(2);
+  });
+
+  it('in the project directory, `strata git clone DIR` clones that project, as the README says; a DIR inside the project is refused', async () => {
+    const projectId = JSON.parse((await strata(['status', '--json'], project)).stdout).projects[0].projectId as string;
+    const result = await strata(['git', 'clone', '../by-dir', '--json'], project, true);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ projectId, commits: 2 });
+    const clone = join(root, 'by-dir');
+    expect(await readFile(join(clone, 'fit.m'), 'utf8')).toBe('y = 2;\n');
+    expect((await sh('git', ['config', '--get', 'strata.home'], { cwd: clone, env, timeoutMs: 10_000 })).stdout.trim()).toBe(join(root, 'home'));
+    // the daemon would version the clone's files into the project itself
+    const inside = await strata(['git', 'clone', 'repo', '--json'], project, true);
+    expect(inside.code).toBe(4);
+    expect(JSON.parse(inside.stdout || inside.stderr).error.code).toBe('TARGET_IN_PROJECT');
+    expect(await stat(join(project, 'repo')).then(() => true, () => false)).toBe(false);
   });
 });

@@ -3,8 +3,8 @@
 // pull asks only for what follows the local main (GET fs/git/upload?have=) and fast-forwards the work
 // tree. The clone records the project and server in its git config (never the API key).
 import { spawn } from 'node:child_process';
-import { mkdir, readdir } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import type { GitReceiveResult, GitRefs } from '../../engine/engine-api.js';
@@ -206,31 +206,109 @@ async function pushToStrata(t: SyncTarget): Promise<GitReceiveResult & { project
   return { projectId: t.projectId, ...result };
 }
 
+/** A project id as Strata makes them (a UUID): alone, it is more likely a forgotten DIR than a directory name. */
+const PROJECT_ID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * `clone PROJECT DIR`, or `clone DIR` for the project of the current directory (--project,
+ * STRATA_PROJECT_ID, as every command finds it): one argument is always DIR. A lone project id is
+ * refused instead of being taken for a directory name (`git clone URL` habits).
+ */
+function cloneArguments(ctx: ReturnType<typeof contextFor>, first: string | undefined, second: string | undefined): { projectId: string; dirArg: string } {
+  if (first === undefined) throw new CliError('USAGE', 'missing DIR: strata git clone [PROJECT] DIR', { exitCode: EXIT.usage });
+  if (second !== undefined) return { projectId: first, dirArg: second };
+  if (PROJECT_ID_SHAPE.test(first)) {
+    throw new CliError('USAGE', `${first} looks like a project id: name the directory too (strata git clone ${first} DIR), or pass only DIR to clone the current project`, {
+      exitCode: EXIT.usage,
+      details: { project: first },
+    });
+  }
+  return { projectId: ctx.projectId(), dirArg: first };
+}
+
+/**
+ * DIR must be missing or empty (TARGET_NOT_EMPTY, as `strata checkout --to`), and outside any
+ * project's directory (TARGET_IN_PROJECT): its daemon would version the clone's files into the project.
+ */
+async function checkCloneTarget(dir: string): Promise<void> {
+  let existing = dir;
+  while (!(await pathExists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
+  const project = discoverProject(existing);
+  if (project !== null) {
+    throw new CliError('TARGET_IN_PROJECT', `${dir} is inside the project directory ${project.dir}, whose daemon would record the files as new versions: choose a directory outside it`, {
+      exitCode: EXIT.conflict,
+      details: { path: dir, projectDir: project.dir },
+    });
+  }
+  const info = await stat(dir).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(error)));
+  if (info === null) return;
+  if (!info.isDirectory()) throw new CliError('LOCAL_IO_ERROR', `${dir} is not a directory`, { exitCode: EXIT.conflict, details: { path: dir } });
+  if ((await readdir(dir)).length > 0) throw new CliError('TARGET_NOT_EMPTY', `${dir} is not empty: choose a new or empty directory`, { exitCode: EXIT.conflict, details: { path: dir } });
+}
+
+/**
+ * Makes DIR if missing; `undo` takes back what the clone made: the directories it created, or
+ * everything in the directory that was empty when the clone began.
+ */
+async function makeCloneDir(dir: string): Promise<{ undo(): Promise<void> }> {
+  const created = await mkdir(dir, { recursive: true });
+  return {
+    async undo() {
+      if (created !== undefined) await rm(created, { recursive: true, force: true });
+      else for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
+    },
+  };
+}
+
+async function pathExists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
 export function registerGitCommands(program: Command): void {
   const git = program.command('git').description("the project's snapshots as a git repository (one commit per snapshot), through the git binary");
 
   git
     .command('clone')
-    .description('create DIR as a git repository of PROJECT: every snapshot a commit on main, tags as tags')
-    .argument('<project>', 'project id')
-    .argument('<dir>', 'a new (or empty) directory')
-    .action(async (projectId: string, dirArg: string, _options: unknown, command: Command) => {
+    .description(
+      'create DIR as a git repository of PROJECT (default: the project of the current directory, else --project or STRATA_PROJECT_ID): every snapshot a commit on main, tags as tags',
+    )
+    .usage('[options] [project] <dir>')
+    .argument('[project]', 'project id (with DIR; alone, the argument is DIR)')
+    .argument('[dir]', 'a new (or empty) directory, outside the project directory')
+    .action(async (first: string | undefined, second: string | undefined, _options: unknown, command: Command) => {
       const ctx = contextFor(command);
+      const { projectId, dirArg } = cloneArguments(ctx, first, second);
       const dir = resolve(dirArg);
-      await mkdir(dir, { recursive: true });
-      if ((await readdir(dir)).length > 0) throw new CliError('USAGE', `${dir} is not empty`, { exitCode: EXIT.usage });
       const client = ctx.client();
       const base = `/v1/projects/${encodeURIComponent(projectId)}`;
-      await runGit(dir, ['init', '-q', '-b', 'main']);
+      await checkCloneTarget(dir);
+      // The project is asked for before anything is made on disk: an unknown project (or key, or
+      // server) leaves DIR as it was, and a retry with the right one is not refused as "not empty".
       const response = await client.raw('GET', `${base}/fs/git/upload`);
-      await runGit(dir, ['fast-import', '--quiet'], response.body);
-      const head = await revParse(dir, 'refs/heads/main');
-      if (head !== null) await runGit(dir, ['checkout', '-q', '-f', 'main']);
-      await runGit(dir, ['config', 'strata.project', projectId]);
-      await runGit(dir, ['config', 'strata.server', client.serverUrl]);
-      // Made through the daemon found from the working directory: remember its home (syncTarget).
-      const local = ctx.flags.server === undefined && ctx.flags.apiKey === undefined ? discoverProject() : null;
-      if (local !== null && local.daemon !== null && local.daemon.serverUrl === client.serverUrl) await runGit(dir, ['config', 'strata.home', local.home]);
+      const made = await makeCloneDir(dir).catch((error: unknown) => {
+        response.body.destroy();
+        throw error;
+      });
+      let head: string | null;
+      try {
+        await runGit(dir, ['init', '-q', '-b', 'main']);
+        await runGit(dir, ['fast-import', '--quiet'], response.body);
+        head = await revParse(dir, 'refs/heads/main');
+        if (head !== null) await runGit(dir, ['checkout', '-q', '-f', 'main']);
+        await runGit(dir, ['config', 'strata.project', projectId]);
+        await runGit(dir, ['config', 'strata.server', client.serverUrl]);
+        // Made through the daemon found from the working directory: remember its home (syncTarget).
+        const local = ctx.flags.server === undefined && ctx.flags.apiKey === undefined ? discoverProject() : null;
+        if (local !== null && local.daemon !== null && local.daemon.serverUrl === client.serverUrl) await runGit(dir, ['config', 'strata.home', local.home]);
+      } catch (error) {
+        // A stream cut short, a git that failed: no half-made repository stays behind.
+        response.body.destroy();
+        await made.undo();
+        throw error;
+      }
       const commits = head === null ? 0 : Number((await runGit(dir, ['rev-list', '--count', 'main'])).stdout.trim());
       ctx.output.result({ projectId, dir, head, commits }, () => ctx.output.line(`cloned ${projectId} into ${dir}: ${commits} commit(s), main at ${head ?? '(empty)'}`));
     });

@@ -16,6 +16,8 @@ import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import { IncomingChanges } from './incoming.js';
+import { isLinkTemp, removeLinkTemp, sweepIncoming } from './leftovers.js';
+import { INCOMING_DIR } from './materialize.js';
 import {
   DEFAULT_RECONCILE_DEBOUNCE_MS,
   DEFAULT_RECONCILE_DUTY,
@@ -126,6 +128,8 @@ class WatchHost implements ProjectHost {
   }
 
   async start(): Promise<void> {
+    // Before anything is examined or brought to disk: the temps a crash mid-write left (leftovers.ts).
+    await this.#sweepLeftovers();
     const fs = await detectFs(this.#ctx.dir);
     const network = fs?.network === true;
     if (network) {
@@ -173,7 +177,7 @@ class WatchHost implements ProjectHost {
     this.#scan = scan;
     this.#state = 'scanning';
     // Serve while the scan runs: start() resolves once watching; the scan's progress is in status.
-    this.#scanning = scanTree(this.#examineCtx, walk, scan).then(
+    this.#scanning = scanTree(this.#examineCtx, this.#sweepingLinkTemps(walk), scan).then(
       () => {
         this.#scanning = null;
         if (this.#state === 'scanning') this.#state = 'watching';
@@ -186,6 +190,39 @@ class WatchHost implements ProjectHost {
         this.#fail(error);
       },
     );
+  }
+
+  /** Empties `.strata/incoming/` of the `.part` files of writes a crash interrupted. */
+  async #sweepLeftovers(): Promise<void> {
+    try {
+      const swept = await sweepIncoming(this.#ctx.dir);
+      if (swept.files > 0) this.#ctx.logger.info({ ...swept, dir: INCOMING_DIR }, 'removed the temp files of interrupted writes');
+    } catch (error) {
+      // Garbage, not state: the project is watched all the same, and the next start tries again.
+      this.#ctx.logger.warn({ dir: INCOMING_DIR, err: (error as Error).message }, 'could not remove the temp files of interrupted writes');
+    }
+  }
+
+  /**
+   * The start-up walk, with the link temps of interrupted writes removed on the way. Only this first
+   * walk: nothing is brought to disk before it ends (incoming.ts starts after it), so no link temp
+   * it meets is one being made; later walks run alongside materialize.ts and leave them alone.
+   */
+  #sweepingLinkTemps(walk: Walk): Walk {
+    return (onFile) =>
+      walk(async (path) => {
+        if (!isLinkTemp(path)) return onFile(path);
+        try {
+          if (await removeLinkTemp(this.#ctx.dir, path)) {
+            this.#ctx.logger.info({ path }, 'removed the temp link of an interrupted write');
+            return;
+          }
+        } catch (error) {
+          this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not remove the temp link of an interrupted write');
+        }
+        // A file of the user's with such a name: examined like any other (and found ignored).
+        return onFile(path);
+      });
   }
 
   /** Resolves when the current scan (if any) has finished. */
