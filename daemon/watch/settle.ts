@@ -1,16 +1,41 @@
 // When watch mode looks at a path: after its events went quiet for the settle delay (100 ms: a burst
-// of writes is one version, and an editor's temp file is renamed away before we look). Two
-// exceptions. A path that never goes quiet (a log appended to every 50 ms) is looked at every
-// maxWaitMs anyway, unless it is a large file still being copied. A NEW file with a temp-file name
-// (capture/temp-names.ts) waits until quiet for tempSettleMs, so a slow atomic save — written, a
-// pause, renamed over its target — versions only the target.
+// of writes is one version, and an editor's temp file is renamed away before we look). Exceptions.
+// A path that never goes quiet (a log appended to every 50 ms) is looked at every maxWaitMs anyway,
+// or every LARGE_MAX_WAIT_MS if it is a large file (each look hashes all of it). A quiet file of
+// WRITER_CHECK_BYTES or more that a process still holds open for writing (writers.ts) waits for the
+// close: quiet is not the end of a write (a `cp` the kernel stalls for writeback pauses longer than
+// the settle delay). A NEW file with a temp-file name (capture/temp-names.ts) waits until quiet for
+// tempSettleMs, so a slow atomic save — written, a pause, renamed over its target — versions only
+// the target.
 
 import { lstat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { TEMP_MAX_WAIT_MS } from '../capture/temp-names.js';
+import { createWriterProbe, type WriterProbe } from './writers.js';
 
-/** Files above this size are only captured once quiet (see #examineOverdue). */
+/** Files above this size are large: still written to, they are captured every LARGE_MAX_WAIT_MS, not maxWaitMs. */
 const OVERDUE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Quiet files from this size on are only captured once no process holds them open for writing. Below
+ * it nothing is asked (an editor's save stays at the settle delay, and a 5,000-file copy of small files
+ * costs no /proc scan); a stall long enough to cut a file that small is rare. The truncated versions
+ * the tester saw were all 36–45 MiB.
+ */
+const WRITER_CHECK_BYTES = 1024 * 1024;
+
+/**
+ * A large file that keeps being written (a log appended to for hours, or held open) is still versioned
+ * this often; a copy that takes longer than this gives a partial version each time (datasets share
+ * their shards with the final version).
+ */
+const LARGE_MAX_WAIT_MS = 60_000;
+
+/** How often a quiet file held open for writing is looked at again: no event reports the close. */
+const WRITER_RECHECK_MS = 500;
+
+/** When the writer check cannot tell (another user's file, no /proc): quiet this long, size and mtime unchanged. */
+const UNKNOWN_WRITER_QUIET_MS = 1_000;
 
 export interface SettleOptions {
   /** absolute project root */
@@ -21,6 +46,10 @@ export interface SettleOptions {
   /** a temp-named file the project does not track yet (and does not ignore) */
   isNewTemp(path: string): boolean;
   examine(path: string): Promise<void>;
+  /** who still writes a file (default: /proc, writers.ts) */
+  writers?: WriterProbe;
+  /** LARGE_MAX_WAIT_MS unless a test needs the cap sooner */
+  largeMaxWaitMs?: number;
 }
 
 interface PathTimer {
@@ -29,15 +58,23 @@ interface PathTimer {
   lastAt: number;
   /** a new temp-named file, held until quiet for tempSettleMs (see #checkTemp) */
   temp: boolean;
+  /** seen above OVERDUE_MAX_BYTES in this pending period: capped at LARGE_MAX_WAIT_MS, not maxWaitMs */
+  large: boolean;
+  /** size, mtime and inode at the last look while held (see #settled) */
+  seen?: { size: number; mtimeMs: number; ino: number };
 }
 
 export class SettleTimers {
   readonly #options: SettleOptions;
   readonly #timers = new Map<string, PathTimer>();
+  readonly #writers: WriterProbe;
+  readonly #largeMaxWaitMs: number;
   #stopped = false;
 
   constructor(options: SettleOptions) {
     this.#options = options;
+    this.#writers = options.writers ?? createWriterProbe();
+    this.#largeMaxWaitMs = options.largeMaxWaitMs ?? LARGE_MAX_WAIT_MS;
   }
 
   get size(): number {
@@ -61,16 +98,10 @@ export class SettleTimers {
       this.#armTemp(path, firstAt, now, settleMs);
       return;
     }
-    const overdue = now - firstAt >= maxWaitMs;
-    const timer = setTimeout(
-      () => {
-        this.#timers.delete(path);
-        if (overdue) void this.#examineOverdue(path);
-        else void this.#options.examine(path);
-      },
-      overdue ? 0 : settleMs,
-    );
-    this.#timers.set(path, { timer, firstAt, lastAt: now, temp: false });
+    const large = existing?.large ?? false;
+    const overdue = now - firstAt >= (large ? this.#largeMaxWaitMs : maxWaitMs);
+    const entry: PathTimer = { timer: setTimeout(() => void this.#settled(path, entry, overdue), overdue ? 0 : settleMs), firstAt, lastAt: now, temp: false, large };
+    this.#timers.set(path, entry);
   }
 
   /** Stops every timer; returns the paths that were waiting (the caller examines them now). */
@@ -84,7 +115,7 @@ export class SettleTimers {
 
   #armTemp(path: string, firstAt: number, lastAt: number, delayMs: number): void {
     const timer = setTimeout(() => void this.#checkTemp(path), delayMs);
-    this.#timers.set(path, { timer, firstAt, lastAt, temp: true });
+    this.#timers.set(path, { timer, firstAt, lastAt, temp: true, large: false });
   }
 
   /**
@@ -111,22 +142,62 @@ export class SettleTimers {
   }
 
   /**
-   * A path that has not been quiet for maxWaitMs: a log file appended to all day is versioned every
-   * few seconds anyway, but a large file still being copied is not (each partial version would be
-   * hashed in full), it waits for its quiet period.
+   * A path's look: quiet for the settle delay, or `overdue` (not quiet for maxWaitMs). Small files are
+   * examined at once, as is anything past its cap (maxWaitMs, or LARGE_MAX_WAIT_MS for a large file:
+   * a log written all day still gets versions). A large file that is overdue waits for quiet: each
+   * partial version of a copy would be hashed in full. A quiet file of WRITER_CHECK_BYTES or more
+   * waits until no process holds it open for writing, looked at again every WRITER_RECHECK_MS; if
+   * that cannot be told, until it has been quiet for UNKNOWN_WRITER_QUIET_MS with the same size, mtime
+   * and inode at two looks. Held, the path stays pending (status, idle, reconciliation skip it); a
+   * new event re-arms the settle delay and keeps the period's start, so the cap still holds. A crash
+   * while held loses nothing: the file is on disk, unversioned, and the catch-up scan versions it.
    */
-  async #examineOverdue(path: string): Promise<void> {
-    const st = await lstat(join(this.#options.dir, path)).catch(() => null);
-    if (st?.isFile() && st.size > OVERDUE_MAX_BYTES) {
-      if (!this.#timers.has(path)) {
-        const timer = setTimeout(() => {
-          this.#timers.delete(path);
-          void this.#options.examine(path);
-        }, this.#options.settleMs);
-        this.#timers.set(path, { timer, firstAt: Number.POSITIVE_INFINITY, lastAt: Date.now(), temp: false });
-      }
+  async #settled(path: string, entry: PathTimer, overdue: boolean): Promise<void> {
+    const file = join(this.#options.dir, path);
+    const st = await lstat(file).catch(() => null);
+    if (!this.#holds(path, entry)) return;
+    const size = st?.isFile() ? st.size : 0;
+    if (size > OVERDUE_MAX_BYTES) entry.large = true;
+    const capMs = entry.large ? this.#largeMaxWaitMs : this.#options.maxWaitMs;
+    if (st === null || size < WRITER_CHECK_BYTES || Date.now() - entry.firstAt >= capMs) {
+      await this.#release(path);
       return;
     }
+    if (overdue) {
+      // Large and still being written to: wait for its quiet period (or the large cap).
+      this.#hold(path, entry, this.#options.settleMs, capMs);
+      return;
+    }
+    // A probe that fails (an unreadable directory on the way) is a probe that cannot tell: wait for quiet.
+    const writing = await this.#writers.openForWriting(file).catch(() => null);
+    if (!this.#holds(path, entry)) return;
+    if (writing === false) {
+      await this.#release(path);
+      return;
+    }
+    const seen = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+    const unchanged = entry.seen !== undefined && entry.seen.size === seen.size && entry.seen.mtimeMs === seen.mtimeMs && entry.seen.ino === seen.ino;
+    if (writing === null && unchanged && Date.now() - entry.lastAt >= UNKNOWN_WRITER_QUIET_MS) {
+      await this.#release(path);
+      return;
+    }
+    entry.seen = seen;
+    this.#hold(path, entry, writing ? WRITER_RECHECK_MS : UNKNOWN_WRITER_QUIET_MS, capMs);
+  }
+
+  /** Still this entry's turn (no event re-armed the path, stop() did not take it). */
+  #holds(path: string, entry: PathTimer): boolean {
+    return !this.#stopped && this.#timers.get(path) === entry;
+  }
+
+  /** Looks at a held path again after `delayMs`, and never later than its cap. */
+  #hold(path: string, entry: PathTimer, delayMs: number, capMs: number): void {
+    const untilCap = Math.max(0, entry.firstAt + capMs - Date.now());
+    entry.timer = setTimeout(() => void this.#settled(path, entry, false), Math.min(delayMs, untilCap));
+  }
+
+  async #release(path: string): Promise<void> {
+    this.#timers.delete(path);
     await this.#options.examine(path);
   }
 }
