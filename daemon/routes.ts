@@ -39,6 +39,8 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
   app.get('/v1/daemon/status', { config: { doc: { summary: 'Daemon and per-project capture status', tags } } }, async (request) => {
     const principal = principalOf(request);
     await authorizeOrg(access, principal, daemon.owner.orgId, 'manage');
+    // The sync figures as /v1/daemon/sync shows them (`strata status` and `strata sync status` agree).
+    for (const { projectId } of daemon.status().projects) await daemon.project(projectId)?.sync?.refreshStatus();
     return daemon.status();
   });
 
@@ -97,7 +99,7 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
     const projects = [];
     for (const status of daemon.status().projects) {
       if (status.sync === null) continue;
-      await daemon.project(status.projectId)?.sync?.refreshQueue();
+      await daemon.project(status.projectId)?.sync?.refreshStatus();
       const fresh = daemon.project(status.projectId)?.sync?.status() ?? status.sync;
       // Changes still on their way into history (the mount's write-behind, watch mode's queue) are
       // not in the outbox yet, and pulled ones not yet on disk (watch mode) are not here: not in sync.

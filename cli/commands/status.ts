@@ -64,6 +64,8 @@ function renderDetails(ctx: ReturnType<typeof contextFor>, p: ProjectStatus, lab
     ctx.output.line(
       `${label}: sync with ${sanitizeLine(s.server)}: ${s.state}${s.readOnly ? ' (read-only)' : ''}, ${plural(s.queue.versions, 'version')} queued${conflicts}${error}`,
     );
+    // What brings a paused sync back (`strata init ... again`, `strata login`); absent from an older daemon.
+    if (s.pausedBecause) ctx.output.line(`${label}: sync paused: ${sanitizeLine(s.pausedBecause)}`);
   }
   const m = p.mount ?? null;
   if (m === null) return;

@@ -105,6 +105,9 @@ function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProjec
       const retry = sync.lastError.retryAt ? `; retrying at ${formatTime(sync.lastError.retryAt)}` : '';
       ctx.output.line(`  last error ${formatTime(sync.lastError.at)}: ${sanitizeLine(sync.lastError.message)}${retry}`);
     }
+    // `?? null`: a daemon of an older version does not send it. The fix-it was in the daemon's log only.
+    const pausedBecause = sync.pausedBecause ?? null;
+    if (pausedBecause !== null) ctx.output.line(`  paused: ${sanitizeLine(pausedBecause)}`);
     for (const conflict of sync.conflicts) {
       ctx.output.line(`  conflict: ${sanitizeLine(conflict.path)} (a copy of ${sanitizeLine(conflict.of)}: compare, keep what you want, delete the copy)`);
     }
@@ -172,7 +175,8 @@ export function registerSyncCommands(program: Command): void {
         const blocked = waiting.find((p) => p.sync.state === 'paused' || p.sync.state === 'held' || p.sync.readOnly);
         if (blocked) {
           if (tty) process.stderr.write('\r\u001b[K');
-          const why = blocked.sync.state === 'held' ? 'holds incoming deletions (strata sync confirm)' : (blocked.sync.lastError?.message ?? blocked.sync.state);
+          const why =
+            blocked.sync.state === 'held' ? 'holds incoming deletions (strata sync confirm)' : (blocked.sync.pausedBecause ?? blocked.sync.lastError?.message ?? blocked.sync.state);
           throw new CliError('SYNC_BLOCKED', `${blocked.name ?? blocked.projectId} cannot get in sync: ${why}`, { exitCode: EXIT.conflict, details: { projects } });
         }
         if (Date.now() >= deadline) {

@@ -66,6 +66,15 @@ const VersionsResponse = Type.Object({ results: Type.Array(Type.Object({ version
 
 export function registerSyncRoutes(app: App, deps: RouteDeps): void {
   const { engine, access, maxUploadBytes } = deps;
+  // Long polls waiting now. Closing wakes them: each answers at once, as its timeout would (an empty
+  // page, the cursor unchanged), so the server drains. Left waiting, a workstation's 25 s poll
+  // outlasted `strata serve`'s 10 s stop timeout and a SIGTERM exited 1 ("stop timed out").
+  const waiting = new Set<() => void>();
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+    for (const wake of [...waiting]) wake();
+  });
 
   app.post(
     '/v1/projects/:projectId/sync/objects/missing',
@@ -151,7 +160,7 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
       const { cursor, limit, waitMs } = request.query;
       const query = { projectId: project.projectId, ...(cursor === undefined ? {} : { cursor }), ...(limit === undefined ? {} : { limit }) };
       const page = await engine.syncChanges(query);
-      if (page.items.length > 0 || !waitMs) return page;
+      if (page.items.length > 0 || !waitMs || closing) return page;
       await changeOrTimeout(project.projectId, waitMs, request.raw);
       return engine.syncChanges(query);
     },
@@ -163,6 +172,7 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
         clearTimeout(timer);
         unsubscribe();
         raw.off('close', done);
+        waiting.delete(done);
         resolve();
       };
       const timer = setTimeout(done, waitMs);
@@ -170,6 +180,7 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
         if (changed === projectId) done();
       });
       raw.once('close', done);
+      waiting.add(done);
     });
   }
 

@@ -67,6 +67,8 @@ export interface SyncStatus {
   lastPushAt: string | null;
   lastPullAt: string | null;
   lastError: { at: string; message: string; retryAt: string | null } | null;
+  /** why sync is paused and what brings it back (`strata init DIR --server URL --project ID` again, `strata login`); null unless paused */
+  pausedBecause: string | null;
   conflicts: SyncConflict[];
   /** versions not synced, by reason (a path not writable here) */
   skipped: Record<string, number>;
@@ -131,6 +133,10 @@ export class ProjectSync {
     lastPullAt: null as string | null,
   };
   #lastError: SyncStatus['lastError'] = null;
+  /** the loop whose failure #lastError is: its next success clears it */
+  #lastErrorOf: 'push' | 'pull' | null = null;
+  #pruning: Promise<void> | null = null;
+  #pruneAgain = false;
   #queue: SyncStatus['queue'] = { versions: 0, bytes: 0, oldestAt: null, oldestAgeSeconds: null };
   #conflicts: SyncConflict[];
   #skipped: Record<string, number> = {};
@@ -154,8 +160,12 @@ export class ProjectSync {
 
   start(): void {
     this.#unsubscribe = this.#deps.engine.onFilesChanged((changed) => {
-      if (changed === this.#deps.projectId) this.#wakePush?.();
+      if (changed !== this.#deps.projectId) return;
+      this.#wakePush?.();
+      if (this.#conflicts.length > 0) this.#pruneConflictsSoon();
     });
+    // A copy deleted while the daemon was stopped: the list read back from the flags is checked too.
+    if (this.#conflicts.length > 0) this.#pruneConflictsSoon();
     if (this.#remote === null) {
       this.#log.warn(this.#paused);
       return;
@@ -175,12 +185,24 @@ export class ProjectSync {
     this.#wakePush?.();
     for (const resolve of this.#pushProgress.splice(0)) resolve();
     await Promise.allSettled(this.#loops);
+    // Before the engine closes under it.
+    await this.#pruning;
   }
 
   /** The user confirmed the held incoming deletions: apply them. */
   confirmHeld(): void {
     this.#guard.confirm();
     this.#wakePush?.();
+  }
+
+  /**
+   * What status shows, brought up to date: the queue's figures and the conflict list. Every status
+   * route calls this; `strata status` once read figures counted only when the push loop last went
+   * idle (`0 versions queued` while `strata sync status` said 44: never idle while the server is down).
+   */
+  async refreshStatus(): Promise<void> {
+    await this.refreshQueue();
+    await this.#pruneConflictsSoon();
   }
 
   /** The queue's figures, counted at most once a second (a count over a long queue is not free, and status is polled). */
@@ -213,6 +235,7 @@ export class ProjectSync {
       queue: this.#queue,
       ...this.#stats,
       lastError: this.#lastError,
+      pausedBecause: state === 'paused' ? this.#paused : null,
       conflicts: this.#conflicts,
       skipped: this.#skipped,
       held,
@@ -235,6 +258,7 @@ export class ProjectSync {
         if (!this.#readOnly && page.lastSeq === null && ((await localTagsChanged(this.#deps)) || (await localRetentionChanged(this.#deps)))) await this.#syncSettings(remote);
         if (page.lastSeq === null) {
           this.#pushIdle = true;
+          this.#recovered('push');
           await this.refreshQueue();
           await this.#sleep(30_000, 'push');
           continue;
@@ -245,6 +269,7 @@ export class ProjectSync {
         attempt = 0;
         this.#offline = false;
         this.#paused = null;
+        this.#recovered('push');
       } catch (error) {
         if (signal.aborted) return;
         attempt++;
@@ -347,6 +372,7 @@ export class ProjectSync {
         attempt = 0;
         this.#offline = false;
         if (this.#paused?.startsWith('the server refused')) this.#paused = null;
+        this.#recovered('pull');
         const applied = await this.#applyPage(remote, page);
         if (!applied) {
           // A path here has a change the server has not had: let the push go first.
@@ -460,6 +486,7 @@ export class ProjectSync {
 
   #failed(error: unknown, attempt: number, loop: 'push' | 'pull'): number {
     const at = new Date().toISOString();
+    this.#lastErrorOf = loop;
     if (error instanceof RemoteError) {
       if (error.kind === 'auth') {
         this.#paused =
@@ -484,6 +511,17 @@ export class ProjectSync {
     return wait;
   }
 
+  /**
+   * A loop that failed got through again: its error (and the retry time it named, by then in the past)
+   * is no longer shown. Only its own: the other loop may still be failing. A refused version
+   * (#recordOutcomes) is not a loop's failure and stays.
+   */
+  #recovered(loop: 'push' | 'pull'): void {
+    if (this.#lastErrorOf !== loop) return;
+    this.#lastError = null;
+    this.#lastErrorOf = null;
+  }
+
   #skip(reason: string): void {
     this.#skipped[reason] = (this.#skipped[reason] ?? 0) + 1;
   }
@@ -491,6 +529,49 @@ export class ProjectSync {
   #addConflict(conflict: SyncConflict): void {
     this.#conflicts = [...this.#conflicts.filter((c) => c.path !== conflict.path), conflict].slice(-MAX_CONFLICTS_SHOWN);
     this.#deps.state.flags.set(this.#deps.projectId, 'sync.conflicts', this.#conflicts);
+  }
+
+  /**
+   * One pruning round at a time. A call during a round asks for another after it (the round may have
+   * looked at a copy before it was deleted) and resolves once that one is done too.
+   */
+  #pruneConflictsSoon(): Promise<void> {
+    if (this.#pruning !== null) {
+      this.#pruneAgain = true;
+      return this.#pruning;
+    }
+    const rounds = async () => {
+      do {
+        this.#pruneAgain = false;
+        await this.#pruneConflicts();
+      } while (this.#pruneAgain);
+    };
+    this.#pruning = rounds()
+      .catch((error: unknown) => this.#log.warn({ err: (error as Error).message }, 'could not check the conflict copies; they are checked again at the next change or status'))
+      .finally(() => {
+        this.#pruning = null;
+      });
+    return this.#pruning;
+  }
+
+  /**
+   * Resolving a conflict is deleting its copy (README, Sync: "delete the copy: that is an ordinary
+   * edit"): an entry goes once its copy is deleted or renamed away here, whichever workstation did it
+   * (another's deletion arrives through the pull). A copy with no history here is not here yet — the
+   * server made it from this workstation's push and the pull brings it — and stays listed.
+   */
+  async #pruneConflicts(): Promise<void> {
+    const { engine, projectId } = this.#deps;
+    const gone = new Set<SyncConflict>();
+    for (const conflict of this.#conflicts) {
+      if ((await engine.stat({ projectId, path: conflict.path })) !== null) continue;
+      const newest = (await engine.history({ projectId, path: conflict.path, limit: 1 })).items[0];
+      if (newest !== undefined && newest.contentHash === null) gone.add(conflict);
+    }
+    if (gone.size === 0) return;
+    // Filtered by identity: an entry added meanwhile (a new conflict at the same path) stays.
+    this.#conflicts = this.#conflicts.filter((c) => !gone.has(c));
+    this.#deps.state.flags.set(projectId, 'sync.conflicts', this.#conflicts);
   }
 
   /** Sleeps up to `ms`; the push loop also wakes on a local change, the pull loop on stop. */
