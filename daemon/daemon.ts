@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { buildApp } from '../control-api/app.js';
+import { closeDraining } from '../control-api/close-draining.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { StrataError } from '../engine/errors.js';
 import { createIdGenerator } from '../engine/ids.js';
@@ -70,6 +71,9 @@ function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
     ...(unmounted === true ? { unmounted } : {}),
   };
 }
+
+/** How long a stop lets requests in flight finish before it closes their connections. */
+const DRAIN_MS = 5_000;
 
 export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon> {
   const { home } = options;
@@ -227,7 +231,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       loopbackOnly: true,
       extraRoutes: (instance, deps) => registerDaemonRoutes(instance, deps, daemon),
     });
-    cleanups.push(() => app.close());
+    // Requests in flight get 5 s; the stop's own deadline (the CLI's) is 30 s.
+    cleanups.push(() => closeDraining(app, DRAIN_MS));
     try {
       await app.listen({ host, port });
     } catch (error) {

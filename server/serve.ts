@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import { createSecureContext } from 'node:tls';
 import pino from 'pino';
 import { buildApp } from '../control-api/app.js';
+import { closeDraining } from '../control-api/close-draining.js';
 import type { AppLoggerOptions } from '../control-api/logging.js';
 import { StrataError } from '../engine/errors.js';
 import type { Clock } from '../engine/ports/world.js';
@@ -160,7 +161,8 @@ export async function startServer(options: {
       async close() {
         try {
           await metricsServer?.close();
-          await app.close();
+          // Requests in flight get 7 s, within the 10 s the CLI gives a stop (cli/commands/serve.ts).
+          await closeDraining(app, 7_000);
         } finally {
           await network.rateLimit?.redis?.quit().catch(() => {});
           await local.close().finally(() => lock.release());
