@@ -4,14 +4,14 @@
 // tags: engine/commands/resolve-ids.ts); the bytes stream through checkout-writer.ts.
 
 import { mkdir, readdir, stat } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { shortId } from '../../engine/short-ids.js';
 import type { Page, Snapshot, SnapshotEntry, VersionRecord } from '../../engine/types.js';
 import { createCheckoutWriter } from '../checkout-writer.js';
 import { type CommandContext, contextFor } from '../context.js';
-import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { refuseInsideProject } from '../target-dir.js';
 import { formatBytes, plural, sanitizeLine } from '../output.js';
 import { createProgress } from '../progress.js';
 
@@ -109,15 +109,7 @@ async function resolveTarget(ctx: CommandContext, ref: string): Promise<Target> 
  * project's directory: its daemon would record the checked-out files as new versions of the project.
  */
 async function prepareDirectory(root: string, force: boolean): Promise<void> {
-  let existing = root;
-  while (!(await exists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
-  const project = discoverProject(existing);
-  if (project !== null) {
-    throw new CliError('TARGET_IN_PROJECT', `${root} is inside the project directory ${project.dir}, whose daemon would record the files as new versions: choose a directory outside it`, {
-      exitCode: EXIT.conflict,
-      details: { path: root, projectDir: project.dir },
-    });
-  }
+  await refuseInsideProject(root);
   const info = await stat(root).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(error)));
   if (info === null) {
     await mkdir(root, { recursive: true });
@@ -132,9 +124,3 @@ async function prepareDirectory(root: string, force: boolean): Promise<void> {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}

@@ -4,13 +4,14 @@
 // tree. The clone records the project and server in its git config (never the API key).
 import { spawn } from 'node:child_process';
 import { mkdir, readdir, rm, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Command } from 'commander';
 import type { GitReceiveResult, GitRefs } from '../../engine/engine-api.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { refuseInsideProject } from '../target-dir.js';
 import { runningDaemon } from './daemon.js';
 
 interface GitResult {
@@ -231,15 +232,7 @@ function cloneArguments(ctx: ReturnType<typeof contextFor>, first: string | unde
  * project's directory (TARGET_IN_PROJECT): its daemon would version the clone's files into the project.
  */
 async function checkCloneTarget(dir: string): Promise<void> {
-  let existing = dir;
-  while (!(await pathExists(existing)) && dirname(existing) !== existing) existing = dirname(existing);
-  const project = discoverProject(existing);
-  if (project !== null) {
-    throw new CliError('TARGET_IN_PROJECT', `${dir} is inside the project directory ${project.dir}, whose daemon would record the files as new versions: choose a directory outside it`, {
-      exitCode: EXIT.conflict,
-      details: { path: dir, projectDir: project.dir },
-    });
-  }
+  await refuseInsideProject(dir);
   const info = await stat(dir).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(error)));
   if (info === null) return;
   if (!info.isDirectory()) throw new CliError('LOCAL_IO_ERROR', `${dir} is not a directory`, { exitCode: EXIT.conflict, details: { path: dir } });
@@ -258,13 +251,6 @@ async function makeCloneDir(dir: string): Promise<{ undo(): Promise<void> }> {
       else for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
     },
   };
-}
-
-async function pathExists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
 }
 
 export function registerGitCommands(program: Command): void {
