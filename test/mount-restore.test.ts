@@ -2,9 +2,11 @@
 // restored bytes (including a different size), deleted paths come back, paths the snapshot did not
 // have disappear. No content is copied: the mount reads the restored versions' objects. A change
 // another process commits to the same home shows within seconds too, though the kernel may keep a
-// file's attributes 10 s and its name 60 s: the mount looks for such changes every second.
+// file's attributes 10 s and its name 60 s: the mount looks for such changes every second. The kernel
+// keeps directory listings too (read once, `git status` opens every directory): a restore still shows.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DaemonStatus } from '../daemon/daemon.js';
 import { openLocalEngine } from '../engine/local.js';
 import type { VersionRecord } from '../engine/types.js';
 import { inMount, type MountedDir, mountProject, sh, waitFor } from './mount-harness.js';
@@ -83,5 +85,25 @@ describe('restores seen through the mount', () => {
     );
     expect(size).toBe('15');
     expect((await inMount(m, 'cat shared.txt new-elsewhere.txt')).stdout).toBe('theirs, longer\nnew\n');
+  });
+
+  it('a listing read again comes from the kernel, and a restore behind the mount still shows in it', async () => {
+    await inMount(m, 'mkdir listed && printf "1\\n" > listed/one && printf "2\\n" > listed/two');
+    await m.idle();
+    const listings = async () => {
+      const doc = await m.api<DaemonStatus>('GET', '/v1/daemon/status');
+      return doc.projects.find((p) => p.projectId === m.projectId)!.mount!.ops['readdir']?.count ?? 0;
+    };
+    expect((await inMount(m, 'ls listed')).stdout).toBe('one\ntwo\n');
+    const before = await listings();
+    expect((await inMount(m, 'ls listed; ls listed; ls -a listed | wc -l')).stdout).toBe('one\ntwo\none\ntwo\n4\n');
+    expect(await listings()).toBe(before);
+
+    const snapshot = await m.api<{ snapshotId: string }>('POST', p('/fs/snapshots'), { message: 'listed' });
+    await inMount(m, 'rm listed/two && printf "3\\n" > listed/three');
+    await m.idle();
+    expect((await inMount(m, 'ls listed')).stdout).toBe('one\nthree\n');
+    await m.api('POST', p(`/fs/snapshots/${snapshot.snapshotId}/restore`));
+    expect((await inMount(m, 'ls listed')).stdout).toBe('one\ntwo\n');
   });
 });

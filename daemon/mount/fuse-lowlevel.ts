@@ -24,7 +24,8 @@ const tooLong = (name: string) => name.length > NAME_MAX / 3 && Buffer.byteLengt
 
 export class LowLevelSession {
   private readonly inodes = new InodeTable();
-  private readonly dirs = new Map<number, string[]>();
+  /** open directories' listings by handle; null until the first READDIR (Opendir) */
+  private readonly dirs = new Map<number, string[] | null>();
   private nextDirHandle = 1;
   private readonly scratch = new Float64Array(16);
   /** kernel requests received, per Op (for `strata status` and the benchmarks) */
@@ -348,20 +349,34 @@ export class LowLevelSession {
         if (ops.fsync === undefined) native.replyErr(id, 0);
         else ops.fsync(path, n2, n1, this.reply(id));
         return;
-      case Op.Opendir:
+      case Op.Opendir: {
+        // The kernel may keep the listing it read (FOPEN_CACHE_DIR) until the directory changes: a
+        // change through the mount bumps the directory's version in the kernel, one behind it (a
+        // restore, a pull) invalidates the directory's inode (invalidate). So the listing is made at
+        // the first READDIR, which a warm cache never sends: `git status` in a 50,000-file checkout
+        // opened 500 directories and read each one's backing directory every time.
+        const fh = this.nextDirHandle++;
+        this.dirs.set(fh, null);
+        if (!native.replyOpen(id, fh, 1 | 2)) this.dirs.delete(fh);
+        return;
+      }
+      case Op.Readdir: {
+        const offset = this.scratch[0]!;
+        const listing = this.dirs.get(n1);
+        if (listing !== null && listing !== undefined) {
+          native.replyDir(id, listing, offset, n2);
+          return;
+        }
         ops.readdir(path, (errno, names) => {
           if (errno !== 0 || names === undefined) {
             native.replyErr(id, errno !== 0 ? -errno : EIO);
             return;
           }
-          const fh = this.nextDirHandle++;
-          this.dirs.set(fh, names);
-          if (!native.replyOpen(id, fh, 0)) this.dirs.delete(fh);
+          if (this.dirs.has(n1)) this.dirs.set(n1, names);
+          native.replyDir(id, names, offset, n2);
         });
         return;
-      case Op.Readdir:
-        native.replyDir(id, this.dirs.get(n1) ?? [], this.scratch[0]!, n2);
-        return;
+      }
       case Op.Releasedir:
         this.dirs.delete(n1);
         native.replyErr(id, 0);

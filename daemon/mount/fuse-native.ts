@@ -81,7 +81,8 @@ export interface NativeFuse {
     journalPrefix?: string | null,
   ): boolean;
   replyAttr(id: number, ino: number, attrTimeoutS: number, cacheable?: number): boolean;
-  replyOpen(id: number, fh: number, keepCache: number): boolean;
+  /** flags: 1 keep the file's cached pages, 2 (a directory) let the kernel keep its listing */
+  replyOpen(id: number, fh: number, flags: number): boolean;
   replyWrite(id: number, count: number): boolean;
   replyBuf(id: number, buf: Buffer, length: number): boolean;
   replyReadlink(id: number, target: string): boolean;

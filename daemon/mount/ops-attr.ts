@@ -67,11 +67,13 @@ export async function readdir(state: MountState, path: string): Promise<string[]
   if (resolved === null) fail(E.NOENT);
   if (resolved.kind === 'virtual-dir') return ['.', '..', baseName(VIRTUAL_FILE), baseName(VIRTUAL_GITIGNORE)];
   if (resolved.kind !== 'dir') fail(E.NOTDIR);
-  const names = new Set<string>(['.', '..']);
+  const names = new Set<string>();
   if (resolved.versioned) for (const name of (await state.ns.listing(path)).keys()) names.add(name);
   for (const name of await state.backing.readdir(path)) names.add(name);
   if (path === '') names.add(VIRTUAL_DIR);
-  return [...names];
+  // In one order for the same names: the kernel may read a listing's start from its cache and the
+  // rest from a listing made for another open of the directory (fuse-lowlevel.ts, Opendir).
+  return ['.', '..', ...[...names].sort()];
 }
 
 /** The filesystem the home lives on: what the mount's content really consumes. */

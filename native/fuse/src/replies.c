@@ -137,13 +137,16 @@ static napi_value js_reply_attr(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-// replyOpen(id, fh, keepCache) -> false if the open was interrupted (no release will follow).
+// replyOpen(id, fh, flags) -> false if the open was interrupted (no release will follow). flags: 1 keep
+// the cached pages, 2 (a directory) let the kernel keep its listing (see fuse-lowlevel.ts, Opendir).
 static napi_value js_reply_open(napi_env env, napi_callback_info info) {
   ARGS(3)
   struct fuse_file_info fi;
   memset(&fi, 0, sizeof fi);
   fi.fh = (uint64_t)num(env, argv[1]);
-  fi.keep_cache = num(env, argv[2]) != 0;
+  int flags = (int)num(env, argv[2]);
+  fi.keep_cache = (flags & 1) != 0;
+  fi.cache_readdir = (flags & 2) != 0;
   return bool_value(env, fuse_reply_open(req, &fi) != -ENOENT);
 }
 
