@@ -94,6 +94,30 @@ describe("a person's own API keys", () => {
     expect((await h.request('GET', '/v1/projects', { key: viewer.apiKey })).statusCode).toBe(401);
   });
 
+  it('removing a person from the organization revokes the keys they made, service keys included', async () => {
+    const token = await personToken('linus', 'Linus');
+    const linus = (await h.ok<{ identity: { identityId: string } }>('GET', '/auth/me', { key: token })).identity.identityId;
+    await h.ok('PUT', `/v1/orgs/${h.orgId}/members/${linus}`, { body: { role: 'member' } });
+    const projectId = await h.createProject('kernel');
+    const own = await h.ok<{ apiKey: string; key: { keyId: string } }>('POST', '/v1/keys', { key: token, body: { purpose: 'laptop' }, status: 201 });
+    const bot = await h.ok<{ apiKey: string; key: { keyId: string } }>('POST', '/v1/keys', { key: token, body: { purpose: 'his bot', actAs: 'service' }, status: 201 });
+    const read = (key: string) => h.request('GET', `/v1/projects/${projectId}/history`, { key });
+    expect((await read(own.apiKey)).statusCode).toBe(200);
+    expect((await read(bot.apiKey)).statusCode).toBe(200);
+
+    await h.ok('DELETE', `/v1/orgs/${h.orgId}/members/${linus}`, { status: 204 });
+    // He keeps the secrets he made: none of them may keep his access.
+    expect((await read(bot.apiKey)).statusCode).toBe(401);
+    expect((await read(own.apiKey)).statusCode).toBe(401);
+    const keys = await h.ok<{ items: Array<{ keyId: string; status: string }> }>('GET', `/v1/keys?orgId=${h.orgId}`);
+    expect(keys.items.filter((k) => k.keyId === own.key.keyId || k.keyId === bot.key.keyId).map((k) => k.status)).toEqual(['revoked', 'revoked']);
+    // Added again later, he starts without them.
+    await h.ok('PUT', `/v1/orgs/${h.orgId}/members/${linus}`, { body: { role: 'member' } });
+    expect((await read(own.apiKey)).statusCode).toBe(401);
+    expect((await read(bot.apiKey)).statusCode).toBe(401);
+    expect((await read(token)).statusCode).toBe(200);
+  });
+
   it('a service caller still gets service keys by default, and a person may ask for one', async () => {
     const service = await h.ok<{ key: { identityId: string; roleCap: string | null } }>('POST', '/v1/keys', { body: { purpose: 'nightly' }, status: 201 });
     expect(service.key.roleCap).toBeNull();

@@ -214,3 +214,64 @@ describe('sync objects', () => {
     expect(await missing(project, [editedHash])).toEqual([]);
   });
 });
+
+describe('sync objects on a server of several organizations', () => {
+  it("does not tell, by an upload's answer, that another organization stores the same bytes", async () => {
+    // The store is shared and deduplicated: an answer from the store's view ("already there") would
+    // let any organization confirm whether another one holds a file it can guess.
+    const g = await openHarness();
+    try {
+      const theirs = await g.createOrganization('theirs');
+      const theirProject = await g.createProject('their-thesis', theirs.apiKey);
+      const mine = await g.createProject('thesis');
+      const put = (projectId: string, hash: string, payload: Buffer | string, key?: string) =>
+        g.request('PUT', `/v1/projects/${projectId}/sync/objects/${hash}`, {
+          payload: Buffer.from(payload),
+          headers: { 'content-type': 'application/octet-stream' },
+          ...(key ? { key } : {}),
+        });
+      const text = 'salary review 2026: 118,000\n';
+      const hash = hashOf(text);
+      expect((await put(theirProject, hash, text, theirs.apiKey)).statusCode).toBe(201);
+      expect(await g.local.store.has(hash)).toBe(true);
+
+      const first = await put(mine, hash, text);
+      expect(first.statusCode).toBe(201);
+      expect(first.json()).toEqual({ contentHash: hash, size: Buffer.byteLength(text), created: true });
+      // Now it is this project's: a retry is the no-op answer.
+      const again = await put(mine, hash, text);
+      expect(again.statusCode).toBe(200);
+      expect(again.json()).toMatchObject({ created: false });
+
+      // A dataset sent whole: its shards are new to this project, whoever else stored them.
+      const bytes = randomBytes(8 * 1024 * 1024);
+      const scratch = await mkdtemp(join(tmpdir(), 'strata-sync-dataset-'));
+      let manifest: Buffer;
+      try {
+        await writeFile(join(scratch, 'run.bin'), bytes);
+        const cut = await chunkFile(join(scratch, 'run.bin'), DEFAULT_CHUNKER_PARAMS);
+        const shards = cut.chunks.map((c) => ({ hash: c.hash, size: c.size }));
+        manifest = encodeManifest({ format: MANIFEST_FORMAT, chunker: DEFAULT_CHUNKER_PARAMS, size: cut.size, hash: cut.hash, shards });
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+      const manifestHash = hashBuffer(manifest);
+      const shardCount = new Set((JSON.parse(manifest.toString()) as { shards: Array<{ hash: string }> }).shards.map((s) => s.hash)).size;
+      const sendWhole = (projectId: string, key?: string) =>
+        g.request('PUT', `/v1/projects/${projectId}/sync/datasets/${manifestHash}`, {
+          payload: bytes,
+          headers: { 'content-type': 'application/octet-stream' },
+          ...(key ? { key } : {}),
+        });
+      expect((await put(theirProject, manifestHash, manifest, theirs.apiKey)).statusCode).toBe(201);
+      expect((await sendWhole(theirProject, theirs.apiKey)).json()).toMatchObject({ shards: shardCount, newShards: shardCount });
+
+      expect((await put(mine, manifestHash, manifest)).statusCode).toBe(201);
+      const whole = await sendWhole(mine);
+      expect(whole.statusCode, whole.body).toBe(200);
+      expect(whole.json()).toMatchObject({ size: bytes.length, shards: shardCount, newShards: shardCount });
+    } finally {
+      await g.dispose();
+    }
+  });
+});

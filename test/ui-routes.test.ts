@@ -17,9 +17,9 @@ describe('history browser routes', () => {
     await h.dispose();
   });
 
-  /** A link for the owner, spent: the session cookie and the proof the page would keep. */
-  const signIn = async (): Promise<{ cookie: string; proof: string }> => {
-    const { url } = await h.ok<{ url: string }>('POST', '/v1/ui/links', { body: {}, status: 201 });
+  /** A link for the owner (or `key`), spent: the session cookie and the proof the page would keep. */
+  const signIn = async (key?: string): Promise<{ cookie: string; proof: string }> => {
+    const { url } = await h.ok<{ url: string }>('POST', '/v1/ui/links', { body: {}, status: 201, ...(key === undefined ? {} : { key }) });
     const opened = await h.request('GET', new URL(url).pathname + new URL(url).search, { key: null, headers: HOST });
     expect(opened.statusCode).toBe(303);
     const cookie = /^strata_session=([^;]+); Path=\/; Max-Age=\d+; HttpOnly; SameSite=Strict$/.exec(String(opened.headers['set-cookie']))![1]!;
@@ -68,6 +68,31 @@ describe('history browser routes', () => {
       expect(refused.statusCode, origin).toBe(403);
       expect(refused.json().error.code).toBe('FORBIDDEN_ORIGIN');
     }
+  });
+
+  it('a session opened with a key ends with the key: revoked, or at its expiry', async () => {
+    const browse = (session: { cookie: string; proof: string }) =>
+      h.request('GET', '/v1/projects', { key: null, headers: { ...HOST, cookie: `strata_session=${session.cookie}`, 'x-strata-ui-proof': session.proof } });
+    const revoked = await h.createKey({ purpose: 'lab screen', role: 'admin' });
+    const session = await signIn(revoked.apiKey);
+    expect((await browse(session)).statusCode).toBe(200);
+    await h.ok('POST', `/v1/keys/${revoked.keyId}/revoke`, { body: {} });
+    expect((await browse(session)).statusCode).toBe(401);
+
+    // A link made before the revocation and opened after it opens nothing.
+    const late = await h.createKey({ purpose: 'kiosk', role: 'admin' });
+    const { url } = await h.ok<{ url: string }>('POST', '/v1/ui/links', { body: {}, status: 201, key: late.apiKey });
+    await h.ok('POST', `/v1/keys/${late.keyId}/revoke`, { body: {} });
+    const opened = await h.request('GET', new URL(url).pathname + new URL(url).search, { key: null, headers: HOST });
+    expect(opened.statusCode).toBe(401);
+    expect(opened.headers['set-cookie']).toBeUndefined();
+
+    // A key that expires in an hour opens a session of an hour, not of a working day.
+    const brief = await h.createKey({ purpose: 'visitor', role: 'admin', expiresInHours: 1 });
+    const visitor = await signIn(brief.apiKey);
+    expect((await browse(visitor)).statusCode).toBe(200);
+    h.clock.advance(3_600_000 + 1);
+    expect((await browse(visitor)).statusCode).toBe(401);
   });
 
   it('serves only its own assets, with a strict content security policy', async () => {

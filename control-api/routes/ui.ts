@@ -15,8 +15,9 @@ import { extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply } from 'fastify';
 import { Type } from 'typebox';
+import { keyIsUsable } from '../../engine/access/authenticate.js';
 import type { AccessDeps } from '../../engine/access/deps.js';
-import { createWebSession, WEB_SESSION_MS } from '../../engine/access/web-sessions.js';
+import { createWebSession } from '../../engine/access/web-sessions.js';
 import { StrataError } from '../../engine/errors.js';
 import { principalOf } from '../request-context.js';
 import type { UiLinks } from '../ui-links.js';
@@ -153,7 +154,11 @@ export function registerUiRoutes(app: App, deps: RouteDeps, links: UiLinks): voi
     async (request, reply) => {
       const principal = request.query.token === undefined ? null : links.redeem(request.query.token);
       reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
-      if (principal === null) {
+      // A session opened with a key lives no longer than the key: not past its expiry, and not at all
+      // when it was revoked since the link was made (its revocation ends its sessions: api-keys.ts).
+      const key = principal?.keyId == null ? null : await deps.access.repository.access.getApiKey(principal.keyId);
+      const keyUsable = key === null || keyIsUsable(key, deps.access.environment, deps.access.clock.now());
+      if (principal === null || !keyUsable) {
         // A page, not JSON: this is where a person lands from a stale link.
         return reply
           .code(401)
@@ -161,9 +166,10 @@ export function registerUiRoutes(app: App, deps: RouteDeps, links: UiLinks): voi
           .header('content-security-policy', CSP)
           .send('<!doctype html><meta charset="utf-8"><title>Strata</title><p>This link was used already or has expired. Run <code>strata ui</code> for a new one.</p>');
       }
-      const session = await createWebSession(deps.access, principal);
+      const session = await createWebSession(deps.access, principal, key?.expiresAt == null ? undefined : Date.parse(key.expiresAt));
       const secure = request.protocol === 'https' ? '; Secure' : '';
-      reply.header('set-cookie', `${SESSION_COOKIE}=${session.cookie}; Path=/; Max-Age=${Math.floor(WEB_SESSION_MS / 1000)}; HttpOnly; SameSite=Strict${secure}`);
+      const maxAge = Math.max(0, Math.floor((session.expiresAt - deps.access.clock.now()) / 1000));
+      reply.header('set-cookie', `${SESSION_COOKIE}=${session.cookie}; Path=/; Max-Age=${maxAge}; HttpOnly; SameSite=Strict${secure}`);
       // The proof goes in the fragment, which no server sees; the page moves it to its own storage
       // and removes it from the address bar (see sessionProof).
       return reply.code(303).header('location', `/ui/#proof=${sessionProof(deps.access, session.cookie)}`).send();

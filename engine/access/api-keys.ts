@@ -270,13 +270,25 @@ export async function rotateApiKey(
   return { apiKey, key: await keyMetadata(deps, record), replaced };
 }
 
+/**
+ * The changes that revoke a key. A key without a role cap acts as a service identity of its own, the
+ * only kind of key that can open a browser session (control-api/routes/ui.ts): the sessions it opened
+ * end with it, or they would keep its access for the rest of their working day.
+ */
+export function keyRevocation(record: ApiKeyRecord, revokedAt: string): AccessChange[] {
+  return [
+    { kind: 'updateApiKey', keyId: record.keyId, patch: { revokedAt } },
+    ...(record.roleCap === null ? [{ kind: 'revokeWebSessions' as const, at: revokedAt, identityId: record.identityId }] : []),
+  ];
+}
+
 export async function revokeApiKey(deps: AccessDeps, principal: Principal, keyId: string): Promise<ApiKeyMetadata> {
   const record = await administrableKey(deps, principal, keyId, 'revoke');
   if (record.revokedAt !== null) throw new StrataError('KEY_REVOKED', { details: { keyId } });
   const revokedAt = isoTimestamp(deps.clock);
   await deps.repository.access.applyAccessChanges([
     { kind: 'requireKeyActive', keyId, allowReplaced: true },
-    { kind: 'updateApiKey', keyId, patch: { revokedAt } },
+    ...keyRevocation(record, revokedAt),
     auditChange(deps, { orgId: record.orgId, actorId: principal.identity.identityId, action: 'key.revoke', target: keyId, details: { keyId } }),
   ]);
   return keyMetadata(deps, { ...record, revokedAt });

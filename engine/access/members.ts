@@ -2,7 +2,9 @@
 // least one owner; only an owner can make or unmake an owner.
 
 import { StrataError } from '../errors.js';
+import { isoTimestamp } from '../ports/world.js';
 import type { AuditRecord, Identity, IdentityKind, OrgMembership, OrgRole, Page, ProjectAccess, ProjectMembership } from '../types.js';
+import { keyRevocation } from './api-keys.js';
 import { auditChange } from './audit.js';
 import { authorizeOrg, authorizeProject, callerRole } from './authorize.js';
 import type { Principal } from './context.js';
@@ -98,15 +100,23 @@ export async function removeOrgMember(deps: AccessDeps, principal: Principal, in
   const current = await access.getOrgRole(input.orgId, input.identityId);
   if (current === null) throw new StrataError('USER_NOT_FOUND', { details: { identityId: input.identityId } });
   requireOwnerFor(grant.role, current);
+  // The keys they hold go with them, as when the directory deactivates them (scim/provisioning.ts):
+  // a service key they made would otherwise keep their access after they left, and a key acting as
+  // them would come back to life if they were ever added again.
+  const revokedAt = isoTimestamp(deps.clock);
+  const keys = (await access.listApiKeys(input.orgId)).filter(
+    (key) => key.revokedAt === null && (key.ownerId === input.identityId || key.identityId === input.identityId),
+  );
   await access.applyAccessChanges([
     ...(current === 'owner' ? [{ kind: 'requireAnotherOwner' as const, orgId: input.orgId, identityId: input.identityId }] : []),
     { kind: 'removeOrgMember', orgId: input.orgId, identityId: input.identityId },
+    ...keys.flatMap((key) => keyRevocation(key, revokedAt)),
     auditChange(deps, {
       orgId: input.orgId,
       actorId: principal.identity.identityId,
       action: 'org.member.remove',
       target: input.identityId,
-      details: { identityId: input.identityId, from: current },
+      details: { identityId: input.identityId, from: current, revokedKeys: keys.map((key) => key.keyId).join(' ') },
     }),
   ]);
 }

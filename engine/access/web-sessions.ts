@@ -14,10 +14,11 @@ import type { AccessDeps } from './deps.js';
 export const WEB_SESSION_MS = 12 * 3_600_000;
 const SESSION_RE = /^[A-Za-z0-9_-]{43}$/;
 
-export async function createWebSession(deps: AccessDeps, principal: Principal): Promise<{ cookie: string; expiresAt: number }> {
+/** `notAfter` (epoch ms): an earlier end, that of the credential the session was opened with. */
+export async function createWebSession(deps: AccessDeps, principal: Principal, notAfter?: number): Promise<{ cookie: string; expiresAt: number }> {
   const id = randomBytes(32).toString('base64url');
   const now = deps.clock.now();
-  const expiresAt = now + WEB_SESSION_MS;
+  const expiresAt = Math.min(now + WEB_SESSION_MS, notAfter ?? Number.POSITIVE_INFINITY);
   await deps.repository.access.applyAccessChanges([
     {
       kind: 'createWebSession',

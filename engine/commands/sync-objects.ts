@@ -28,6 +28,9 @@ export async function putObject(
 ): Promise<{ contentHash: ContentHash; size: number; created: boolean }> {
   await ctx.requireProject(input.projectId);
   const expectedHash = parseContentHash(input.hash, 'hash');
+  // `created` is the project's view: whether the shared store already held the bytes (for another
+  // project or organization) must not be answered, or an upload would tell whether anyone stores them.
+  const had = (await ctx.repository.versions.unavailableObjects(input.projectId, [expectedHash])).length === 0;
   let result: Awaited<ReturnType<typeof ctx.store.put>>;
   try {
     // The store hashes as it writes and keeps nothing when the bytes hash to something else.
@@ -39,7 +42,7 @@ export async function putObject(
     throw error;
   }
   await ctx.repository.versions.recordUpload(input.projectId, { contentHash: result.hash, size: result.size, at: ctx.now() });
-  return { contentHash: result.hash, size: result.size, created: result.created };
+  return { contentHash: result.hash, size: result.size, created: !had };
 }
 
 /** Small objects per batch upload, and their total bytes (one request, one durable write for all). */
@@ -110,6 +113,8 @@ export async function putDatasetContent(
     throw new StrataError('INVALID_ARGUMENT', { message: `manifestHash does not name a dataset manifest: ${error.message}`, details: { field: 'manifestHash' } });
   }
   if (ctx.store.putDatasetStream === undefined) throw new StrataError('INTERNAL', { message: 'This content store cannot store datasets' });
+  // Shards new to the project, not to the shared store (see putObject's `created`).
+  const lacking = new Set(await ctx.repository.versions.unavailableObjects(input.projectId, [...new Set(manifest.shards.map((shard) => shard.hash))]));
   const stream = streamUntilError(input.content);
   const ingest = await ctx.store.putDatasetStream(stream.source, manifest.chunker, { maxBytes: Math.min(manifest.size, input.maxBytes ?? Number.POSITIVE_INFINITY) });
   const listed = new Map(manifest.shards.map((shard) => [shard.hash, shard.size]));
@@ -123,7 +128,7 @@ export async function putDatasetContent(
   if (ingest.hash !== manifest.hash) {
     throw new StrataError('CONTENT_HASH_MISMATCH', { message: 'The bytes sent are not the dataset the manifest describes', details: { expected: manifest.hash, actual: ingest.hash } });
   }
-  return { size: ingest.size, shards: arrived.length, newShards: ingest.newShards };
+  return { size: ingest.size, shards: arrived.length, newShards: arrived.filter((hash) => lacking.has(hash)).length };
 }
 
 /** One object rebuilt on the server from content the project has and bytes sent with the request. */
