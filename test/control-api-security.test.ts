@@ -89,6 +89,9 @@ describe('request ids, trace ids and logs', () => {
     await h.request('GET', '/v1/projects', { key: `${created.apiKey.slice(0, -2)}xx` });
     await h.request('POST', '/v1/keys', { body: { purpose: 'another' } });
     await h.request('POST', '/v1/projects', { body: { name: 'x', apiKey: h.ownerKey } });
+    // a key put in the URL by mistake is refused, and not written to the log with the request line
+    const inUrl = await h.request('GET', `/v1/projects?limit=5&access_token=${created.apiKey}&token=${created.apiKey}`, { key: null });
+    expect(inUrl.statusCode).toBe(401);
     // a careless log call with credentials in it is redacted too
     h.app.log.info(
       {
@@ -108,6 +111,7 @@ describe('request ids, trace ids and logs', () => {
       nested: { apiKey: '[redacted]' },
       headers: { authorization: '[redacted]', cookie: '[redacted]' },
     });
+    expect(text).toContain('/v1/projects?limit=5&access_token=[redacted]&token=[redacted]');
     const requestLines = h.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => 'req' in l || 'res' in l);
     expect(requestLines.length).toBeGreaterThan(8);
     for (const line of requestLines) if (line['msg'] !== 'careless') expect(line['requestId']).toEqual(expect.any(String));
