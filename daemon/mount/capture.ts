@@ -56,6 +56,8 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
     const { entry } = result;
     node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink };
     node.enginePath = path;
+    // Its bytes are the path's newest version now, over whatever change had superseded it.
+    node.superseded = false;
     if (node.generation === generation) {
       node.dirty = false;
       if (node.content.kind === 'memory') node.content = { kind: 'base' };

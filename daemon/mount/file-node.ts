@@ -77,6 +77,11 @@ export class FileNode {
   generation = 0;
   /** unlinked, replaced or renamed to a `.fuse_hidden*` name: still readable by open handles, never captured */
   detached = false;
+  /**
+   * The engine's content changed behind this clean node (a restore) while a writer had it open: the
+   * node stays for that writer (mount-state.ts onExternalChange) until it writes or closes.
+   */
+  superseded = false;
   /** running capture, copy-on-write or spill; every operation on the node waits for it first */
   busy: Promise<void> | null = null;
 

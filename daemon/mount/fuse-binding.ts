@@ -143,8 +143,11 @@ export interface MountOptions {
 export interface FuseMount {
   /** Tells the kernel to let go (lazy), then closes the session. */
   unmount(): Promise<void>;
-  /** Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry. */
-  invalidate(path: string): Promise<void>;
+  /**
+   * Drops what the kernel cached about `path` ('a/b'): its attributes, pages and directory entry; with
+   * `renumber`, its next lookup gets a new inode (handles open now keep the old one and its pages).
+   */
+  invalidate(path: string, renumber?: boolean): Promise<void>;
   /** The same for everything the kernel knows of the mount. */
   invalidateAll(): Promise<void>;
   /** Kernel requests received so far, by kind (Lookup, Getattr, ...). */
@@ -213,7 +216,7 @@ export async function mountFuse(native: NativeFuse, mnt: string, ops: FuseOps, o
       unmounted ??= options.unmount(mnt).finally(() => session.close());
       return unmounted;
     },
-    invalidate: (path) => session.invalidate(path),
+    invalidate: (path, renumber) => session.invalidate(path, renumber),
     invalidateAll: () => session.invalidateAll(),
     contentMaps: { map: (fh, table, size) => session.readMap(fh, table, size), unmap: (fh) => session.readUnmap(fh) },
     requestCounts: () => {

@@ -13,6 +13,8 @@ export interface Inode {
   type: number;
   /** open handles (files) */
   opens: number;
+  /** their fh numbers */
+  fhs?: Set<number>;
   /** renamed to a `.fuse_hidden*` name because it was removed while open; unlinked at the last release */
   hidden: boolean;
   /** its other names the kernel knows (`parent/name` keys), for a file with several */
@@ -178,6 +180,17 @@ export class InodeTable {
     this.nodes.delete(ino);
     for (const key of [`${node.parent}/${node.name}`, ...(node.aliases ?? [])]) if (this.children.get(key) === ino) this.children.delete(key);
     if (node.link !== undefined && this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
+  }
+
+  /**
+   * A handle open on `ino` when its name has moved on to a new inode (a restore over an open file,
+   * fuse-lowlevel.ts invalidate): requests about it, fstat's getattr too, are that handle's file.
+   */
+  staleHandle(ino: number): number | undefined {
+    const node = this.nodes.get(ino);
+    if (node?.fhs === undefined || node.fhs.size === 0 || this.children.get(`${node.parent}/${node.name}`) === ino) return undefined;
+    const [fh] = node.fhs;
+    return fh;
   }
 
   /** The open file named `name` in `parent`, if any. */

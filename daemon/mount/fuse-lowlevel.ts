@@ -83,8 +83,13 @@ export class LowLevelSession {
     return this.handle === null ? [] : this.native.answered(this.handle);
   }
 
-  /** Drops what the kernel cached for `path` (attributes, pages, the name and its negative entry). */
-  async invalidate(path: string): Promise<void> {
+  /**
+   * Drops what the kernel cached for `path` (attributes, pages, the name and its negative entry). With
+   * `renumber` (its content changed behind handles still open on the old one) the next lookup of
+   * `path` gets a new inode, as after a rename over an open file: the old inode and its pages stay
+   * with those handles.
+   */
+  async invalidate(path: string, renumber = false): Promise<void> {
     const handle = this.handle;
     if (handle === null) return;
     const slash = path.lastIndexOf('/');
@@ -94,7 +99,7 @@ export class LowLevelSession {
     const ino = this.inodes.inoOf(path);
     // One name of a hard-linked file changed behind the mount (a restore): it may be a file of its own
     // now, so its next lookup decides its inode afresh (the same one again while it is still linked).
-    if (ino !== undefined && parent !== undefined && this.inodes.hasAliases(ino)) this.inodes.detach(parent, name);
+    if (ino !== undefined && parent !== undefined && (this.inodes.hasAliases(ino) || (renumber && (this.inodes.node(ino)?.opens ?? 0) > 0))) this.inodes.detach(parent, name);
     const work: Promise<number>[] = [];
     if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (parent !== undefined) this.native.attrDrop(handle, parent);
@@ -229,8 +234,8 @@ export class LowLevelSession {
       case Op.Lookup:
         this.entry(id, ino, name, path)(0);
         return;
-      case Op.Getattr:
-        ops.getattr(path, (errno, stat) => {
+      case Op.Getattr: {
+        const reply = (errno: number, stat?: FuseStat) => {
           if (errno !== 0 || stat === undefined) {
             native.replyErr(id, errno !== 0 ? -errno : EIO);
             return;
@@ -238,8 +243,14 @@ export class LowLevelSession {
           this.writeStat(stat);
           this.inodes.noteLink(ino, stat.link);
           native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
-        });
+        };
+        // Through a handle (n1 is its fh, -1 for none; fstat names none): a file restored over while
+        // open answers for itself, with the size of the bytes its handles read.
+        const fh = n1 > 0 ? n1 : this.inodes.staleHandle(ino);
+        if (fh !== undefined && ops.fgetattr !== undefined) ops.fgetattr(path, fh, reply);
+        else ops.getattr(path, reply);
         return;
+      }
       case Op.Setattr:
         this.setattr(id, ino, path, n1, n2);
         return;
@@ -290,7 +301,7 @@ export class LowLevelSession {
           }
           // keep_cache: with AUTO_INVAL_DATA the kernel drops the pages itself when a getattr shows a new
           // mtime or size (what libfuse2's auto_cache did); restores also invalidate explicitly.
-          if (native.replyOpen(id, fd, 1)) this.names.opened(ino, 1);
+          if (native.replyOpen(id, fd, 1)) this.names.opened(ino, 1, fd);
           else ops.release(path, fd, () => {});
         });
         return;
@@ -303,7 +314,7 @@ export class LowLevelSession {
           this.entry(id, ino, name, path, (newIno, cacheable) => {
             const wb = cacheable === 1 ? (this.ops.writeBehind?.(fd) ?? null) : null;
             const { entryTimeoutS, attrTimeoutS } = this.options;
-            if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.names.opened(newIno, 1);
+            if (native.replyCreate(id, newIno, entryTimeoutS, attrTimeoutS, fd, 1, cacheable, wb === null ? 0 : 1, wb?.journalFd ?? -1, wb?.journalPrefix ?? null)) this.names.opened(newIno, 1, fd);
             else ops.release(path, fd, () => {});
           }, true)(0);
         }, this.creator());
@@ -339,7 +350,7 @@ export class LowLevelSession {
       case Op.Release:
         // Closed as far as the kernel is concerned, from now on: a rename or unlink handled before this
         // release finishes must not take the file for open (and hide it as .fuse_hidden*).
-        this.names.opened(ino, -1);
+        this.names.opened(ino, -1, n1);
         ops.release(path, n1, (errno) => {
           this.names.unlinkIfHiddenAndClosed(ino);
           native.replyErr(id, errno < 0 ? -errno : errno);

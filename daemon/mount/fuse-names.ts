@@ -101,9 +101,16 @@ export class NameRequests {
     });
   }
 
-  opened(ino: number, delta: number): void {
+  opened(ino: number, delta: number, fh: number): void {
     const node = this.s.inodes.node(ino);
-    if (node !== undefined) node.opens += delta;
+    if (node === undefined) return;
+    node.opens += delta;
+    if (delta < 0) {
+      node.fhs?.delete(fh);
+      return;
+    }
+    node.fhs ??= new Set();
+    node.fhs.add(fh);
   }
 
   /** A hidden file goes once nothing has it open (by its current, hidden, path). */

@@ -4,7 +4,7 @@
 import { FsError, toErrno } from './errno.js';
 import type { FuseOps } from './fuse-binding.js';
 import type { MountState } from './mount-state.js';
-import { access, getattr, readdir, statfs } from './ops-attr.js';
+import { access, fgetattr, getattr, readdir, statfs } from './ops-attr.js';
 import { mkdir, rmdir } from './ops-dirs.js';
 import { ftruncate, read, truncate, write, writeNow } from './ops-io.js';
 import { chmod, chown, mknod, readlink, symlink, utimens } from './ops-meta.js';
@@ -69,6 +69,7 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     init: (cb) => cb(0),
     statfs: (path, cb) => run('statfs', path, () => statfs(state), cb),
     getattr: (path, cb) => run('getattr', path, () => getattr(state, fileOf(path)), cb),
+    fgetattr: (path, fd, cb) => run('getattr', path, () => fgetattr(state, fileOf(path), fd), cb),
     access: (path, mode, cb) => run('access', path, () => access(state, fileOf(path), mode), cb),
     readdir: (path, cb) => run('readdir', path, () => readdir(state, fromFuse(path)), cb),
     open: (path, flags, cb) => run('open', path, () => open(state, fileOf(path), flags), cb),

@@ -17,6 +17,7 @@ import type { LinkGroups } from './link-groups.js';
 import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
 import type { Namespace } from './namespace.js';
+import { holdBase } from './node-content.js';
 import { isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
 import { MountTimes } from './times.js';
 import type { Reconciler } from './reconciler.js';
@@ -203,19 +204,31 @@ export class MountState {
   /**
    * Someone else changed `path` in the engine (a restore, the API). A clean node there is an old view:
    * detach it, so the next open sees the new content (handles open now keep the old bytes, as after a
-   * rename over an open file). Local changes not yet captured win over the remote change.
+   * rename over an open file). Local changes not yet captured win over the remote change, and so do
+   * those of a process that still has the file open for writing: a detached node's writes are never
+   * captured, so an appender's bytes after a restore were answered and lost. Its node stays, marked
+   * `superseded`: what it writes is versioned over the change; closed unchanged, it goes then.
    */
   onExternalChange(path: string): void {
     const node = this.ns.nodes.get(path);
-    if (node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path) this.detach(node);
+    const clean = node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path;
+    const writing = node !== undefined && node.writers > node.closedWriters;
+    const detach = clean && !writing;
+    if (detach) this.detach(node);
+    else if (clean) node.superseded = true;
     this.times.delete(path);
     this.ns.forgetEntry(path);
     this.onCaptured(path);
-    this.forgetInKernel(path);
+    // Handles still open on the detached node read the old bytes into the kernel's page cache of the
+    // inode, which new opens keep (keep_cache): the path needs an inode of its own then.
+    this.forgetInKernel(path, detach && node.handles > 0);
   }
 
-  /** Set by the mount once FUSE is up: drops what the kernel cached about `path` (its attributes, pages, name). */
-  forgetInKernel: (path: string) => void = () => {};
+  /**
+   * Set by the mount once FUSE is up: drops what the kernel cached about `path` (its attributes, pages,
+   * name); with `renumber`, its next lookup gets a new inode (open handles keep the old one).
+   */
+  forgetInKernel: (path: string, renumber?: boolean) => void = () => {};
 
   /** Set by the mount once FUSE is up: handles whose reads native/fuse serves (mapped-reads.ts). */
   contentMaps: ContentMaps | null = null;
@@ -285,6 +298,7 @@ export class MountState {
     node.detached = true;
     this.dropOrigin(node);
     if (node.handles === 0) void this.discardContent(node);
+    else holdBase(this, node);
   }
 
   /** The node no longer records a rename from its engine name: that old name is a plain removal now. */

@@ -198,7 +198,7 @@ export class MountedProject {
         unmount: detachMount,
       });
       const fuse = project.fuse;
-      state.forgetInKernel = (path) => void fuse.invalidate(path).catch(() => undefined);
+      state.forgetInKernel = (path, renumber) => void fuse.invalidate(path, renumber).catch(() => undefined);
       state.contentMaps = fuse.contentMaps;
       await raiseReadahead(dir, logger);
       ns.onResync = () => {

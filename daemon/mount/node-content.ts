@@ -1,7 +1,7 @@
 // Reading and changing a node's bytes: memory for small files, a staging file past MEMORY_LIMIT,
 // copy-on-write of the base content on the first change that keeps some of it.
-import { type ContentRef, contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
-import { type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
+import { type ContentReader, type ContentRef, contentForSmall, contentSpans, copyContentInto, openContent } from './content-reader.js';
+import { type BaseRef, type FileNode, type Handle, MEMORY_LIMIT } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import { openMapped } from './mapped-reads.js';
 import { type BaseSpans, StagingFile } from './staging-file.js';
@@ -158,6 +158,12 @@ export async function readNode(state: MountState, handle: Handle, node: FileNode
   if (content.kind === 'staged') return content.file.read(pos, want, into);
   const base = node.base;
   if (base === null) return 0;
+  const reader = await baseReader(state, handle, node, base);
+  return reader.read(into, want, pos);
+}
+
+/** The handle's reader of `base`, opened at its first read (or when its node leaves the tree: holdBase). */
+function baseReader(state: MountState, handle: Handle, node: FileNode, base: BaseRef): Promise<ContentReader> {
   if (handle.reader === null || handle.readerHash !== base.hash) {
     // A restore changed the base under this handle: the old reader goes (a read still in flight on
     // it may fail; the next one reads the new content).
@@ -175,7 +181,23 @@ export async function readNode(state: MountState, handle: Handle, node: FileNode
       }
     });
   }
-  const reader = await handle.reader;
-  return reader.read(into, want, pos);
+  return handle.reader;
+}
+
+/**
+ * The node left the tree (replaced, removed, restored over) while open: its base is no longer the
+ * path's current version, so retention may prune it and delete its object at once (when older than
+ * the GC grace period). Handles that have not read yet open it now — an open descriptor (a loose
+ * object, shards) or the bytes (a packed one) keep it readable, as a filesystem keeps an unlinked
+ * file's bytes for its open descriptors.
+ */
+export function holdBase(state: MountState, node: FileNode): void {
+  const base = node.base;
+  if (base === null || base.size === 0 || node.content.kind !== 'base') return;
+  for (const handle of state.handles.values()) {
+    if (handle.node !== node || handle.reader !== null) continue;
+    // A failure here is the first read's to report (it tries again).
+    baseReader(state, handle, node, base).catch(() => undefined);
+  }
 }
 

@@ -53,6 +53,21 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
   }
 }
 
+/**
+ * getattr through an open handle (fstat, and the kernel's checks before a read). A handle whose file
+ * left the tree while it was open (a restore over it) reads that file's bytes: it answers with their
+ * size and times, not with what the path names now — else a reader got the old bytes cut at the
+ * restored size.
+ */
+export async function fgetattr(state: MountState, path: string, fh: number): Promise<FuseStat> {
+  const node = state.handles.get(fh)?.node;
+  if (node === null || node === undefined || !node.detached) return getattr(state, path);
+  const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
+  if (node.symlink) stat.mode = S_IFLNK | 0o777;
+  stat.nlink = 0;
+  return stat;
+}
+
 /** A hard-linked versioned file: nlink counts its names, and the binding gives them one inode. */
 function countNames(state: MountState, path: string, stat: FuseStat): void {
   if (state.links.empty) return;

@@ -232,5 +232,7 @@ export async function release(state: MountState, fh: number): Promise<void> {
     return;
   }
   if (node.dirty && node.writers === 0) state.reconciler.schedule(node.path);
+  // The last writer of a node a restore superseded closed without writing: the restore shows now.
+  else if (node.superseded && !node.dirty && node.writers === 0) state.onExternalChange(node.path);
   else state.dropIfIdle(node);
 }
