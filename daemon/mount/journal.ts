@@ -37,6 +37,8 @@ export class MountJournal {
   private fd: number | null = null;
   private size = 0;
   private failed: Error | null = null;
+  /** A failed append could not be cut back off the log: what follows it would not replay. */
+  private broken = false;
 
   constructor(readonly path: string) {}
 
@@ -49,7 +51,18 @@ export class MountJournal {
     return this.failed === null ? null : `the mount's journal cannot be written: ${this.failed.message}`;
   }
 
-  append(record: JournalRecord, data?: Uint8Array): void {
+  /** The errno of the problem writing the log (negative, as node reports it), or null. */
+  get errno(): number | null {
+    const errno = (this.failed as NodeJS.ErrnoException | null)?.errno;
+    return typeof errno === 'number' && errno < 0 ? errno : null;
+  }
+
+  /**
+   * False when the record could not be written (a full disk): the caller must make what it records
+   * durable another way, or say so. The log is cut back to its last whole record, so the records
+   * appended once there is room again still replay.
+   */
+  append(record: JournalRecord, data?: Uint8Array): boolean {
     const json = JSON.stringify(record);
     const headerLength = Buffer.byteLength(json);
     const dataLength = data === undefined ? 0 : data.length;
@@ -63,8 +76,11 @@ export class MountJournal {
       this.fd ??= fs.openSync(this.path, 'a', 0o600);
       this.writeAll(bytes);
     } catch (error) {
-      this.failed ??= error as Error;
+      this.fail(error as Error);
+      return false;
     }
+    if (!this.broken) this.failed = null;
+    return true;
   }
 
   /**
@@ -90,7 +106,18 @@ export class MountJournal {
 
   /** native/fuse's append failed with `errno`. */
   failedElsewhere(errno: number): void {
-    this.failed ??= Object.assign(new Error(`write failed (errno ${errno})`), { errno: -errno });
+    this.fail(Object.assign(new Error(`write failed (errno ${errno})`), { errno: -errno }));
+  }
+
+  /** A torn record left at the end would make every later one unreadable at replay: it is cut off. */
+  private fail(error: Error): void {
+    this.failed = error;
+    if (this.fd === null) return;
+    try {
+      fs.ftruncateSync(this.fd, this.size);
+    } catch {
+      this.broken = true;
+    }
   }
 
   /** Makes everything appended so far durable (fsync of a file the mount holds without versioning it). */

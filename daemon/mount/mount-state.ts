@@ -236,15 +236,16 @@ export class MountState {
   /**
    * A closed node waiting for its capture is journaled, so a crash in the settle delay loses nothing:
    * small files' bytes go to the mount's log, large ones get a record next to their staging file.
+   * False when a small file's bytes could not be logged (a full disk): they are in memory only.
    */
-  async logNode(node: FileNode): Promise<void> {
-    if (node.detached || !node.dirty) return;
+  async logNode(node: FileNode): Promise<boolean> {
+    if (node.detached || !node.dirty) return true;
     const content = node.content;
     if (content.kind === 'memory') {
-      this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size, ...(node.symlink ? { link: true as const } : {}) }, content.buf.subarray(0, node.size));
-    } else if (content.kind === 'staged') {
-      await this.journalStaged(node, false);
+      return this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size, ...(node.symlink ? { link: true as const } : {}) }, content.buf.subarray(0, node.size));
     }
+    if (content.kind === 'staged') await this.journalStaged(node, false);
+    return true;
   }
 
   /** A staged node's journal record follows it (recovery versions the file under this path). */

@@ -25,6 +25,8 @@ export interface ExamineContext {
   onDirectoryGone(path: string): void;
   /** runs `task` after anything else under way on `path` (an event's examine, a materialization) */
   exclusive?<T>(path: string, task: () => Promise<T>): Promise<T>;
+  /** the file could not be versioned (a full disk under the store): the host looks at it again later */
+  onCaptureFailed?(path: string, code: string): void;
 }
 
 export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';
@@ -136,6 +138,7 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
     host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
     return outcome.kind === 'versioned' ? 'captured' : 'same';
   }
+  if (outcome.kind === 'failed') ctx.onCaptureFailed?.(path, outcome.code);
   return 'none';
 }
 

@@ -64,6 +64,14 @@ export interface WatchOptions {
 }
 
 const TRACKED_TTL_MS = 1_000;
+/**
+ * A file the store could not take (a full disk, a failing one) is looked at again after 0.5 s, 1 s,
+ * 2 s, … then every 30 s until it is versioned: without this, a file written while the home was full
+ * stayed unversioned after space was freed until the next reconciliation (10 min) or restart.
+ */
+const CAPTURE_RETRY_CODES = new Set(['STORAGE_ERROR', 'ENOSPC', 'EDQUOT', 'EIO']);
+const CAPTURE_RETRY_BASE_MS = 500;
+const CAPTURE_RETRY_MAX_MS = 30_000;
 
 export function watchHostFactory(options: WatchOptions = {}): HostFactory {
   return (ctx) => new WatchHost(ctx, options);
@@ -98,6 +106,8 @@ class WatchHost implements ProjectHost {
   readonly #incoming: IncomingChanges;
   /** per path: the examine or materialization under way (they must not interleave on one path) */
   readonly #pathLocks = new Map<string, Promise<unknown>>();
+  /** paths whose capture failed: attempts so far, and the timer of the next */
+  readonly #retries = new Map<string, { attempts: number; timer: NodeJS.Timeout | null }>();
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
@@ -124,6 +134,7 @@ class WatchHost implements ProjectHost {
         if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
       },
       onDirectoryGone: (path) => this.#watcher?.removeTree(path),
+      onCaptureFailed: (path, code) => this.#retryCapture(path, code),
     };
   }
 
@@ -241,6 +252,21 @@ class WatchHost implements ProjectHost {
     this.#timers.schedule(path);
   }
 
+  #retryCapture(path: string, code: string): void {
+    if (this.#stopped || !CAPTURE_RETRY_CODES.has(code)) return;
+    const retry = this.#retries.get(path) ?? { attempts: 0, timer: null };
+    if (retry.timer !== null) return;
+    retry.attempts += 1;
+    retry.timer = setTimeout(
+      () => {
+        retry.timer = null;
+        this.schedule(path);
+      },
+      Math.min(CAPTURE_RETRY_MAX_MS, CAPTURE_RETRY_BASE_MS * 2 ** (retry.attempts - 1)),
+    );
+    this.#retries.set(path, retry);
+  }
+
   #examine(path: string): Promise<void> {
     const running = this.#running.get(path);
     if (running) {
@@ -254,6 +280,8 @@ class WatchHost implements ProjectHost {
           slot.again = false;
           try {
             await this.#withPath(path, () => examine(this.#examineCtx, path));
+            // No retry armed by this look (versioned, unchanged or gone): the count starts over.
+            if (this.#retries.get(path)?.timer === null) this.#retries.delete(path);
           } catch (error) {
             this.#ctx.logger.warn({ path, err: (error as Error).message }, 'could not examine a path');
           }
@@ -369,6 +397,8 @@ class WatchHost implements ProjectHost {
     if (this.#stopped) return;
     this.#stopped = true;
     if (this.#pollTimer) clearTimeout(this.#pollTimer);
+    for (const retry of this.#retries.values()) if (retry.timer !== null) clearTimeout(retry.timer);
+    this.#retries.clear();
     await this.#incoming.stop();
     const reconciling = this.#reconciler?.stop();
     this.#watcher?.close();

@@ -162,9 +162,17 @@ int wb_flush(mount_t *m, fuse_req_t req, fuse_ino_t ino, uint64_t fh) {
   // Without its attributes JS no longer vouches for the file as we know it (a restore): JS decides.
   if (f == NULL || f->fh != fh || f->journal_fd < 0 || attr_get(m->attrs, ino, &timeout) == NULL) return 0;
   double journaled = append_record(f);
-  fuse_reply_err(req, 0);
   *link = f->next;
   f->next = NULL;
+  if (journaled < 0) {
+    // Not journaled (a full disk): answered 0, the bytes would live only in memory until their
+    // capture. JS gets the file first and answers this close itself (it versions the file now, or the
+    // close fails).
+    if (!m->destroyed) hand_over(m, f, journaled);
+    free_file(f);
+    return 0;
+  }
+  fuse_reply_err(req, 0);
   m->wb_counts[3] += 1;
   if (!m->destroyed) hand_over(m, f, journaled);
   free_file(f);
