@@ -5,7 +5,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { userInfo } from 'node:os';
-import { parseApiKey } from '../engine/access/api-key-format.js';
+import { parseApiKey, secretMatches } from '../engine/access/api-key-format.js';
 import { mintApiKey } from '../engine/access/api-keys.js';
 import { auditChange } from '../engine/access/audit.js';
 import { bootstrapOrganization } from '../engine/access/bootstrap.js';
@@ -33,11 +33,21 @@ function actorFor(identityId: string): Actor {
   return { id: identityId, kind: 'local', name };
 }
 
-async function fromKey(deps: AccessDeps, apiKey: string): Promise<LocalOwner | null> {
+async function fromKey(deps: AccessDeps, apiKey: string, file: string): Promise<LocalOwner | null> {
   const parsed = parseApiKey(apiKey.trim());
   if (parsed === null || parsed.environment !== deps.environment) return null;
   const record = await deps.repository.access.getApiKey(parsed.keyId);
   if (record === null || record.revokedAt !== null) return null;
+  // The key is the home's, but under another pepper every request with it would be refused
+  // (UNAUTHENTICATED, "sign in with strata login") while the daemon ran on as if nothing were wrong.
+  // A setting to put right, as loadPepper's own refusals are (not a sign-in problem).
+  if (!secretMatches(deps.pepper, parsed.secret, record.secretHmac)) {
+    throw new StrataError('INVALID_ARGUMENT', {
+      message:
+        `the local owner key does not match this home's pepper: the pepper changed since the key was made (STRATA_PEPPER or STRATA_PEPPER_FILE set then and not now, or the reverse, or secrets/pepper replaced); start with the pepper the home had, or remove ${file} to mint a new one (keys made under the old pepper stay refused)`,
+      details: { field: 'pepper', file },
+    });
+  }
   return { apiKey: apiKey.trim(), orgId: record.orgId, identityId: record.identityId, actor: actorFor(record.identityId) };
 }
 
@@ -49,7 +59,7 @@ export async function ensureLocalOwner(home: string, deps: AccessDeps): Promise<
     throw error;
   });
   if (existing !== null) {
-    const owner = await fromKey(deps, existing);
+    const owner = await fromKey(deps, existing, file);
     if (owner) return owner;
     throw new StrataError('UNAUTHENTICATED', {
       message: `${file} holds a key this home does not accept (revoked, or from another environment); remove the file to mint a new one`,
@@ -83,7 +93,7 @@ export async function ensureLocalOwner(home: string, deps: AccessDeps): Promise<
   }
   // Two first starts racing: both minted a key, the file keeps the first; use whatever it holds.
   const stored = (await writeSecretFileOnce(file, Buffer.from(`${apiKey}\n`))).toString('utf8');
-  const owner = await fromKey(deps, stored);
+  const owner = await fromKey(deps, stored, file);
   if (!owner) throw new StrataError('INTERNAL', { message: `the key in ${file} does not authenticate` });
   return owner;
 }

@@ -9,7 +9,7 @@
 //    empty (S3 is asked by the puts instead, which store nothing for a shard that exists). Local disk
 //    use is bounded by the upload's distinct shards, and only while it is being stored.
 import { randomUUID } from 'node:crypto';
-import { mkdir, mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -17,7 +17,12 @@ import type { ChunkerParams } from '../datasets/chunker-params.js';
 import type { DatasetIngest, PutResult } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import { putDatasetStream } from './local-content-store-dataset.js';
+import { isProcessAlive } from './local-content-store-loose.js';
 import type { PackEntry } from './local-content-store-pack.js';
+
+/** Scratch directories are named after their process, so a later one can tell a crashed one's apart. */
+const SCRATCH_PREFIX = 'strata-s3-';
+const SCRATCH_NAME = /^strata-s3-(\d+)-/;
 
 /** Shards stored at once from a staged pack (each read into memory, then one PUT). */
 const SHARDS_IN_FLIGHT = 4;
@@ -34,7 +39,7 @@ export class DatasetScratch {
     this.dir ??= (async () => {
       const root = this.root ?? tmpdir();
       await mkdir(root, { recursive: true });
-      const dir = await mkdtemp(join(root, 'strata-s3-'));
+      const dir = await mkdtemp(join(root, `${SCRATCH_PREFIX}${process.pid}-`));
       await mkdir(join(dir, 'none'));
       const db = new Database(join(dir, 'known.sqlite'));
       try {
@@ -45,6 +50,27 @@ export class DatasetScratch {
       return dir;
     })();
     return this.dir;
+  }
+
+  /**
+   * The scratch directories of processes that are gone: a server killed while a dataset streamed in
+   * left its staged pack (up to the dataset's size) there, and nothing else would ever remove it
+   * (close() only removes this process's own). A live process's directory, another store on the same
+   * root, is kept.
+   */
+  async removeLeftovers(): Promise<void> {
+    const root = this.root ?? tmpdir();
+    let names: string[];
+    try {
+      names = await readdir(root);
+    } catch {
+      return; // no root yet: nothing was left there
+    }
+    for (const name of names) {
+      const match = SCRATCH_NAME.exec(name);
+      if (match === null || isProcessAlive(Number(match[1]))) continue;
+      await rm(join(root, name), { recursive: true, force: true }).catch(() => {});
+    }
   }
 
   async putStream(putShard: PutShard, source: AsyncIterable<Uint8Array>, params: ChunkerParams, maxBytes: number): Promise<DatasetIngest> {

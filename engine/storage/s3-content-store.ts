@@ -94,7 +94,9 @@ export async function openS3ContentStore(options: S3ContentStoreOptions): Promis
     now: () => Date.now(),
     guard: options.guard,
   };
-  const store = new S3ContentStore(ctx, new DatasetScratch(options.scratchDir));
+  const scratch = new DatasetScratch(options.scratchDir);
+  await scratch.removeLeftovers();
+  const store = new S3ContentStore(ctx, scratch);
   store.sweep();
   return store;
 }
