@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { discoverProject } from './discover.js';
+import { discoverProject, projectById } from './discover.js';
+import { resolveHome } from '../server/home.js';
 import { CliError, EXIT } from './errors.js';
 
 export const DEFAULT_SERVER_URL = 'http://127.0.0.1:7420';
@@ -37,6 +38,8 @@ export interface ResolvedTarget {
   daemonDown?: { home: string; dir: string };
   /** exported variables the project directory took precedence over (the CLI notes it on stderr) */
   envOverridden?: string[];
+  /** the project asked for is no project of this machine's home, and nothing names a server or key */
+  notLocal?: { projectId: string; home: string };
 }
 
 export function configPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -96,7 +99,14 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
   // Flags still choose explicitly. The daemon's key goes only to the daemon, the exported key never
   // to the daemon.
   const discovered = flags.project ? null : discoverProject(process.cwd(), env);
-  const local = flags.server ? undefined : (discovered?.daemon ?? undefined);
+  // A project asked for by id (--project, STRATA_PROJECT_ID, "projectId") with no server and no key
+  // configured: the daemon of the home that has it, as inside its directory — the team-server default
+  // could only answer NO_CREDENTIALS. (Paths stay project paths as given: no directory was found.)
+  const requested = discovered === null ? pick(flags.project, env['STRATA_PROJECT_ID'], file.projectId)?.[0] : undefined;
+  const noServer = !flags.server && !env['STRATA_SERVER_URL'] && !file.serverUrl && !flags.apiKey && !env['STRATA_API_KEY'] && !file.apiKey;
+  const byId = requested !== undefined && noServer ? projectById(requested, process.cwd(), env) : null;
+  const found = discovered ?? byId;
+  const local = flags.server ? undefined : (found?.daemon ?? undefined);
   const fromEnv = (name: string) => (discovered === null ? env[name] : undefined);
   const server = pick(flags.server, fromEnv('STRATA_SERVER_URL'), local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
   const serverUrl = validateServerUrl(server[0]);
@@ -109,9 +119,10 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
     apiKey,
     projectId: pick(flags.project, fromEnv('STRATA_PROJECT_ID'), discovered?.projectId ?? file.projectId)?.[0],
     configPath: path,
-    ...(local !== undefined && !local.running && apiKey === undefined ? { daemonDown: { home: discovered!.home, dir: discovered!.dir } } : {}),
+    ...((local !== undefined && !local.running && apiKey === undefined) || (byId !== null && byId.daemon === null) ? { daemonDown: { home: found!.home, dir: found!.dir } } : {}),
     ...(discovered !== null ? { projectDir: discovered.dir } : {}),
     ...(overridden.length > 0 ? { envOverridden: overridden } : {}),
+    ...(requested !== undefined && noServer && byId === null ? { notLocal: { projectId: requested, home: resolveHome(undefined, env) } } : {}),
   };
 }
 

@@ -60,9 +60,21 @@ export function contextFor(command: Command): CommandContext {
           client = createClient({ serverUrl: resolved.serverUrl, apiKey: undefined, tokenSource: tokenSourceFor(resolved.serverUrl), version: CLI_VERSION });
           return client;
         }
+        if (resolved.notLocal !== undefined) {
+          // Not a credentials problem: the project is no project of this machine, and no server is named.
+          const { projectId, home } = resolved.notLocal;
+          throw new CliError(
+            'PROJECT_NOT_FOUND',
+            `project ${projectId} is not a project of this machine's Strata home ${home}, and no server is configured: run the command inside the project's directory, or set STRATA_HOME to the home that has it; for a team server's project, pass --server URL and run \`strata login\` (or set STRATA_API_KEY)`,
+            { exitCode: EXIT.notFound, details: { projectId, home } },
+          );
+        }
         throw new CliError(
           'NO_CREDENTIALS',
-          'no credentials: run `strata login`, or set STRATA_API_KEY (or "apiKey" in ' + resolved.configPath + '); `strata admin bootstrap` creates the first key',
+          'no credentials: run `strata login`, or set STRATA_API_KEY (or "apiKey" in ' +
+            resolved.configPath +
+            '); `strata admin bootstrap` creates the first key' +
+            (resolved.projectDir === undefined && resolved.serverUrlSource === 'default' ? ' (not in a project directory: inside one, commands use its daemon)' : ''),
           { exitCode: EXIT.auth },
         );
       }

@@ -77,3 +77,22 @@ export function discoverProject(cwd: string = process.cwd(), env: NodeJS.Process
   }
   return null;
 }
+
+/**
+ * `--project ID` (or STRATA_PROJECT_ID) outside the project's directory: the project of that id in a
+ * home of this machine — the home of the project around the working directory, else $STRATA_HOME
+ * (the default home) — so its daemon answers as it does inside the directory. Null when none has it.
+ */
+export function projectById(projectId: string, cwd: string = process.cwd(), env: NodeJS.ProcessEnv = process.env): DiscoveredProject | null {
+  const homes = new Set([discoverProject(cwd, env)?.home, resolveHome(undefined, env)]);
+  for (const home of homes) {
+    if (home === undefined) continue;
+    try {
+      const project = readDaemonConfig(home).projects.find((candidate) => candidate.projectId === projectId);
+      if (project) return { projectId, home, dir: project.dir, daemon: daemonTarget(home) };
+    } catch {
+      // an unreadable daemon.json: not this home
+    }
+  }
+  return null;
+}

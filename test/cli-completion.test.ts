@@ -124,7 +124,7 @@ describe.skipIf(!has('zsh'))('strata completion zsh', () => {
       child.stdin!.write(`fpath=(${fpath} $fpath); autoload -U compinit; compinit -u -D; PS1='Z''P> '\n`);
       await waitFor('the zsh prompt', () => (screen.includes('ZP> ') ? true : undefined), 20_000);
       child.stdin!.write('strata snapshot \t');
-      await waitFor('the list of snapshot subcommands', () => (/restore\s+--\s+make the project look exactly like a snapshot/.test(screen) ? true : undefined), 20_000);
+      await waitFor('the list of snapshot subcommands', () => (/restore\s+--\s+make the project's files what they were in a snapshot/.test(screen) ? true : undefined), 20_000);
       expect(screen).toMatch(/create\s+--\s+pin every current file/);
       child.stdin!.write('\x15exit\n');
     } finally {

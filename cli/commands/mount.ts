@@ -63,6 +63,7 @@ export function registerMountCommand(program: Command): void {
         const status = (ERROR_CATALOGUE as Record<string, { status: number }>)[startError.code]?.status;
         throw new CliError(startError.code, `${project.dir} could not start: ${startError.message}`, { exitCode: status === undefined ? EXIT.unexpected : exitCodeForStatus(status) });
       }
+      if (project.inPlace === true) await warnIfInside(ctx, project.dir);
       const over = project.inPlace === true ? ` over its files (\`strata unmount ${project.dir}\` leaves them in place)` : '';
       if (project.daemonRunning) {
         ctx.output.result(project, () => ctx.output.line(`the running daemon mounts project ${project.projectId} at ${sanitizeLine(project.dir)}${sanitizeLine(over)}`));
@@ -135,4 +136,16 @@ async function showImportProgress(home: string, dir: string): Promise<() => void
     stopped = true;
     clearInterval(timer);
   };
+}
+
+/**
+ * A shell whose working directory is DIR (or below it) keeps the directory under the mount: it sees
+ * neither the mount nor `.git/` (moved to the backing directory), and what it writes there is only
+ * versioned at the unmount, under whatever the mount did meanwhile.
+ */
+async function warnIfInside(ctx: ReturnType<typeof contextFor>, dir: string): Promise<void> {
+  const real = await realpath(dir).catch(() => dir);
+  const cwd = process.cwd();
+  if (cwd !== real && !cwd.startsWith(`${real}/`)) return;
+  ctx.output.warn(`the working directory is inside ${real}: a shell there still sees the files under the mount, not the mount (its writes are versioned only at the unmount); \`cd "$PWD"\` enters the mount`);
 }

@@ -119,7 +119,7 @@ export function registerSnapshotCommands(program: Command): void {
 
   snapshot
     .command('restore')
-    .description('make the project look exactly like a snapshot (recorded as new versions; nothing is lost)')
+    .description("make the project's files what they were in a snapshot (recorded as new versions; nothing is lost); directories are not part of snapshots")
     .argument('<snapshot>', 'snapshot id, tag, number (SEQ) or short id')
     .action(async (idOrTag: string, _options: unknown, command: Command) => {
       const ctx = contextFor(command);

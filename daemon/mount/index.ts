@@ -141,7 +141,11 @@ class MountHost implements ProjectHost {
       try {
         // Every name of a hard link gets its file's mode and owner (kept under its first name).
         const { attrs, links } = project.state;
-        this.lastWriteBack = await inPlace.writeBack({ explicitDirs: project.state.ns.explicitDirs, attrs: { of: (path, kind, executable) => attrs.of(links.primaryOf(path), kind, executable) } });
+        this.lastWriteBack = await inPlace.writeBack({
+          explicitDirs: project.state.ns.explicitDirs,
+          attrs: { of: (path, kind, executable) => attrs.of(links.primaryOf(path), kind, executable) },
+          times: (path) => project.state.shownTimes(path),
+        });
       } finally {
         this.warnings.push(...inPlace.warnings);
         await inPlace.close();

@@ -285,6 +285,23 @@ export class MountState {
     return { mtimeMs, ctimeMs: kept?.ctimeMs ?? mtimeMs, atimeMs: kept?.atimeMs };
   }
 
+  /**
+   * The mtime and atime `stat` in the mount shows for a versioned file or link, with the content they
+   * go with: an in-place mount's write-back gives the directory's file the same times (make and rsync
+   * compare them). Null: not a versioned file, or one with changes not captured.
+   */
+  async shownTimes(path: string): Promise<{ contentHash: string; mtimeMs: number; atimeMs: number } | null> {
+    const resolved = await this.resolve(path);
+    if (resolved?.kind === 'node') {
+      const { node } = resolved;
+      if (node.dirty || node.detached || node.base === null) return null;
+      return { contentHash: node.base.hash, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs ?? node.mtimeMs };
+    }
+    if (resolved?.kind !== 'entry') return null;
+    const times = this.timesOf(path, resolved.entry); // as getattr (ops-attr.ts) answers
+    return { contentHash: resolved.entry.contentHash, mtimeMs: times.mtimeMs, atimeMs: times.atimeMs ?? times.mtimeMs };
+  }
+
   /** Sets times of a file without local state (NaN or absent keeps one); its ctime becomes now. */
   touchEntry(path: string, entry: Entry, times: { mtimeMs?: number; atimeMs?: number } = {}): void {
     const current = this.timesOf(path, entry);

@@ -24,7 +24,7 @@ import { mountsAt } from '../stale-mount.js';
 import { DirHandle } from './dir-handle.js';
 import { moveEntry } from './move.js';
 import { type SyncInReport, syncIn } from './sync-in.js';
-import { moveOut, type WriteBackReport, writeBack } from './write-back.js';
+import { moveOut, type WriteBackDeps, type WriteBackReport, writeBack } from './write-back.js';
 
 export const IN_PLACE_FLAG = 'mount.inPlace';
 export const BACKING_DIR = '.strata/unversioned';
@@ -153,7 +153,7 @@ export class InPlaceDir {
    * Writes the project's tree back into the directory; the mount must be gone (else nothing is
    * written: the files stay in the project, and the next unmount writes them).
    */
-  async writeBack(mount: { explicitDirs: Iterable<string>; attrs: Pick<MountAttrs, 'of'> }): Promise<WriteBackReport | null> {
+  async writeBack(mount: Pick<WriteBackDeps, 'explicitDirs' | 'attrs' | 'times'>): Promise<WriteBackReport | null> {
     const dir = this.ctx.dir;
     if ((await mountsAt(dir)).some((m) => m.fsType.startsWith('fuse'))) {
       this.warn(`${dir} is still mounted: its files were not written back (they are all in the project; the next unmount writes them)`);
@@ -167,6 +167,7 @@ export class InPlaceDir {
       backing: this.backing,
       explicitDirs: mount.explicitDirs,
       attrs: mount.attrs,
+      times: mount.times,
       rules,
       displace: (path) => this.displace(path),
       projectJson: `${JSON.stringify({ projectId: this.ctx.projectId, home: this.ctx.home }, null, 2)}\n`,

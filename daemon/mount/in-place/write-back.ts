@@ -10,16 +10,20 @@
 // nothing is written through a link (directories opened one component at a time, O_NOFOLLOW), and a
 // file on disk that is not what the index says — an edit made under the mount after a crash exposed
 // the directory — is versioned before it is replaced. Backing entries go back with one rename each.
+// Every file and link then gets the times the mount showed for it (materialize stamps what it writes
+// with the present, and one left alone keeps the time it had before the mount: make would skip a
+// rebuild, rsync copy it again), and its index row the new stat, so watch mode sees no change.
 //
 // Safe to stop at any point (a kill -9 in the middle): every step leaves whole files and correct
 // index rows, the next start imports nothing twice (what was written is what the engine has), and the
 // next unmount finishes the job.
 import { constants, type Stats } from 'node:fs';
-import { chmod, chown, lstat, open, rmdir } from 'node:fs/promises';
+import { chmod, chown, lstat, lutimes, open, rmdir } from 'node:fs/promises';
 import { writeFileAtomic } from '../../atomic-file.js';
 import { type IgnoreRules, STRATAIGNORE } from '../../capture/ignore.js';
 import type { HostContext } from '../../host.js';
 import { STRATA_GITIGNORE_TEXT } from '../../projects.js';
+import { sameAsIndexed, statRow } from '../../watch/examine.js';
 import { materialize, type MaterializeResult } from '../../watch/materialize.js';
 import type { MountAttrs } from '../attrs.js';
 import { isVersionable, parentOf } from '../paths.js';
@@ -45,6 +49,8 @@ export interface WriteBackDeps {
   explicitDirs: Iterable<string>;
   /** the modes and owners the mount showed, by path (a hard link's names all answer its file's) */
   attrs: Pick<MountAttrs, 'of'>;
+  /** the times `stat` in the mount showed for a versioned file or link, and its content (null: none) */
+  times: (path: string) => Promise<{ contentHash: string; mtimeMs: number; atimeMs: number } | null>;
   /**
    * The project's ignore rules, read from the directory (createIgnoreRules); `host.capture.isIgnored`
    * asks them too. Read again once `.strataignore` itself is back on disk.
@@ -71,10 +77,12 @@ export interface WriteBackReport {
   dirsRemoved: number;
   /** files and directories whose mode or owner was set to what the mount showed */
   attrsSet: number;
+  /** files and links whose times were set to what the mount showed */
+  timesSet: number;
 }
 
 export async function writeBack(deps: WriteBackDeps): Promise<WriteBackReport> {
-  const report: WriteBackReport = { written: 0, removed: 0, keptLocal: 0, skipped: 0, failed: 0, movedBack: 0, dirsRemoved: 0, attrsSet: 0 };
+  const report: WriteBackReport = { written: 0, removed: 0, keptLocal: 0, skipped: 0, failed: 0, movedBack: 0, dirsRemoved: 0, attrsSet: 0, timesSet: 0 };
   const { host } = deps;
   const count = (result: MaterializeResult) => {
     if (result === 'written') report.written += 1;
@@ -141,7 +149,7 @@ export async function writeBack(deps: WriteBackDeps): Promise<WriteBackReport> {
     }
   }
   report.movedBack = await moveOut(deps, deps.backing, rules);
-  await settle(deps, deps.root, projectDirs, rules, report);
+  await settle(deps, deps.root, projectDirs, enginePaths, rules, report);
   await applyAttrs(deps, `${deps.root.self}/.`, '', 'dir', report);
 
   // So CLI commands inside the directory find the project, as in watch mode.
@@ -207,7 +215,7 @@ export async function moveOut(deps: Pick<WriteBackDeps, 'root' | 'displace' | 'w
  * no longer has (removed or renamed through the mount) removed when empty. Unversioned entries (back
  * from the backing directory, or left in place) keep what they have.
  */
-async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<string>, rules: WriteBackDeps['rules'], report: WriteBackReport): Promise<void> {
+async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<string>, enginePaths: Set<string>, rules: WriteBackDeps['rules'], report: WriteBackReport): Promise<void> {
   for (const entry of await dir.list()) {
     const path = dir.childPath(entry.name);
     if (path === '.strata') continue;
@@ -217,7 +225,7 @@ async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<stri
       const inner = await dir.child(entry.name);
       if (inner === null) continue;
       try {
-        await settle(deps, inner, projectDirs, rules, report);
+        await settle(deps, inner, projectDirs, enginePaths, rules, report);
         if (projectDirs.has(path)) await applyAttrs(deps, `${inner.self}/.`, path, 'dir', report);
       } finally {
         await inner.close();
@@ -232,7 +240,35 @@ async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<stri
       }
     } else if (entry.isFile()) {
       await applyAttrs(deps, dir.entry(entry.name), path, 'file', report);
+      if (enginePaths.has(path)) await applyTimes(deps, dir.entry(entry.name), path, report);
+    } else if (entry.isSymbolicLink() && enginePaths.has(path)) {
+      await applyTimes(deps, dir.entry(entry.name), path, report);
     }
+  }
+}
+
+/**
+ * The times the mount showed, on a file or link that holds what the mount showed there: its index row
+ * says which content it holds (and the stat vouches for the row), and it is what the mount showed.
+ * lutimes never follows a link; the row then gets the new stat.
+ */
+async function applyTimes(deps: WriteBackDeps, at: string, path: string, report: WriteBackReport): Promise<void> {
+  const { host } = deps;
+  try {
+    const row = host.state.index.get(host.projectId, path);
+    if (row === undefined) return;
+    const st = await lstat(at, { bigint: true });
+    if (!sameAsIndexed(row, st)) return;
+    const shown = await deps.times(path);
+    if (shown === null || shown.contentHash !== row.contentHash) return;
+    // Kept in ms (a double): a file the mount did not change has its own time to within a microsecond.
+    if (Math.abs(Number(st.mtimeNs) / 1e6 - shown.mtimeMs) < 0.001) return;
+    await lutimes(at, shown.atimeMs / 1000, shown.mtimeMs / 1000);
+    const after = await lstat(at, { bigint: true });
+    if (after.ino === st.ino && after.size === st.size) host.state.index.put(host.projectId, { ...row, ...statRow(after) });
+    report.timesSet += 1;
+  } catch (error) {
+    deps.warn(`could not set the times of ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
 }
 
