@@ -150,7 +150,12 @@ export interface FsckReport {
 export interface GcReport {
   objectsScanned: number;
   objectsDeleted: number;
+  /** the content bytes of the deleted objects */
   bytesFreed: number;
+  /** unreferenced objects kept because they are younger than the grace period, and their bytes */
+  objectsKept: number;
+  bytesKept: number;
+  graceMs: number;
 }
 
 /** The engine's public operations; hosts (control API, daemon, CLI in-process) call only these. */

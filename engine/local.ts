@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isDiskFull } from './commands/gc.js';
 import { createEngine } from './create-engine.js';
 import type { Engine, EngineDeps } from './engine-api.js';
 import { createIdGenerator } from './ids.js';
@@ -7,6 +8,7 @@ import type { ContentStore } from './ports/content-store.js';
 import type { MetadataRepository } from './ports/metadata-repository.js';
 import { type Clock, type IdGenerator, systemClock } from './ports/world.js';
 import { createLocalContentStore } from './storage/local-content-store.js';
+import { releaseReserve } from './storage/local-content-store-reserve.js';
 import { openSqliteRepository } from './storage/sqlite-repository.js';
 
 export interface LocalEngine {
@@ -41,6 +43,20 @@ export interface EngineOptions {
  * creates nothing: a home without its metadata database at this schema version is refused first.
  */
 export async function openLocalEngine(options: EngineOptions & { home: string; migrate?: boolean }): Promise<LocalEngine> {
+  try {
+    return await openLocalEngineOnce(options);
+  } catch (error) {
+    // On a full disk SQLite cannot create its log or shared-memory file (SQLITE_IOERR_SHMSIZE): the
+    // daemon did not start and `strata gc --home` could not open the home it was meant to relieve. The
+    // store's reserve (local-content-store-reserve.ts) makes that room; gc makes it again afterwards.
+    const cause = (error as { cause?: { code?: unknown } }).cause;
+    const full = isDiskFull(error) || cause?.code === 'SQLITE_IOERR_SHMSIZE';
+    if (!full || !(await releaseReserve(homeLayout(options.home).store).catch(() => false))) throw error;
+    return openLocalEngineOnce(options);
+  }
+}
+
+async function openLocalEngineOnce(options: EngineOptions & { home: string; migrate?: boolean }): Promise<LocalEngine> {
   const layout = homeLayout(options.home);
   const existing = options.migrate === false ? openSqliteRepository({ file: layout.metadata, migrate: false }) : undefined;
   const clock = options.clock ?? systemClock;

@@ -82,6 +82,8 @@ export function createRetentionWorker(ctx: EngineContext): RetentionWorker {
     });
     // Outside the lock: compaction only moves bytes that stay referenced, readers and writers go on.
     await ctx.store.compact?.();
+    // A reserve a delete on the full disk released (collectObject) is made again once there is room.
+    await ctx.store.keepReserve?.();
   }
 
   return {

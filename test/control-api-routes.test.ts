@@ -369,7 +369,14 @@ describe('control API routes', () => {
   });
 
   it('runs gc and fsck for an org admin', async () => {
-    expect(await h.ok('POST', '/v1/admin/gc')).toEqual({ objectsScanned: expect.any(Number), objectsDeleted: expect.any(Number), bytesFreed: expect.any(Number) });
+    expect(await h.ok('POST', '/v1/admin/gc')).toEqual({
+      objectsScanned: expect.any(Number),
+      objectsDeleted: expect.any(Number),
+      bytesFreed: expect.any(Number),
+      objectsKept: expect.any(Number),
+      bytesKept: expect.any(Number),
+      graceMs: expect.any(Number),
+    });
     expect(await h.ok('POST', '/v1/admin/fsck')).toMatchObject({ ok: true, missing: [], corrupt: [] });
   });
 });

@@ -72,9 +72,22 @@ export function registerMaintenanceCommands(program: Command): void {
         ? await withLocalEngine(options, (engine) => engine.gc())
         : await ctx.client().json<GcReport>('POST', '/v1/admin/gc');
       ctx.output.result(report, () => {
+        // bytesFreed is the deleted content's size: the disk gets back about that for large files, while
+        // small ones leave room inside the store's database that it reuses (df does not show it).
         ctx.output.line(
-          `gc: ${plural(report.objectsScanned, 'object')} scanned, ${report.objectsDeleted} deleted, ${formatBytes(report.bytesFreed)} freed`,
+          `gc: ${plural(report.objectsScanned, 'object')} scanned, ${report.objectsDeleted} deleted, ${formatBytes(report.bytesFreed)} of content freed`,
         );
+        // A server older than this CLI does not report what it kept.
+        if ((report.objectsKept ?? 0) > 0) {
+          ctx.output.line(
+            `  ${plural(report.objectsKept, 'unreferenced object')} (${formatBytes(report.bytesKept)}) kept: younger than the ${formatGrace(report.graceMs)} grace period; ` +
+              'run gc again after it',
+          );
+        }
       });
     });
+}
+
+function formatGrace(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}-minute` : `${Math.round(ms / 1000)}-second`;
 }

@@ -7,7 +7,14 @@ import { EmptyBody } from '../schemas.js';
 
 const tags = ['maintenance'];
 
-const GcSchema = Type.Object({ objectsScanned: Type.Integer(), objectsDeleted: Type.Integer(), bytesFreed: Type.Integer() });
+const GcSchema = Type.Object({
+  objectsScanned: Type.Integer(),
+  objectsDeleted: Type.Integer(),
+  bytesFreed: Type.Integer(),
+  objectsKept: Type.Integer(),
+  bytesKept: Type.Integer(),
+  graceMs: Type.Integer(),
+});
 const FsckSchema = Type.Object({
   scope: Type.Union([Type.Literal('store'), Type.Literal('projects')]),
   ok: Type.Boolean(),

@@ -30,6 +30,9 @@ export async function captureNode(state: MountState, node: FileNode): Promise<Si
         const finishing = state.now();
         const { hash, size } = await content.file.finish();
         state.logger.debug({ path, size, ms: state.now() - finishing }, 'mount: staging file finished');
+        // A write that failed (ENOSPC, reported to the tool) left the file shorter than the size the
+        // kernel was told: what it holds is its content, and its size.
+        node.size = size;
         // Before the store takes the file in (a rename): once it is gone from staging, only this
         // record lets a restart after a crash here find the content and version it.
         await content.file.journal({ projectId: state.projectId, path, executable: node.executable, hash }, true);

@@ -81,7 +81,8 @@ export class StagingFile {
     this.size = limit;
     this.fill = { hash: base.hash, dataset: base.dataset, limit, written: [] };
     this.ready = this.startFill(spans).catch((error: unknown) => {
-      this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+      this.broken ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+      this.failure ??= this.broken;
     });
   }
 
@@ -125,9 +126,33 @@ export class StagingFile {
   }
 
   async write(offset: number, data: Buffer, len: number): Promise<void> {
-    if (this.failure !== null) throw this.failure;
+    const failure = this.takeFailure();
+    if (failure !== null) throw failure;
     await this.put(offset, data, len);
   }
+
+  /**
+   * A deferred failure is reported once — to the next write, close (drain) or fsync — as a filesystem
+   * reports a write-back error; the file then holds what was written before it and goes on as a file
+   * (written again once there is room, read, versioned). Kept instead, it failed every later close,
+   * a reader's too, and every capture of the file.
+   */
+  private takeFailure(): Error | null {
+    const failure = this.failure;
+    // The writes already posted (up to 8 MiB of them) fail alike on a full disk: this one report
+    // covers them, or a reader's close would get the writer's ENOSPC later.
+    if (failure !== null) this.reportedThrough = this.posted;
+    // A file that never opened, or whose base was never copied in, is not what it claims to be: that
+    // failure stays (the journal's record lets the next start finish the copy).
+    this.failure = this.broken;
+    return failure;
+  }
+
+  /** The failure of the file's open or of its fill's start: reported every time. */
+  private broken: Error | null = null;
+  /** writes posted to the worker, and how many of them a reported failure covered */
+  private posted = 0;
+  private reportedThrough = 0;
 
   /** No deferred failure to report first: `put` may take a write. */
   get writable(): boolean {
@@ -191,14 +216,16 @@ export class StagingFile {
     while (this.inflightBytes > 0 && this.failure === null) {
       await new Promise<void>((resolve) => this.waiters.push(resolve));
     }
-    if (this.failure !== null) throw this.failure;
+    const failure = this.takeFailure();
+    if (failure !== null) throw failure;
   }
 
   async fsync(): Promise<void> {
     this.flushChunk();
     await this.ready;
     await this.pool.request(this.slot, { op: 'fsync', sid: this.sid });
-    if (this.failure !== null) throw this.failure;
+    const failure = this.takeFailure();
+    if (failure !== null) throw failure;
   }
 
   /**
@@ -249,10 +276,13 @@ export class StagingFile {
   async finish(): Promise<{ hash: ContentHash; size: number }> {
     this.flushChunk();
     await this.ready;
+    // A deferred failure no close reported (a write-back after the last one) fails this capture, once,
+    // before the worker closes the file; the retry versions what the file holds. Thrown after the
+    // worker had let the file go, it left a file nothing could read or capture any more.
+    await this.drain();
     const reply = await this.pool.request(this.slot, { op: 'finish', sid: this.sid });
     this.fill = null;
     this.release();
-    if (this.failure !== null) throw this.failure;
     return { hash: `blake3:${reply.hash}`, size: reply.size ?? 0 };
   }
 
@@ -280,17 +310,19 @@ export class StagingFile {
     const buffer = chunk.buf.buffer as ArrayBuffer;
     this.inflightBytes += chunk.len;
     const len = chunk.len;
+    const seq = ++this.posted;
     this.pool.request(this.slot, { op: 'write', sid: this.sid, offset: chunk.offset, buf: buffer, len }, [buffer]).then(
-      (reply: StagingReply) => this.settleWrite(len, reply),
-      (error: unknown) => this.settleWrite(len, null, error),
+      (reply: StagingReply) => this.settleWrite(len, seq, reply),
+      (error: unknown) => this.settleWrite(len, seq, null, error),
     );
   }
 
-  private settleWrite(len: number, reply: StagingReply | null, error?: unknown): void {
+  private settleWrite(len: number, seq: number, reply: StagingReply | null, error?: unknown): void {
     this.inflightBytes -= len;
     if (reply?.buf !== undefined && reply.buf.byteLength === CHUNK_BYTES && this.spare.length < SPARE_CHUNKS) this.spare.push(reply.buf);
-    if (reply?.error !== undefined) this.failure ??= workerError(reply.error);
-    else if (error !== undefined) this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+    const reported = seq <= this.reportedThrough;
+    if (reply?.error !== undefined && !reported) this.failure ??= workerError(reply.error);
+    else if (error !== undefined && !reported) this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
@@ -298,7 +330,8 @@ export class StagingFile {
 
   private post(message: Record<string, unknown>): void {
     this.pool.request(this.slot, { ...message, sid: this.sid }).catch((error: unknown) => {
-      this.failure ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+      this.broken ??= error instanceof Error ? error : new StrataError('STORAGE_ERROR', { message: String(error) });
+      this.failure ??= this.broken;
     });
   }
 }

@@ -325,17 +325,21 @@ function handle(m) {
     }
     case 'finish': {
       const f = get(m.sid);
-      files.delete(m.sid);
-      try {
-        completeFill(f);
-        fs.fsyncSync(f.fd);
-        const size = fs.fstatSync(f.fd).size;
-        if (f.seq && f.hashed === size) return [{ hash: f.hasher.digest('hex'), size, rehashed: false }];
+      // Only a finished file leaves the table: one whose fill or fsync failed (ENOSPC, EIO) stays open,
+      // readable, and the capture's retry finishes it. Dropped first, it answered every later read
+      // and capture with EBADF "unknown staging file", forever.
+      completeFill(f);
+      fs.fsyncSync(f.fd);
+      const size = fs.fstatSync(f.fd).size;
+      let reply;
+      if (f.seq && f.hashed === size) reply = { hash: f.hasher.digest('hex'), size, rehashed: false };
+      else {
         const again = rehash(f.fd);
-        return [{ hash: again.hex, size: again.size, rehashed: true }];
-      } finally {
-        fs.closeSync(f.fd);
+        reply = { hash: again.hex, size: again.size, rehashed: true };
       }
+      files.delete(m.sid);
+      try { fs.closeSync(f.fd); } catch {}
+      return [reply];
     }
     case 'close': {
       const f = files.get(m.sid);
@@ -361,6 +365,8 @@ parentPort.on('message', (m) => {
     [reply, transfer] = handle(m);
   } catch (err) {
     reply = { error: describe(err) };
+    // A write that failed part of the way was hashed whole: finish re-reads the file instead.
+    if (m.op === 'write' && files.has(m.sid)) files.get(m.sid).seq = false;
     // A failed write still owes the main thread its buffer back.
     if (m.op === 'write' && m.buf) {
       reply.buf = m.buf;

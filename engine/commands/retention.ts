@@ -1,5 +1,6 @@
 import type { EngineContext } from '../context.js';
 import { StrataError } from '../errors.js';
+import { withReserve } from './gc.js';
 import type { PrunePreview } from '../ports/metadata-repository.js';
 import type { Actor, RetentionSetting } from '../types.js';
 
@@ -39,12 +40,16 @@ export async function setRetention(ctx: EngineContext, input: { projectId: strin
   const { maxVersions } = input;
   checkMaxVersions(maxVersions);
   await ctx.requireProject(input.projectId);
-  const project = await ctx.repository.projects.update(input.projectId, { retention: { maxVersions } });
+  // Lowering retention is how a full disk is relieved: its writes may use the store's reserve (gc.ts),
+  // made again once the pruned content is collected.
+  const project = await withReserve(ctx, () => ctx.repository.projects.update(input.projectId, { retention: { maxVersions } }));
   const pruned = { versions: 0, bytes: 0 };
   if (maxVersions > 0) {
     await ctx.batcher.drain();
     const hold = ctx.retention.holdOf(input.projectId);
-    const result = await ctx.repository.versions.prune(input.projectId, { keep: maxVersions, ...(hold === undefined ? {} : { holdAfterSeq: hold }) });
+    const result = await withReserve(ctx, () =>
+      ctx.repository.versions.prune(input.projectId, { keep: maxVersions, ...(hold === undefined ? {} : { holdAfterSeq: hold }) }),
+    );
     ctx.retention.release(result.releasedHashes);
     pruned.versions = result.prunedVersions;
     pruned.bytes = result.prunedBytes;

@@ -148,6 +148,13 @@ export interface ContentStore {
    * Garbage collection calls it after deleting; safe beside writes and reads.
    */
   compact?(): Promise<{ bytesFreed: number }>;
+  /**
+   * Optional: space the store keeps aside so that collection can still delete on a full disk (the
+   * local store's reserve file; a delete writes its index first). releaseReserve gives it back (true:
+   * there was some to give); keepReserve makes it again when the disk has room, and never throws.
+   */
+  releaseReserve?(): Promise<boolean>;
+  keepReserve?(): Promise<void>;
   list(): AsyncIterable<ObjectInfo>;
   close(): Promise<void>;
 }

@@ -5,6 +5,7 @@
 //   <root>/objects/packs/*.pack    dataset shards, many per file, indexed in packed.sqlite
 //                                  (local-content-store-shard-packs.ts)
 //   <root>/tmp/<pid>-<uuid>.tmp    staging for loose objects; same filesystem, so rename is atomic
+//   <root>/reserve                 space kept for collecting on a full disk (local-content-store-reserve.ts)
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
 // threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
@@ -25,6 +26,7 @@ import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
 import { type PackEntry, PackObjects } from './local-content-store-pack.js';
+import { keepReserve, releaseReserve } from './local-content-store-reserve.js';
 import { ShardPacks } from './local-content-store-shard-packs.js';
 import { corruptError, resolveRange, streamLooseObject, streamPackedObject } from './local-content-store-read.js';
 
@@ -71,7 +73,10 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
     await pool.close();
     throw storageError(error, 'Opening the shard packs');
   }
-  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks });
+  // A home created on a disk with room gets its reserve now; one that was full gets it at a later start
+  // or after a collection (local-content-store-reserve.ts).
+  await keepReserve(options.root);
+  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks }, options.root);
 }
 
 /** readBuffers of at least this many objects go to the batch reader thread. */
@@ -82,7 +87,10 @@ class LocalContentStore implements ContentStore {
   private batchReader: BatchReader | null = null;
   private onceReader: BatchReader | null = null;
 
-  constructor(private readonly ctx: IngestContext) {}
+  constructor(
+    private readonly ctx: IngestContext,
+    private readonly root: string,
+  ) {}
 
   async put(source: AsyncIterable<Uint8Array>, options: PutOptions = {}): Promise<PutResult> {
     this.assertOpen();
@@ -261,6 +269,19 @@ class LocalContentStore implements ContentStore {
   async compact(): Promise<{ bytesFreed: number }> {
     this.assertOpen();
     return { bytesFreed: await this.ctx.shardPacks.compact() };
+  }
+
+  async releaseReserve(): Promise<boolean> {
+    this.assertOpen();
+    try {
+      return await releaseReserve(this.root);
+    } catch (error) {
+      throw storageError(error, 'Releasing the reserve');
+    }
+  }
+
+  async keepReserve(): Promise<void> {
+    if (!this.closed) await keepReserve(this.root);
   }
 
   async *list(): AsyncIterable<ObjectInfo> {
