@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { StrataError } from '../engine/errors.js';
+import { reserveWalIndex } from '../engine/storage/wal-index-space.js';
 
 /** What watch mode last versioned for a path, as the file looked when it was read. */
 export interface IndexRow {
@@ -128,6 +129,8 @@ export function openDaemonState(file: string): DaemonState {
     db = new Database(file);
     db.pragma('busy_timeout = 5000');
     db.pragma('journal_mode = WAL');
+    // Before the first commit: it writes into the wal-index (engine/storage/wal-index-space.ts).
+    reserveWalIndex(db, file);
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
     addMissingColumns(db);

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { StrataError } from '../engine/errors.js';
+import { StrataError } from '../engine/errors.js';
 
 /** Whether `pid` is another live process that can be a Strata one. */
 function alive(pid: number): boolean {
@@ -51,6 +51,17 @@ export function pidLockHolder(file: string): PidLockHolder | null {
   return owner.pid === process.pid || alive(owner.pid) ? owner : null;
 }
 
+/** A write refused for want of space, said as such and naming the file (was: INTERNAL, "ENOSPC ... write"). */
+function diskFull(error: unknown, file: string): StrataError | null {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code !== 'ENOSPC' && code !== 'EDQUOT') return null;
+  return new StrataError('STORAGE_ERROR', {
+    message: `The disk holding ${file} is full (${code}): free space on that filesystem and start again`,
+    details: { path: file, code, reason: 'disk-full' },
+    cause: error,
+  });
+}
+
 export interface PidLock {
   release(): Promise<void>;
 }
@@ -67,9 +78,12 @@ export async function acquirePidLock(file: string, busy: (owner: PidLockHolder |
       const handle = await open(file, 'wx', 0o600);
       try {
         await handle.writeFile(holder === '' ? `${process.pid}\n` : `${process.pid}\n${holder}\n`);
-      } finally {
+      } catch (error) {
         await handle.close();
+        await rm(file, { force: true });
+        throw diskFull(error, file) ?? error;
       }
+      await handle.close();
       return {
         async release() {
           const owner = parse(await readFile(file, 'utf8').catch(() => ''));

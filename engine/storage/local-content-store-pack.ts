@@ -14,6 +14,7 @@ import type { ObjectInfo } from '../ports/content-store.js';
 import type { Clock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { PACK_WORKER_SOURCE } from './local-content-store-pack-worker.js';
+import { keepWalIndexAhead, reserveWalIndex } from './wal-index-space.js';
 
 /** A batch is cut at this many payload bytes, so one postMessage never copies an unbounded amount. */
 const MAX_BATCH_BYTES = 16 << 20;
@@ -78,6 +79,8 @@ export class PackObjects {
     private readonly reader: Database.Database,
     private readonly dbPath: string,
     private readonly clock: Clock,
+    /** SQLite's descriptor of the pack's -shm file, kept open by `reader` (wal-index-space.ts) */
+    private readonly walIndexFd: number | null,
   ) {
     this.getStmt = reader.prepare('SELECT size, data, touched_at FROM objects WHERE hash = ?');
     this.statStmt = reader.prepare('SELECT hash, size, touched_at FROM objects WHERE hash = ?');
@@ -93,8 +96,11 @@ export class PackObjects {
    */
   static open(dbPath: string, clock: Clock): PackObjects {
     const reader = new Database(dbPath);
+    let walIndexFd: number | null;
     try {
       reader.pragma('journal_mode = WAL');
+      // Before the first commit (the tables below, the writer thread's): both write into the wal-index.
+      walIndexFd = reserveWalIndex(reader, dbPath);
       reader.pragma('busy_timeout = 5000');
       // Reads through a memory map and a 64 MiB page cache instead of a pread per 4 KiB page: a git
       // export reads thousands of small objects in a row (measured 43 µs per object without, see
@@ -121,7 +127,7 @@ export class PackObjects {
       reader.close();
       throw error;
     }
-    return new PackObjects(reader, dbPath, clock);
+    return new PackObjects(reader, dbPath, clock, walIndexFd);
   }
 
   /** The pack's database file (for other readers, such as the batch reader thread). */
@@ -290,6 +296,8 @@ export class PackObjects {
   private settle(batch: Queued[], reply: BatchReply): void {
     this.inflight = null;
     this.worker?.unref();
+    // The WAL grew: blocks for the wal-index the next commits will write, while there is room.
+    if (this.walIndexFd !== null && this.reader.open) keepWalIndexAhead(this.walIndexFd);
     this.stats.batches += 1;
     this.stats.ops += batch.length;
     if (reply.results !== undefined) {

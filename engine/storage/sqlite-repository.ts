@@ -10,6 +10,7 @@ import { createSqliteSnapshots } from './sqlite-snapshots.js';
 import { createSqliteVersions } from './sqlite-versions.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { acknowledgeDurably, WalSync } from './sqlite-wal-sync.js';
+import { reserveWalIndex } from './wal-index-space.js';
 
 export interface SqliteRepositoryOptions {
   /** the database file; created (with its schema) if missing */
@@ -45,6 +46,8 @@ export function openSqliteRepository(options: SqliteRepositoryOptions): Metadata
     // connection runs NORMAL and every changing call is acknowledged only after an fdatasync of the
     // WAL off the main thread (sqlite-wal-sync.ts explains why that is as durable as FULL).
     db.pragma('journal_mode = WAL');
+    // Before the first commit (a migration): it writes into the wal-index (wal-index-space.ts).
+    reserveWalIndex(db, options.file);
     db.pragma('synchronous = FULL');
     db.pragma('foreign_keys = ON');
     // Up to 16 MiB of page cache (allocated only as used; the default is 2 MiB). A 100,000-entry

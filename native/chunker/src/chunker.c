@@ -248,6 +248,8 @@ static napi_value chunker_finish_js(napi_env env, napi_callback_info info) {
   return to_array(env, &end, count);
 }
 
+napi_status define_allocate(napi_env env, napi_value exports);  // allocate.c
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
       {"push", NULL, chunker_push_js, NULL, NULL, NULL, napi_default, NULL},
@@ -259,6 +261,7 @@ static napi_value init(napi_env env, napi_value exports) {
   CALL(env, napi_create_string_utf8(env, ALGORITHM, NAPI_AUTO_LENGTH, &algorithm));
   CALL(env, napi_set_named_property(env, exports, "Chunker", cls));
   CALL(env, napi_set_named_property(env, exports, "algorithm", algorithm));
+  CALL(env, define_allocate(env, exports));
   return exports;
 }
 
