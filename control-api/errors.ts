@@ -76,10 +76,21 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: S
   return reply.code(error.status).type('application/json; charset=utf-8').send(errorBody(request, error));
 }
 
+/**
+ * The client closed its connection mid-request (a daemon killed during an upload, a laptop closed): an
+ * everyday event for a server, logged at info, not as a failure with a stack an operator's alerting
+ * would page on. Node reports it as the body stream's "aborted" (ECONNRESET).
+ */
+function clientWentAway(request: FastifyRequest, error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return request.raw.readableAborted || (code === 'ECONNRESET' && (error as Error).message === 'aborted');
+}
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     const { error: publicError, expected } = toPublicError(error);
-    if (!expected) request.log.error({ err: error }, 'request failed');
+    if (!expected && clientWentAway(request, error)) request.log.info({ err: (error as Error).message }, 'request ended: the client went away');
+    else if (!expected) request.log.error({ err: error }, 'request failed');
     return sendError(request, reply, publicError);
   });
   app.setNotFoundHandler((request, reply) => {
