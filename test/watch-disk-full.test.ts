@@ -61,5 +61,7 @@ describe.skipIf(!asRoot)('watch mode, the home full', () => {
     expect(sha(Buffer.from(await response.arrayBuffer()))).toBe(sha(results));
     expect(await w.read('run1/log.txt')).toBe('step 1 done\n');
     expect(sha(await readFile(join(w.dir, 'run1', 'results.bin')))).toBe(sha(results));
+    // Its failures are over: status no longer lists them.
+    expect((await w.status()).errors.filter((error) => error.path?.startsWith('run1/'))).toEqual([]);
   }, 90_000);
 });

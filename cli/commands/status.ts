@@ -116,6 +116,7 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     for (const warning of p.warnings) ctx.output.warn(`${label}: ${warning}`);
     if (p.error) ctx.output.warn(`${label}: ${p.error.code}: ${p.error.message}`);
     for (const error of p.errors.slice(-3)) ctx.output.warn(`${label}: ${formatTime(error.time)} ${error.path ?? ''} ${error.code}: ${error.message}`);
+    if (p.errors.length > 3) ctx.output.warn(`${label}: ${plural(p.errors.length - 3, 'earlier error')} (strata status --json lists them)`);
   }
 }
 

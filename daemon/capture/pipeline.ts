@@ -156,6 +156,9 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     // forever. Forgetting one only costs the feed a stat comparison.
     if (ownVersions.size > MAX_OWN_VERSIONS) ownVersions.delete(ownVersions.values().next().value!);
     stats.lastVersion = { path: version.path, versionId: version.versionId, kind: version.kind, timestamp: version.timestamp };
+    // The path's earlier failures are over (a full disk with room again): `strata status` listed them
+    // long after the file was versioned.
+    for (let i = stats.errors.length - 1; i >= 0; i--) if (stats.errors[i]!.path === version.path) stats.errors.splice(i, 1);
     // Logged once durable: bench/watch-latency.ts measures close-to-durable latency from these lines.
     logger.debug({ path: version.path, versionId: version.versionId, kind: version.kind }, 'versioned');
     return outcome;
