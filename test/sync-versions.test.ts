@@ -108,6 +108,26 @@ describe('sync versions', () => {
     expect(await history('never-here.txt')).toEqual([]);
   });
 
+  it('a file against a directory of the same name, either way round: nothing is refused, the later one is a conflict copy', async () => {
+    // ws2 made a directory `fd/` offline, ws1 a file `fd`: ws2 reached the server first.
+    const inner = await made('fd/inner.txt', null, 'made in the directory on ws2\n', '2026-11-24T19:00:00.000Z');
+    expect((await send('ws2', [inner])).results[0]).toMatchObject({ result: 'applied', path: 'fd/inner.txt' });
+    const file = await made('fd', null, 'a file on ws1\n', '2026-11-24T19:01:00.000Z');
+    const fileCopy = 'fd (conflict ws1 2026-11-24 1901)';
+    expect((await send('ws1', [file])).results[0]).toMatchObject({ versionId: file.versionId, result: 'conflict', path: fileCopy });
+    expect(await read(fileCopy)).toBe('a file on ws1\n');
+    expect(await read('fd/inner.txt')).toBe('made in the directory on ws2\n');
+
+    // The other way round: the file `gd` first, then the directory's files below a copy of its name.
+    const gd = await made('gd', null, 'a file on ws1\n', '2026-11-24T19:02:00.000Z');
+    expect((await send('ws1', [gd])).results[0]).toMatchObject({ result: 'applied', path: 'gd' });
+    const below = await made('gd/sub/inner.txt', null, 'below the directory on ws2\n', '2026-11-24T19:03:00.000Z');
+    const belowCopy = 'gd (conflict ws2 2026-11-24 1903)/sub/inner.txt';
+    expect((await send('ws2', [below])).results[0]).toMatchObject({ versionId: below.versionId, result: 'conflict', path: belowCopy });
+    expect(await read(belowCopy)).toBe('below the directory on ws2\n');
+    expect(await read('gd')).toBe('a file on ws1\n');
+  });
+
   it('bad input changes nothing: content never sent, a malformed id, a bad workstation name, a viewer', async () => {
     const before = await history('fit.m');
     const good = await made('fit.m', before[0]!.versionId, 'fit v3\n', '2026-11-24T18:00:00.000Z');

@@ -420,7 +420,10 @@ export class ProjectSync {
       }
       deletes += await this.#deletesAhead(remote, page);
     }
-    if (!this.#guard.admit(deletes, this.#deps.trackedFiles())) return false;
+    // Measured against the files the project has here: a mount's own count knows only the files the
+    // kernel has looked up (none, right after it starts), and held every deletion of 20 files or more.
+    const files = deletes === 0 ? 0 : Math.max(this.#deps.trackedFiles(), await engine.countFiles(projectId));
+    if (!this.#guard.admit(deletes, files)) return false;
     // This workstation's own versions come back in the feed: nothing to fetch for those (and asking
     // the store about each of 100,000 paged the object pack into memory).
     const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });

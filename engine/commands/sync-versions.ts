@@ -176,12 +176,9 @@ async function prepare(
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
     return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
   }
-  try {
-    if (version.contentHash !== null && version.baseVersionId === null) await assertWritablePath(ctx, projectId, version.path);
-  } catch (error) {
-    if (!isStrataError(error) || error.status >= 500) throw error;
-    return { versionId, result: 'refused', path: version.path, code: error.code, message: error.message };
-  }
+  // A path taken on the server (a directory made elsewhere where this file is, or a file where its
+  // directory is) is not refused here: its commit fails and resolveMovedOn keeps it as a conflict copy,
+  // as for an edit against an edit — a refusal would leave it on this workstation only.
   const dataset = version.contentHash === null ? undefined : datasets.get(version.contentHash);
   if (dataset !== undefined) return { version, size: dataset.size, shards: dataset.shards, record: recordOf(input, version, dataset.size, version.path) };
   const size = version.contentHash === null ? 0 : ((await ctx.store.stat(version.contentHash))?.size ?? 0);
@@ -261,13 +258,20 @@ async function resolveMovedOn(
       // nothing to keep twice, no conflict to resolve.
       return { versionId, result: 'same', path: version.path, currentVersionId: current.versionId };
     }
-    if (current === null) {
+    // The path taken by another kind (a directory where this file is, a file where its directory is):
+    // the copy is made where nothing is in the way — next to that directory, or below a copy of the
+    // directory's name next to that file.
+    const taken = current === null ? await ctx.repository.versions.writeConflict(projectId, version.path) : null;
+    if (current === null && taken === null) {
       // Deleted elsewhere, edited here: the edit brings the file back.
       if (await commit(version.path, null)) return { versionId, result: 'applied', path: version.path };
     }
     const conflictWith = current?.versionId ?? 'unknown';
     for (let n = 1; n <= 20; n++) {
-      const copy = conflictCopyPath(version.path, input.workstation, version.timestamp, n);
+      const copy =
+        taken?.kind === 'file-ancestor'
+          ? conflictCopyPath(taken.ancestor, input.workstation, version.timestamp, n) + version.path.slice(taken.ancestor.length)
+          : conflictCopyPath(version.path, input.workstation, version.timestamp, n);
       if (await commit(copy, null)) return { versionId, result: 'conflict', path: copy, conflictWith };
     }
     throw new StrataError('PATH_EXISTS', { message: 'no free conflict copy name', details: { path: version.path } });
