@@ -197,6 +197,13 @@ export function registerSyncCommands(program: Command): void {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       if (tty) process.stderr.write('\r\u001b[K');
+      // Versions that cannot be taken here (a server file where this workstation has a directory of
+      // that name) wait for the user, not for the network: said, not hidden behind "in sync".
+      for (const p of projects) {
+        for (const [reason, count] of Object.entries(p.sync.skipped)) {
+          ctx.output.warn(`${sanitizeLine(p.name ?? p.projectId)}: not synced: ${plural(count, 'version')} (${sanitizeLine(reason)}); see strata sync status`);
+        }
+      }
       ctx.output.result({ inSync: true, projects }, () => ctx.output.line(`in sync: ${projects.length === 0 ? 'no linked project' : projects.map((p) => sanitizeLine(p.name ?? p.projectId)).join(', ')}`));
     });
 

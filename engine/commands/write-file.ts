@@ -186,7 +186,7 @@ export async function assertWritablePath(ctx: EngineContext, projectId: string, 
 }
 
 function conflictError(path: string, conflict: WriteConflict): StrataError {
-  if (conflict.kind === 'directory') return new StrataError('PATH_IS_DIRECTORY', { details: { path } });
+  if (conflict.kind === 'directory') return new StrataError('PATH_IS_DIRECTORY', { message: `'${path}' is a directory`, details: { path } });
   return new StrataError('PATH_EXISTS', {
     message: `'${conflict.ancestor}' is a file, so '${path}' cannot be created below it`,
     details: { path, conflictingPath: conflict.ancestor },
