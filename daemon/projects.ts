@@ -2,7 +2,8 @@
 // the home's organization, record it in daemon.json, and — in watch mode — write
 // `DIR/.strata/project.json` so CLI commands run inside DIR find it the way git finds its repository.
 
-import { mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, mkdir, readdir, readFile, realpath, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine-api.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -80,6 +81,19 @@ async function assertStrataDirWritable(dir: string): Promise<void> {
   if (strata.kind === 'dir') await strata.dir.close();
   if (strata.kind === 'link') throw throughLink(PROJECT_FILE, strata.at);
   if (strata.kind === 'file') throw new StrataError('INVALID_ARGUMENT', { message: `${join(dir, strata.at)} is not a directory`, details: { field: 'dir' } });
+  // A directory of another user's (a colleague's, on a shared workstation) failed only when
+  // .strata/project.json was written, after the project was created: "Internal error", and one more
+  // project without a directory in the home at each try.
+  const target = strata.kind === 'dir' ? join(dir, dirname(PROJECT_FILE)) : dir;
+  try {
+    await access(target, constants.W_OK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EACCES' && (error as NodeJS.ErrnoException).code !== 'EPERM') throw error;
+    throw new StrataError('FORBIDDEN', {
+      message: `${target} is not writable for this user: a watched directory needs ${PROJECT_FILE} written there (a directory of another user's is theirs to bind)`,
+      details: { dir, path: target },
+    });
+  }
 }
 
 /** Written through `.strata` opened without following a link (beneath.ts): a `.strata` link (an unpacked archive's) is refused. */
@@ -189,10 +203,13 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   let projectId: string | null = null;
   let name = input.name ?? basename(dir);
   const previous = await readProjectFile(dir);
-  if (inPlace && previous && (await realpath(previous.home).catch(() => previous.home)) !== realHome) {
-    // Its own home's daemon may be versioning it: two daemons over one directory would fight.
+  // Its own home's daemon may be versioning it: two daemons over one directory would fight (every save
+  // versioned twice, in two homes, and the CLI in the directory sent to the newer one only). A watch
+  // binding was not refused: it rewrote .strata/project.json and both daemons went on watching. For a
+  // watch binding, a home that is gone (ENOENT) no longer holds it; one we cannot read (another user's) does.
+  if (previous && (await realpath(previous.home).catch(() => previous.home)) !== realHome && (inPlace || (input.mode === 'watch' && (await homeExists(previous.home))))) {
     throw new StrataError('PROJECT_DIR_TAKEN', {
-      message: `${dir} belongs to project ${previous.projectId} of another Strata home (${previous.home}, per ${join(dir, PROJECT_FILE)}): it is not imported here`,
+      message: `${dir} belongs to project ${previous.projectId} of another Strata home (${previous.home}, per ${join(dir, PROJECT_FILE)}): it is not ${inPlace ? 'imported' : 'bound'} here (use that home, or remove ${join(dir, PROJECT_FILE)} if that home's daemon no longer versions it)`,
       details: { dir, projectId: previous.projectId, home: previous.home },
     });
   }
@@ -218,6 +235,16 @@ export async function registerProject(registrar: Registrar, input: RegisterInput
   if (input.mode === 'watch') await writeProjectFile(dir, { projectId, home });
   await registrar.saveConfig({ ...config, projects: [...config.projects, entry] });
   return { ...entry, name, created: true };
+}
+
+/** Whether a home named by a project file is still there: only "no such file" says it is gone. */
+async function homeExists(home: string): Promise<boolean> {
+  try {
+    await stat(home);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR';
+  }
 }
 
 const sameLink = (a: SyncLink | undefined, b: SyncLink) =>

@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDiskFull } from './commands/gc.js';
 import { createEngine } from './create-engine.js';
@@ -63,6 +63,7 @@ async function openLocalEngineOnce(options: EngineOptions & { home: string; migr
   let store: ContentStore;
   try {
     await mkdir(options.home, { recursive: true, mode: 0o700 });
+    if (options.migrate !== false) await makeFreshHomePrivate(options.home);
     store = await createLocalContentStore({ root: layout.store, clock });
   } catch (error) {
     await existing?.close();
@@ -77,6 +78,23 @@ async function openLocalEngineOnce(options: EngineOptions & { home: string; migr
   }
   return engineOn({ repository, store, home: options.home }, { ...options, clock });
 }
+
+/**
+ * A home is its owner's alone (its store holds every version of every file, whatever their modes in the
+ * project): one Strata creates is 0700. One the user made beforehand (`mkdir /scratch/me/strata`, then
+ * `--home` or STRATA_HOME) kept its 0755, and its store and database (0644) were readable by every user
+ * of the machine. Still fresh, it is Strata's to set; a home already in use keeps what its owner chose.
+ */
+async function makeFreshHomePrivate(home: string): Promise<void> {
+  const info = await stat(home);
+  if ((info.mode & 0o077) === 0 || info.uid !== process.getuid?.()) return;
+  // Fresh: no metadata database yet, and nothing in it but what Strata made on the way here (the
+  // daemon's lock, daemon.json, the secrets).
+  if ((await readdir(home)).some((name) => !FRESH_HOME_ENTRIES.has(name))) return;
+  await chmod(home, 0o700);
+}
+
+const FRESH_HOME_ENTRIES = new Set(['daemon', 'daemon.json', 'secrets', 'store', 'server.lock']);
 
 /**
  * An engine over storage the caller opened (the server's Postgres and S3, server/server-storage.ts);

@@ -26,7 +26,13 @@ strata_env_main() {
   # never held by the long-running process that sources this file.
   local lockfd=''
   if command -v flock >/dev/null 2>&1; then
-    exec {lockfd}>"$tools/setup.lock" && flock "$lockfd"
+    # A checkout shared by the users of a workstation: another user's setup.lock cannot be opened for
+    # writing (every command printed "setup.lock: Permission denied"); flock works on a read-only fd.
+    if { exec {lockfd}>>"$tools/setup.lock"; } 2>/dev/null || { exec {lockfd}<"$tools/setup.lock"; } 2>/dev/null; then
+      flock "$lockfd"
+    else
+      lockfd=''
+    fi
   fi
   strata_env_setup "$repo" "$tools" "$nodedir" "$major"
   local status=$?

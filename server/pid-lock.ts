@@ -7,24 +7,52 @@
 // never needs a manual clean-up. The file's first line is the pid; a second line, if any, says what
 // holds it ("strata serve"), for the message of whoever is refused.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StrataError } from '../engine/errors.js';
 
-/** Whether `pid` is another live process that can be a Strata one. */
-function alive(pid: number): boolean {
+/**
+ * Whether `pid` is another live process that can be the one that wrote the lock `file`. After a crash
+ * (kill -9, power loss and a reboot) the pid is often some other process's: another user's (kill says
+ * EPERM), root's, or one started since. Such a process held the home's daemon back for good (it
+ * refused with DAEMON_RUNNING until the file was deleted by hand), and the CLI, taking it for the
+ * daemon, sent the owner key to whatever listened at the recorded address (another user's listener).
+ */
+function alive(pid: number, file: string): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return false;
   try {
     process.kill(pid, 0);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    // EPERM: alive but not ours to signal (a daemon run by root on this home is one); it still has
+    // to pass the checks below, which /proc answers for any user's process.
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  // The lock's owner created the file, so the file belongs to the owner's user: a process of another
+  // user (or root's, for a lock a user's daemon wrote) did not write it; the pid was reused.
+  const uid = processUid(pid);
+  if (uid !== null) {
+    try {
+      if (uid !== statSync(file).uid) return false;
+    } catch {
+      // no lock file any more: judge by the command line alone
+    }
   }
   // The pid may have been reused by an unrelated process after a crash.
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('node');
   } catch {
     return true;
+  }
+}
+
+/** The effective uid of process `pid` (from /proc, readable for any user's process), or null. */
+function processUid(pid: number): number | null {
+  try {
+    const uids = /^Uid:\s+\d+\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return uids === undefined ? null : Number(uids);
+  } catch {
+    return null;
   }
 }
 
@@ -48,7 +76,7 @@ export function pidLockHolder(file: string): PidLockHolder | null {
     return null;
   }
   // This very process counts (a daemon or server started in-process, as tests do).
-  return owner.pid === process.pid || alive(owner.pid) ? owner : null;
+  return owner.pid === process.pid || alive(owner.pid, file) ? owner : null;
 }
 
 /** A write refused for want of space, said as such and naming the file (was: INTERNAL, "ENOSPC ... write"). */
@@ -94,7 +122,7 @@ export async function acquirePidLock(file: string, busy: (owner: PidLockHolder |
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const owner = parse(await readFile(file, 'utf8').catch(() => ''));
-    if (alive(owner.pid)) throw busy(owner);
+    if (alive(owner.pid, file)) throw busy(owner);
     // Stale: replace it. A racing starter that also saw it stale loses the 'wx' create above, except
     // when one's rm and create both fall between the other's read and rm: two starters within
     // microseconds of each other on a crashed owner's lock is the case this does not exclude.
