@@ -2,7 +2,7 @@
 // API on loopback with the local owner key, and runs a project host for every project in daemon.json
 // (daemon/host.ts). Hosts feed the engine in-process; the API is for the CLI and other local clients.
 
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { buildApp } from '../control-api/app.js';
@@ -72,6 +72,25 @@ function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
   };
 }
 
+/**
+ * A daemon runs as the user whose home it is. Root in a colleague's project directory (`sudo strata
+ * watch .`, the project's .strata/project.json naming her home) ran a daemon on her home: root-owned
+ * objects, lock and state in it and root-owned files in her project, versions by "root" in her history.
+ */
+async function assertOwnHome(home: string): Promise<void> {
+  const uid = process.geteuid?.();
+  if (uid === undefined) return;
+  const owner = await stat(home).then(
+    (info) => info.uid,
+    () => uid, // not there yet: this daemon makes it, as its own
+  );
+  if (owner === uid) return;
+  throw new StrataError('FORBIDDEN', {
+    message: `the Strata home ${home} belongs to another user (uid ${owner}): a daemon run as uid ${uid} would leave files there, and in that user's projects, that they cannot change; run it as that user (e.g. sudo -u '#${owner}' strata daemon)`,
+    details: { home, owner, uid },
+  });
+}
+
 /** How long a stop lets requests in flight finish before it closes their connections. */
 const DRAIN_MS = 5_000;
 
@@ -80,6 +99,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   const layout = daemonLayout(home);
   // Logs go to stderr (stdout is the CLI's); STRATA_LOG_LEVEL=debug adds a line per captured version.
   const logger = options.logger ?? pino({ level: process.env['STRATA_LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+  await assertOwnHome(home);
   const lock: DaemonLock = await acquireDaemonLock(layout.dir);
   const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
   const cleanup = async () => {
