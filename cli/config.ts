@@ -108,11 +108,16 @@ export function resolveTarget(flags: GlobalFlags, env: NodeJS.ProcessEnv = proce
   const found = discovered ?? byId;
   const local = flags.server ? undefined : (found?.daemon ?? undefined);
   const fromEnv = (name: string) => (discovered === null ? env[name] : undefined);
+  // --server inside a project directory chooses that server: its key is the exported one (the
+  // directory's daemon key never goes there), as the note on overridden variables tells the user.
+  const envKey = flags.server ? env['STRATA_API_KEY'] : fromEnv('STRATA_API_KEY');
   const server = pick(flags.server, fromEnv('STRATA_SERVER_URL'), local?.serverUrl ?? file.serverUrl) ?? [DEFAULT_SERVER_URL, 'default'];
   const serverUrl = validateServerUrl(server[0]);
-  const apiKey = pick(flags.apiKey, local === undefined ? fromEnv('STRATA_API_KEY') : undefined, local === undefined ? file.apiKey : local.running ? local.apiKey : undefined)?.[0];
+  const apiKey = pick(flags.apiKey, local === undefined ? envKey : undefined, local === undefined ? file.apiKey : local.running ? local.apiKey : undefined)?.[0];
   const overridden =
-    discovered === null ? [] : ['STRATA_PROJECT_ID', 'STRATA_SERVER_URL', 'STRATA_API_KEY'].filter((name) => env[name] !== undefined && env[name] !== '');
+    discovered === null
+      ? []
+      : ['STRATA_PROJECT_ID', 'STRATA_SERVER_URL', ...(flags.server ? [] : ['STRATA_API_KEY'])].filter((name) => env[name] !== undefined && env[name] !== '');
   return {
     serverUrl,
     serverUrlSource: server[1],

@@ -1,6 +1,8 @@
 // One configured project inside the daemon: its capture pipeline and its host (watch or mount), and
 // the status line `strata status` shows for it.
 
+import { statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ContentStore, Engine } from '../engine/engine-api.js';
 import type { Actor } from '../engine/types.js';
@@ -81,6 +83,16 @@ export interface RunnerDeps {
   watch?: WatchOptions;
 }
 
+/** When dist/ was built (scripts/env.sh's stamp) if that is after this process started, else null. */
+function builtAfterStart(): string | null {
+  try {
+    const built = statSync(fileURLToPath(new URL('../.build-stamp', import.meta.url))).mtimeMs;
+    return built > performance.timeOrigin ? new Date(built).toISOString() : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The mount host lives in daemon/mount/index.ts; loaded only when a project uses mount mode. */
 async function mountFactory(): Promise<HostFactory> {
   const specifier = './mount/index.js';
@@ -89,6 +101,17 @@ async function mountFactory(): Promise<HostFactory> {
     loaded = (await import(specifier)) as { createMountHost?: HostFactory };
   } catch (error) {
     const { StrataError } = await import('../engine/errors.js');
+    // Strata rebuilt under this running daemon (`git pull`, then any bin/strata run rebuilds dist/):
+    // the new mount code does not link against the modules this process loaded at its start. That is
+    // no FUSE problem, and watch mode is not the way out: a restart is.
+    const rebuiltAt = builtAfterStart();
+    if (rebuiltAt !== null) {
+      throw new StrataError('INTERNAL', {
+        message: `Strata was rebuilt (${rebuiltAt}) after this daemon started: its mount code no longer loads into it (${(error as Error).message}); restart the daemon (\`systemctl --user restart strata-daemon\`, or stop and start \`strata daemon\`)`,
+        details: { reason: 'rebuilt-since-start', rebuiltAt },
+        cause: error,
+      });
+    }
     throw new StrataError('FUSE_UNAVAILABLE', {
       message: `Mount mode is not available (${(error as Error).message}); use \`strata watch DIR\` instead`,
       cause: error,

@@ -248,11 +248,15 @@ export class MountState {
     return true;
   }
 
-  /** A staged node's journal record follows it (recovery versions the file under this path). */
-  journalStaged(node: FileNode, durable: boolean): Promise<void> {
+  /**
+   * A staged node's journal record follows it (recovery versions the file under this path). `open`: a
+   * writer still has it (an fsync mid-write): the record keeps saying so, or a crash before the close
+   * recovered a file caught mid-write as an ordinary version, without the recovered mark and warning.
+   */
+  journalStaged(node: FileNode, durable: boolean, open = false): Promise<void> {
     if (node.content.kind !== 'staged' || node.detached) return Promise.resolve();
     this.journal.append({ op: 's', path: node.path });
-    return node.content.file.journal({ projectId: this.projectId, path: node.path, executable: node.executable }, durable);
+    return node.content.file.journal({ projectId: this.projectId, path: node.path, executable: node.executable, ...(open ? { open: true as const } : {}) }, durable);
   }
 
   /** The node for a versioned file, created from its engine entry when it has no local state yet. */

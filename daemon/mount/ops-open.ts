@@ -207,7 +207,8 @@ export async function fsync(state: MountState, fh: number): Promise<void> {
   // A staging file is made durable where it is; a small file is cheaper to version right away.
   if (content.kind === 'staged') {
     await content.file.fsync();
-    await state.journalStaged(node, true);
+    // Still open for writing (this handle at least): what follows the fsync may be half written.
+    await state.journalStaged(node, true, node.writers > node.closedWriters);
   }
   else if (content.kind === 'memory' && node.dirty) {
     // A new temp file (write tmp; fsync; rename tmp target — Python's and most editors' safe save) is
