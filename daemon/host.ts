@@ -97,6 +97,8 @@ export interface IncomingStatus {
   last: { path: string; result: string; at: string } | null;
   /** changes recorded in the engine are being (or about to be) brought to disk */
   busy: boolean;
+  /** paths the project has that could not be written here (a full disk, a permission), and one of them */
+  notOnDisk: { count: number; example: string | null };
 }
 
 export interface ProjectHost {
@@ -114,6 +116,8 @@ export interface ProjectHost {
   rescan?(): Promise<void>;
   /** Watch mode: a reconciliation now (or the one under way); see WatchReconcileStatus. */
   reconcile?(): Promise<void>;
+  /** Watch mode: the engine has changes not brought to disk yet (incoming.ts behind()). */
+  diskBehind?(): Promise<boolean>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */
@@ -218,6 +222,11 @@ export interface HostContext {
   home: string;
   /** `<home>/daemon/staging`: same filesystem as the content store */
   stagingDir: string;
+  /**
+   * The host recorded versions through an engine other than `engine` (the mount's capture thread has
+   * its own), whose listeners therefore heard nothing: sync's push loop is told here.
+   */
+  versioned?: () => void;
   /**
    * The home's local content store, for reads that must not go through a stream (the mount's
    * positional reads). Writes still go through the engine (capture pipeline).

@@ -23,7 +23,7 @@ import type {
 import type { DaemonState } from './state.js';
 import { liveTokenSource } from '../cli/credentials.js';
 import { readServerKey } from './sync/link.js';
-import { ProjectSync, type SyncStatus } from './sync/project-sync.js';
+import { ProjectSync, type SyncHostFacts, type SyncStatus } from './sync/project-sync.js';
 import { type WatchOptions, watchHostFactory } from './watch/host.js';
 
 export interface ProjectStatus extends CaptureStats {
@@ -182,6 +182,7 @@ export class ProjectRunner {
         capture: pipeline,
         home: this.#deps.home,
         stagingDir: this.#deps.stagingDir,
+        versioned: () => this.#sync?.wake(),
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
         ...(this.config.inPlace === true ? { inPlace: true } : {}),
       };
@@ -222,7 +223,22 @@ export class ProjectRunner {
         const scan = this.#host?.status().scan;
         return scan === null || scan === undefined || scan.finished;
       },
+      hostFacts: () => this.#syncHostFacts(),
+      diskBehind: async () => (await this.#host?.diskBehind?.()) ?? false,
     });
+  }
+
+  /** What this directory adds to sync's verdict (sync-verdict.ts): edits not versioned yet, paths not written, the local guard. */
+  #syncHostFacts(): SyncHostFacts {
+    const host = this.#host?.status();
+    const pipeline = this.#pipeline?.stats();
+    const guard = pipeline?.massDeleteGuard;
+    return {
+      capturing: (pipeline?.pending ?? 0) + (host?.pending ?? 0) + (host?.mount?.dirty ?? 0),
+      notOnDisk: host?.incoming?.notOnDisk ?? { count: 0, example: null },
+      localGuard: guard?.tripped === true ? { missing: guard.missing, since: guard.since } : null,
+      unrepresentable: { count: 0, example: null },
+    };
   }
 
   async stop(): Promise<void> {

@@ -158,8 +158,10 @@ describe('sync through faults', () => {
     const status = await b.cli(['sync', 'status']);
     expect(status.stdout + status.stderr).not.toContain(bad);
     expect(status.stdout + status.stderr).not.toContain(world.apiKey);
+    // 5, the README's code for a credential problem (it was 4, the code for a conflict).
     const wait = await b.cli(['sync', 'wait', '--timeout', '20']);
-    expect(wait.code).toBe(4);
+    expect(wait.code, wait.stderr).toBe(5);
+    expect(wait.stderr).toMatch(/paused: the server refused the API key/);
     // A good key again: `strata init` with STRATA_API_KEY set keeps it and resumes.
     expect((await b.cli(['init', b.dir, '--server', world.url, '--project', world.projectId])).code).toBe(0);
     await allInSync([a, b]);

@@ -111,7 +111,9 @@ describe('sync status', () => {
     expect(offline.queue.versions).toBe(3);
     const listed = await syncOf(a);
     expect(listed.queue.versions).toBe(offline.queue.versions);
-    expect((await a.cli(['status'])).stdout).toContain('offline, 3 versions queued');
+    const offlineText = (await a.cli(['status'])).stdout;
+    expect(offlineText).toContain('not in sync (offline), 3 versions queued');
+    expect(offlineText).toMatch(/not in sync: 3 versions made here not on the server yet/);
     expect((await a.cli(['sync', 'status'])).stdout).toContain('retrying at');
     await world.startServer();
     await allInSync([a, b]);
@@ -143,7 +145,7 @@ describe('sync status', () => {
     expect(syncText.stdout).toContain(fixIt);
     expect(syncText.stdout + syncText.stderr).not.toContain(bad);
     const statusText = await b.cli(['status']);
-    expect(statusText.stdout).toContain('paused, 1 version queued');
+    expect(statusText.stdout).toContain('not in sync (paused), 1 version queued');
     expect(statusText.stdout).toContain(fixIt);
     // A good key again resumes it, and the fix-it goes.
     expect((await b.cli(['init', b.dir, '--server', world.url, '--project', world.projectId])).code).toBe(0);

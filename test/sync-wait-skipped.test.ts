@@ -1,7 +1,7 @@
 // `strata sync wait` with a version this workstation cannot take: the server holds a file 'fd' while
 // B, offline meanwhile, made a directory 'fd' (B's files below it reach the server as a conflict copy;
-// the server's file cannot be written here). sync wait said "in sync" and nothing else; it must say
-// what was not synced, where a user (or a CI log) sees it.
+// the server's file cannot be written here). sync wait said "in sync" and nothing else; then "in sync"
+// with a warning. The trees differ, so it is not in sync (issue 38): sync wait stops with the reason.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ afterAll(async () => {
 }, 60_000);
 
 describe('sync wait and versions this workstation cannot take', () => {
-  it('names them instead of a bare "in sync"', async () => {
+  it('is not in sync, and says why at once', async () => {
     await allInSync([a, b]);
     await b.stop();
     await writeFile(join(a.dir, 'fd'), 'a file on A\n');
@@ -39,8 +39,15 @@ describe('sync wait and versions this workstation cannot take', () => {
     await b.start();
     const skipped = async () => ((await b.syncStatus())[0]?.sync as { skipped?: Record<string, number> } | undefined)?.skipped ?? {};
     await waitFor('B to skip the server file', async () => (Object.keys(await skipped()).length > 0 ? true : undefined), 60_000);
-    const wait = await b.cli(['sync', 'wait', '--timeout', '60']);
-    expect(wait.code, wait.stderr).toBe(0);
-    expect(wait.stderr).toMatch(/not synced: 1 version \('fd' is a directory\); see strata sync status/);
+    // Not in sync, and said at once: waiting will not bring the server's file here (exit 4, SYNC_BLOCKED).
+    const wait = await b.cli(['sync', 'wait', '--timeout', '60', '--json']);
+    expect(wait.code, wait.stderr).toBe(4);
+    expect(wait.stderr).toMatch(/is not in sync: 1 version from the server cannot be taken here \('fd' is a directory\)/);
+    const [project] = await b.syncStatus();
+    expect(project!.sync.inSync).toBe(false);
+    const reasons = (project!.sync as { reasons?: Array<{ code: string }> }).reasons ?? [];
+    expect(reasons.map((r) => r.code)).toContain('SKIPPED');
+    const status = await b.cli(['sync', 'status']);
+    expect(status.stdout).toMatch(/not in sync: 1 version from the server cannot be taken here/);
   }, 240_000);
 });

@@ -12,14 +12,16 @@ export async function projectsView() {
   const rows = items.map((project) => {
     const here = local.get(project.projectId);
     const sync = here?.sync;
-    const guard = sync?.held ? `holding ${sync.held.count ?? ''} deletions: strata sync confirm`.replace('  ', ' ') : '';
+    const guard = sync?.held ? `holding ${sync.held.deletes} deletions: strata sync confirm` : '';
+    // The daemon's verdict and its first reason (daemon/sync/sync-verdict.ts), as `strata sync status` says it.
+    const syncText = sync ? (sync.inSync ? 'in sync' : `not in sync: ${sync.reasons?.[0]?.message ?? sync.state}`) : 'not linked';
     return h(
       'tr',
       {},
       h('td', {}, h('a', { href: link(project.projectId, 'tree') }, project.name)),
       h('td', {}, here ? `${here.mode}, ${here.state}` : '—'),
       h('td', {}, here?.dir ?? ''),
-      h('td', {}, sync ? (sync.inSync ? 'in sync' : sync.state) : 'not linked'),
+      h('td', {}, syncText),
       h('td', {}, guard || (sync ? 'no deletions held' : '')),
     );
   });

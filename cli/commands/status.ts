@@ -62,10 +62,10 @@ function renderDetails(ctx: ReturnType<typeof contextFor>, p: ProjectStatus, lab
     const conflicts = s.conflicts.length > 0 ? `, ${`${s.conflicts.length} conflict cop${s.conflicts.length === 1 ? 'y' : 'ies'}`} (strata sync status)` : '';
     const error = s.lastError && !s.inSync ? `; last error: ${sanitizeLine(s.lastError.message)}` : '';
     ctx.output.line(
-      `${label}: sync with ${sanitizeLine(s.server)}: ${s.state}${s.readOnly ? ' (read-only)' : ''}, ${plural(s.queue.versions, 'version')} queued${conflicts}${error}`,
+      `${label}: sync with ${sanitizeLine(s.server)}: ${s.inSync ? 'in sync' : 'not in sync'} (${s.state}${s.readOnly ? ', read-only' : ''}), ${plural(s.queue.versions, 'version')} queued${conflicts}${error}`,
     );
-    // What brings a paused sync back (`strata init ... again`, `strata login`); absent from an older daemon.
-    if (s.pausedBecause) ctx.output.line(`${label}: sync paused: ${sanitizeLine(s.pausedBecause)}`);
+    // Why not, as `strata sync status` says it (sync-verdict.ts); an older daemon sends no reasons.
+    for (const reason of s.reasons ?? []) ctx.output.line(`${label}: not in sync: ${sanitizeLine(reason.message)}`);
   }
   const m = p.mount ?? null;
   if (m === null) return;

@@ -46,14 +46,14 @@ export async function prepareLink(home: string, input: { server: string; remoteP
   return { link: { server, remoteProjectId: project.projectId, workstation: defaultWorkstation() }, name: project.name };
 }
 
-async function linkedProjects(home: string): Promise<LinkedProject[]> {
+async function linkedProjects(home: string, options: { verify?: boolean } = {}): Promise<LinkedProject[]> {
   const client = await runningDaemon(home);
   if (!client) {
     throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} is not running: sync runs in it (start it with \`strata daemon\`)`, {
       exitCode: EXIT.unreachable,
     });
   }
-  return (await client.json<{ projects: LinkedProject[] }>('GET', '/v1/daemon/sync')).projects;
+  return (await client.json<{ projects: LinkedProject[] }>('GET', options.verify === true ? '/v1/daemon/sync?verify=true' : '/v1/daemon/sync')).projects;
 }
 
 function age(seconds: number | null): string {
@@ -79,9 +79,10 @@ function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProjec
     return;
   }
   ctx.output.table(
-    ['PROJECT', 'STATE', 'QUEUE', 'BYTES', 'OLDEST', 'LAST PUSH', 'LAST PULL', 'CONFLICTS'],
+    ['PROJECT', 'IN SYNC', 'STATE', 'QUEUE', 'BYTES', 'OLDEST', 'LAST PUSH', 'LAST PULL', 'CONFLICTS'],
     projects.map(({ name, projectId, sync }) => [
       sanitizeLine(name ?? projectId),
+      sync.inSync ? 'yes' : 'no',
       `${sync.state}${sync.readOnly ? ' (read-only)' : ''}`,
       sync.queue.versions,
       formatBytes(sync.queue.bytes),
@@ -90,11 +91,13 @@ function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProjec
       formatTime(sync.lastPullAt),
       sync.conflicts.length,
     ]),
-    { rightAlign: [2, 3, 7] },
+    { rightAlign: [3, 4, 8] },
   );
   for (const { name, projectId, dir, sync } of projects) {
     const label = sanitizeLine(name ?? projectId);
     ctx.output.line(`${label}: ${sanitizeLine(dir)} ⇄ ${sanitizeLine(sync.server)} project ${sync.remoteProjectId} as ${sanitizeLine(sync.workstation)}`);
+    // Why it is not in sync, each fact once (an older daemon sends no reasons).
+    for (const reason of sync.reasons ?? []) ctx.output.line(`  not in sync: ${sanitizeLine(reason.message)}`);
     if (sync.readOnly) ctx.output.line(`  read-only: the server does not accept changes from this workstation; they stay queued`);
     if (sync.held) {
       ctx.output.line(
@@ -105,13 +108,9 @@ function renderStatus(ctx: ReturnType<typeof contextFor>, projects: LinkedProjec
       const retry = sync.lastError.retryAt ? `; retrying at ${formatTime(sync.lastError.retryAt)}` : '';
       ctx.output.line(`  last error ${formatTime(sync.lastError.at)}: ${sanitizeLine(sync.lastError.message)}${retry}`);
     }
-    // `?? null`: a daemon of an older version does not send it. The fix-it was in the daemon's log only.
-    const pausedBecause = sync.pausedBecause ?? null;
-    if (pausedBecause !== null) ctx.output.line(`  paused: ${sanitizeLine(pausedBecause)}`);
     for (const conflict of sync.conflicts) {
       ctx.output.line(`  conflict: ${sanitizeLine(conflict.path)} (a copy of ${sanitizeLine(conflict.of)}: compare, keep what you want, delete the copy)`);
     }
-    for (const [reason, count] of Object.entries(sync.skipped)) ctx.output.line(`  not synced: ${plural(count, 'version')} (${reason})`);
   }
 }
 
@@ -153,7 +152,7 @@ export function registerSyncCommands(program: Command): void {
 
   sync
     .command('wait')
-    .description('wait until everything made here is on the server and everything there is here (exit 0), or the timeout (exit 7)')
+    .description('wait until everything made here is on the server and everything there is here (exit 0); exit 4 (5: credentials) at once when something needs you, 7 at the timeout')
     .option('--timeout <seconds>', 'give up after this long', '600')
     .option('--home <dir>', 'Strata home (default: $STRATA_HOME, else $XDG_DATA_HOME/strata)')
     .action(async (options: { timeout: string; home?: string }, command: Command) => {
@@ -163,25 +162,33 @@ export function registerSyncCommands(program: Command): void {
       const home = await localHome(options.home);
       const deadline = Date.now() + timeout * 1000;
       const tty = !ctx.output.json && process.stderr.isTTY;
-      // In sync twice in a row, a poll apart: a change that arrived between two looks is not missed.
-      let inSyncStreak = 0;
+      // In sync twice in a row, a poll apart, the second time with each server asked at that moment
+      // whether it has anything newer: a change that arrived between two looks is not missed, and the
+      // answer is the server's word, not the last long poll's.
+      let previousInSync = false;
       let projects: LinkedProject[] = [];
       let pushedAtStart: number | undefined;
       for (;;) {
-        projects = await linkedProjects(home);
+        const verified = previousInSync;
+        projects = await linkedProjects(home, { verify: verified });
         const waiting = projects.filter((p) => !p.sync.inSync);
-        inSyncStreak = waiting.length === 0 ? inSyncStreak + 1 : 0;
-        if (inSyncStreak >= 2) break;
-        const blocked = waiting.find((p) => p.sync.state === 'paused' || p.sync.state === 'held' || p.sync.readOnly);
+        if (waiting.length === 0 && verified) break;
+        previousInSync = waiting.length === 0;
+        // Something only the user can end (held deletions, a refused key, a full disk): said now, not at the timeout.
+        const blocked = waiting.find((p) => (p.sync.reasons ?? []).some((r) => r.needsYou));
         if (blocked) {
           if (tty) process.stderr.write('\r\u001b[K');
-          const why =
-            blocked.sync.state === 'held' ? 'holds incoming deletions (strata sync confirm)' : (blocked.sync.pausedBecause ?? blocked.sync.lastError?.message ?? blocked.sync.state);
-          throw new CliError('SYNC_BLOCKED', `${blocked.name ?? blocked.projectId} cannot get in sync: ${why}`, { exitCode: EXIT.conflict, details: { projects } });
+          const needs = blocked.sync.reasons.filter((r) => r.needsYou);
+          const credentials = needs.some((r) => r.code === 'PAUSED');
+          throw new CliError('SYNC_BLOCKED', `${blocked.name ?? blocked.projectId} is not in sync: ${needs.map((r) => r.message).join('; ')}`, {
+            exitCode: credentials ? EXIT.auth : EXIT.conflict,
+            details: { projects },
+          });
         }
         if (Date.now() >= deadline) {
           if (tty) process.stderr.write('\r\u001b[K');
-          throw new CliError('SYNC_TIMEOUT', `not in sync after ${timeout} s: ${waiting.map((p) => `${p.name ?? p.projectId} (${p.sync.state}, ${p.sync.queue.versions} queued)`).join(', ')}`, {
+          const why = (p: LinkedProject) => (p.sync.reasons ?? []).map((r) => r.message).join('; ') || p.sync.state;
+          throw new CliError('SYNC_TIMEOUT', `not in sync after ${timeout} s: ${waiting.map((p) => `${p.name ?? p.projectId} (${why(p)})`).join(', ')}`, {
             exitCode: EXIT.unreachable,
             details: { projects },
           });
@@ -197,13 +204,6 @@ export function registerSyncCommands(program: Command): void {
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       if (tty) process.stderr.write('\r\u001b[K');
-      // Versions that cannot be taken here (a server file where this workstation has a directory of
-      // that name) wait for the user, not for the network: said, not hidden behind "in sync".
-      for (const p of projects) {
-        for (const [reason, count] of Object.entries(p.sync.skipped)) {
-          ctx.output.warn(`${sanitizeLine(p.name ?? p.projectId)}: not synced: ${plural(count, 'version')} (${sanitizeLine(reason)}); see strata sync status`);
-        }
-      }
       ctx.output.result({ inSync: true, projects }, () => ctx.output.line(`in sync: ${projects.length === 0 ? 'no linked project' : projects.map((p) => sanitizeLine(p.name ?? p.projectId)).join(', ')}`));
     });
 

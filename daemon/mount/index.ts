@@ -11,7 +11,7 @@ import { cleanStaleMount } from './stale-mount.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost } from '../host.js';
 import type { ExplicitDirStore } from './namespace.js';
 import { MountDeleteGuard } from './delete-guard.js';
-import { startCaptureThread } from './capture-thread.js';
+import { type CaptureThread, startCaptureThread } from './capture-thread.js';
 import { MountedProject } from './mounted-project.js';
 import { RECOVERED_ACTOR_SUFFIX } from './recovery.js';
 import { createEngineSink } from './sink.js';
@@ -68,7 +68,7 @@ class MountHost implements ProjectHost {
         attrRows,
         linkRows: linkRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
         timeRows,
-        sink: thread ?? inProcess,
+        sink: thread === null ? inProcess : announcing(thread, ctx.versioned),
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),
         logger: ctx.logger,
@@ -227,3 +227,25 @@ function batchedDirStore(ctx: HostContext): ExplicitDirStore {
 }
 
 export const createMountHost: HostFactory = (ctx) => new MountHost(ctx);
+
+/**
+ * The capture thread's versions are committed by the worker's own engine, whose listeners are not
+ * this process's: sync's push loop heard of them only at its 30 s idle poll (a save in a `clone
+ * --mount` directory waited 28.5–30 s to be pushed while status said idle with one queued). Each
+ * capture that recorded something says so here.
+ */
+function announcing(sink: CaptureThread, versioned: (() => void) | undefined): CaptureThread {
+  if (versioned === undefined) return sink;
+  const told = async <T>(result: Promise<T>): Promise<T> => {
+    const value = await result;
+    versioned();
+    return value;
+  };
+  return {
+    write: (...args) => told(sink.write(...args)),
+    remove: (path) => told(sink.remove(path)),
+    rename: (from, to) => told(sink.rename(from, to)),
+    busy: (path) => sink.busy(path),
+    close: () => sink.close(),
+  };
+}

@@ -26,6 +26,8 @@ import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from 
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 import { localRetentionChanged, syncRetention } from './retention-sync.js';
 import { localTagsChanged, syncTags } from './tag-sync.js';
+import { judgeSync, type SyncFacts, type SyncReason } from './sync-verdict.js';
+import { UnsyncedPaths } from './unsynced-paths.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
@@ -36,6 +38,12 @@ const CHAIN_PULL_EVERY_MS = 5_000;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
 const DELETE_SETTLE_MS = 1_500;
+/**
+ * A server that cannot be reached at all (refused, reset, timed out: no HTTP answer) is tried again
+ * at least this often. The exponential backoff reached 36 s after a server's kill -9, and the
+ * workstation was back in sync 44 s after the restart; a refused connection costs nothing to retry.
+ */
+const UNREACHABLE_RETRY_CAP_MS = 3_000;
 
 export type SyncState = 'starting' | 'syncing' | 'idle' | 'offline' | 'paused' | 'held' | 'stopped';
 
@@ -52,8 +60,10 @@ export interface SyncStatus {
   remoteProjectId: string;
   workstation: string;
   state: SyncState;
-  /** everything made here is on the server and the feed is read to its end */
+  /** nothing keeps this workstation and the server's head apart: `reasons` is empty (sync-verdict.ts) */
   inSync: boolean;
+  /** why it is not in sync, most pressing first (empty when in sync) */
+  reasons: SyncReason[];
   /** the server does not accept this workstation's changes (a viewer's or read-only member's key) */
   readOnly: boolean;
   queue: { versions: number; bytes: number; oldestAt: string | null; oldestAgeSeconds: number | null };
@@ -70,8 +80,10 @@ export interface SyncStatus {
   /** why sync is paused and what brings it back (`strata init DIR --server URL --project ID` again, `strata login`); null unless paused */
   pausedBecause: string | null;
   conflicts: SyncConflict[];
-  /** versions not synced, by reason (a path not writable here) */
+  /** the server's versions not taken here, by reason (a path not writable here); each path counts once */
   skipped: Record<string, number>;
+  /** versions made here that the server refused, by path count (a later version of the path clears one) */
+  refused: { count: number; example: string | null };
   /** the incoming mass-delete guard holds a change set until `strata sync confirm` */
   held: HeldDeletes | null;
 }
@@ -96,7 +108,14 @@ export interface ProjectSyncDeps {
    * server decides) before the server's version of that file lands on top of it.
    */
   ready(): boolean;
+  /** What the host knows that decides whether this directory is in step with the engine (sync-verdict.ts). */
+  hostFacts(): SyncHostFacts;
+  /** Watch mode: whether the engine has changes not brought to disk yet (one indexed read). */
+  diskBehind?(): Promise<boolean>;
 }
+
+/** The host's part of the facts (daemon/project-runner.ts gathers them). */
+export type SyncHostFacts = Pick<SyncFacts, 'capturing' | 'notOnDisk' | 'localGuard' | 'unrepresentable'>;
 
 export class ProjectSync {
   readonly #deps: ProjectSyncDeps;
@@ -112,6 +131,14 @@ export class ProjectSync {
   #settledAt: string | null = null;
   #pushIdle = false;
   #pulling = false;
+  /** whether the server has changes not applied here (null: not known since the last look) */
+  #serverAhead: boolean | null = null;
+  #diskBehind = false;
+  #stoppedLoop: string | null = null;
+  readonly #refused: UnsyncedPaths;
+  readonly #skippedPaths: UnsyncedPaths;
+  /** wakes a loop from its sleep (a backoff, an idle wait): a success of the other loop ends a backoff */
+  readonly #wake: { push: (() => void) | null; pull: (() => void) | null } = { push: null, pull: null };
   #paused: string | null = null;
   #readOnly = false;
   #checkAllShards = false;
@@ -119,7 +146,6 @@ export class ProjectSync {
   #lastChainPull = 0;
   #queueCountedAt = 0;
   #offline = false;
-  #wakePush: (() => void) | null = null;
   #pushProgress: Array<() => void> = [];
   #unsubscribe: (() => void) | null = null;
   #stats = {
@@ -139,7 +165,6 @@ export class ProjectSync {
   #pruneAgain = false;
   #queue: SyncStatus['queue'] = { versions: 0, bytes: 0, oldestAt: null, oldestAgeSeconds: null };
   #conflicts: SyncConflict[];
-  #skipped: Record<string, number> = {};
 
   constructor(deps: ProjectSyncDeps) {
     this.#deps = deps;
@@ -156,12 +181,19 @@ export class ProjectSync {
     this.#conflicts = flags.get<SyncConflict[]>(deps.projectId, 'sync.conflicts') ?? [];
     this.#aliases = new AliasTable(deps.state);
     this.#guard = incomingDeleteGuard(deps.state, deps.projectId);
+    this.#refused = new UnsyncedPaths(deps.state, deps.projectId, 'refused');
+    this.#skippedPaths = new UnsyncedPaths(deps.state, deps.projectId, 'skipped');
+  }
+
+  /** Something was versioned here by a path the engine does not announce (a mount's capture thread): push now. */
+  wake(): void {
+    this.#wake.push?.();
   }
 
   start(): void {
     this.#unsubscribe = this.#deps.engine.onFilesChanged((changed) => {
       if (changed !== this.#deps.projectId) return;
-      this.#wakePush?.();
+      this.#wake.push?.();
       if (this.#conflicts.length > 0) this.#pruneConflictsSoon();
     });
     // A copy deleted while the daemon was stopped: the list read back from the flags is checked too.
@@ -173,6 +205,7 @@ export class ProjectSync {
     // A loop that fails outside its own error handling stops, loudly; it never takes the daemon (and
     // the project's capture) down with it.
     const stopped = (loop: string) => (error: unknown) => {
+      this.#stoppedLoop = loop;
       this.#lastError = { at: new Date().toISOString(), message: `${loop} stopped: ${(error as Error).message}`, retryAt: null };
       this.#log.error({ err: (error as Error).message }, `sync ${loop} stopped; restart the daemon to resume it`);
     };
@@ -182,7 +215,7 @@ export class ProjectSync {
   async stop(): Promise<void> {
     this.#stop.abort();
     this.#unsubscribe?.();
-    this.#wakePush?.();
+    this.#wake.push?.();
     for (const resolve of this.#pushProgress.splice(0)) resolve();
     await Promise.allSettled(this.#loops);
     // Before the engine closes under it.
@@ -192,7 +225,7 @@ export class ProjectSync {
   /** The user confirmed the held incoming deletions: apply them. */
   confirmHeld(): void {
     this.#guard.confirm();
-    this.#wakePush?.();
+    this.#wake.push?.();
   }
 
   /**
@@ -200,23 +233,66 @@ export class ProjectSync {
    * route calls this; `strata status` once read figures counted only when the push loop last went
    * idle (`0 versions queued` while `strata sync status` said 44: never idle while the server is down).
    */
-  async refreshStatus(): Promise<void> {
-    await this.refreshQueue();
+  async refreshStatus(options: { verify?: boolean } = {}): Promise<void> {
+    await this.refreshQueue(options.verify === true);
     await this.#pruneConflictsSoon();
+    this.#diskBehind = (await this.#deps.diskBehind?.()) ?? false;
+    if (options.verify === true) await this.#verifyServerHead();
+  }
+
+  /**
+   * Asks the server now whether it has changes after this workstation's cursor (`sync wait` does, so
+   * its "in sync" is the server's word at that moment, not the last long poll's). A page the pull
+   * loop is applying meanwhile moves the cursor: then the loop's own knowledge stands.
+   */
+  async #verifyServerHead(): Promise<void> {
+    if (this.#remote === null || this.#paused !== null) return;
+    const cursor = this.#pullCursor;
+    try {
+      const page = await this.#remote.changes(cursor, { limit: 1, waitMs: 0, signal: this.#stop.signal });
+      if (this.#pullCursor === cursor) this.#serverAhead = page.items.length > 0;
+      this.#offline = false;
+    } catch (error) {
+      if (this.#stop.signal.aborted) return;
+      this.#serverAhead = null;
+      if (error instanceof RemoteError && error.kind === 'retry' && error.status === null) this.#offline = true;
+      this.#lastError ??= { at: new Date().toISOString(), message: (error as Error).message, retryAt: null };
+    }
   }
 
   /** The queue's figures, counted at most once a second (a count over a long queue is not free, and status is polled). */
-  async refreshQueue(): Promise<void> {
-    if (Date.now() - this.#queueCountedAt < 1_000) return;
+  async refreshQueue(force = false): Promise<void> {
+    if (!force && Date.now() - this.#queueCountedAt < 1_000) return;
     this.#queueCountedAt = Date.now();
     const stats = await this.#deps.engine.syncOutboxStats({ projectId: this.#deps.projectId, afterSeq: this.#pushedSeq });
     const oldestAgeSeconds = stats.oldest === null ? null : Math.max(0, Math.round((Date.now() - Date.parse(stats.oldest)) / 1000));
     this.#queue = { versions: stats.count, bytes: stats.bytes, oldestAt: stats.oldest, oldestAgeSeconds };
   }
 
+  /** The facts the verdict is made of, as last gathered (refreshStatus brings the slow ones up to date). */
+  #facts(held: HeldDeletes | null): SyncFacts {
+    const paused = this.#paused;
+    const offline = this.#offline && this.#lastError !== null ? { message: this.#lastError.message, retryAt: this.#lastError.retryAt } : this.#offline ? { message: 'no answer', retryAt: null } : null;
+    return {
+      ...this.#deps.hostFacts(),
+      starting: this.#remote !== null && this.#loops.length === 0 && !this.#stop.signal.aborted,
+      stoppedLoop: this.#stop.signal.aborted ? 'loops' : this.#stoppedLoop,
+      paused,
+      offline,
+      notPushed: this.#queue.versions,
+      readOnly: this.#readOnly,
+      serverAhead: this.#serverAhead,
+      diskBehind: this.#diskBehind,
+      heldIncoming: held === null ? null : { deletes: held.deletes, files: held.files },
+      refused: { count: this.#refused.size, example: this.#refused.example },
+      skipped: this.#skippedPaths.byReason(),
+    };
+  }
+
   status(): SyncStatus {
     const { link } = this.#deps;
     const held = this.#guard.held();
+    const verdict = judgeSync(this.#facts(held));
     const queueEmpty = this.#pushIdle || this.#readOnly;
     let state: SyncState;
     if (this.#stop.signal.aborted) state = 'stopped';
@@ -230,14 +306,16 @@ export class ProjectSync {
       remoteProjectId: link.remoteProjectId,
       workstation: link.workstation,
       state,
-      inSync: state === 'idle' && !this.#readOnly,
+      inSync: verdict.inSync,
+      reasons: verdict.reasons,
       readOnly: this.#readOnly,
       queue: this.#queue,
       ...this.#stats,
       lastError: this.#lastError,
       pausedBecause: state === 'paused' ? this.#paused : null,
       conflicts: this.#conflicts,
-      skipped: this.#skipped,
+      skipped: this.#skippedPaths.byReason(),
+      refused: { count: this.#refused.size, example: this.#refused.example },
       held,
     };
   }
@@ -337,6 +415,10 @@ export class ProjectSync {
 
   #recordOutcomes(outcomes: SyncedOutcome[], sent: SyncedVersion[]): void {
     const byId = new Map(sent.map((v) => [v.versionId, v]));
+    // A later version of a path that crossed puts the path in step again, whatever was refused before.
+    const crossed = outcomes.filter((o) => o.result !== 'refused').map((o) => byId.get(o.versionId)?.path ?? o.path);
+    this.#refused.clear(crossed);
+    this.#skippedPaths.clear(crossed);
     for (const outcome of outcomes) {
       const version = byId.get(outcome.versionId);
       if (outcome.result === 'same') this.#aliases.set(outcome.versionId, outcome.currentVersionId);
@@ -344,7 +426,9 @@ export class ProjectSync {
         this.#addConflict({ path: outcome.path, of: version?.path ?? outcome.path, at: new Date().toISOString() });
         this.#log.warn({ path: version?.path, copy: outcome.path }, 'sync conflict: the server had another change of this file; this one is kept as a conflict copy');
       } else if (outcome.result === 'refused') {
-        this.#lastError = { at: new Date().toISOString(), message: `${outcome.path}: ${outcome.message} (${outcome.code})`, retryAt: null };
+        const at = new Date().toISOString();
+        this.#refused.add(version?.path ?? outcome.path, { versionId: outcome.versionId, reason: `${outcome.message} (${outcome.code})`, at });
+        this.#lastError = { at, message: `${outcome.path}: ${outcome.message} (${outcome.code})`, retryAt: null };
         this.#log.error({ path: outcome.path, code: outcome.code }, `the server refused a version: ${outcome.message}`);
       }
     }
@@ -369,6 +453,7 @@ export class ProjectSync {
         this.#pulling = caughtUp;
         const page = await remote.changes(this.#pullCursor, { limit: PULL_BATCH, waitMs: caughtUp ? LONG_POLL_MS : 0, signal });
         this.#pulling = false;
+        if (page.items.length > 0 || page.more) this.#serverAhead = true;
         attempt = 0;
         this.#offline = false;
         if (this.#paused?.startsWith('the server refused')) this.#paused = null;
@@ -376,6 +461,7 @@ export class ProjectSync {
         const applied = await this.#applyPage(remote, page);
         if (!applied) {
           // A path here has a change the server has not had: let the push go first.
+          this.#serverAhead = true;
           caughtUp = false;
           await this.#waitForPush(2_000);
           continue;
@@ -385,6 +471,8 @@ export class ProjectSync {
         this.#stats.lastPullAt = new Date().toISOString();
         caughtUp = !page.more;
         if (caughtUp) {
+          // Read and applied up to the server's head as it was when it answered.
+          this.#serverAhead = false;
           this.#guard.caughtUp();
           // Snapshots and tags when the feed is quiet (a wake-up with no versions: a snapshot or a tag
           // changed) or every few seconds: two more requests per page would slow a busy feed down.
@@ -396,6 +484,7 @@ export class ProjectSync {
         }
       } catch (error) {
         this.#pulling = false;
+        this.#serverAhead = null;
         caughtUp = false;
         if (signal.aborted) return;
         attempt++;
@@ -431,7 +520,7 @@ export class ProjectSync {
     this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
-    this.#noteAdopted(outcomes);
+    this.#noteAdopted(outcomes, items);
     return outcomes.at(-1)?.result !== 'deferred';
   }
 
@@ -456,15 +545,23 @@ export class ProjectSync {
     return count;
   }
 
-  #noteAdopted(outcomes: AdoptOutcome[]): void {
+  #noteAdopted(outcomes: AdoptOutcome[], items: SyncChange[]): void {
+    const pathOf = new Map(items.map((item) => [item.versionId, item.path]));
+    const taken: string[] = [];
     for (const outcome of outcomes) {
+      const path = pathOf.get(outcome.versionId);
+      if (outcome.result === 'adopted' && path !== undefined) taken.push(path);
       if (outcome.result === 'adopted' || outcome.result === 'history') this.#stats.pulled++;
       else if (outcome.result === 'copied') {
         // Made here, kept by the server as a conflict copy: the copy here is a version of its own.
         this.#aliases.set(outcome.copyVersionId, outcome.versionId);
         this.#stats.pulled++;
-      } else if (outcome.result === 'skipped') this.#skip(outcome.reason);
+      } else if (outcome.result === 'skipped' && path !== undefined) {
+        this.#skippedPaths.add(path, { versionId: outcome.versionId, reason: outcome.reason, at: new Date().toISOString() });
+      }
     }
+    // The server's version of the path is the current one here now: whatever could not be taken before is.
+    this.#skippedPaths.clear(taken);
   }
 
   // ---- shared ----
@@ -500,8 +597,9 @@ export class ProjectSync {
         this.#log.error(`${loop}: ${this.#paused}`);
         return 60_000;
       }
-      if (error.kind === 'retry' && error.status === null) this.#offline = true;
-      const wait = backoffMs(attempt, error.retryAfterMs);
+      const unreachable = error.kind === 'retry' && error.status === null;
+      if (unreachable) this.#offline = true;
+      const wait = unreachable ? Math.min(backoffMs(attempt), UNREACHABLE_RETRY_CAP_MS) : backoffMs(attempt, error.retryAfterMs);
       const retryAt = new Date(Date.now() + wait).toISOString();
       this.#lastError = { at, message: error.message, retryAt };
       this.#log.warn({ attempt, retryAt }, `${loop}: ${error.message}; retrying`);
@@ -520,13 +618,12 @@ export class ProjectSync {
    * (#recordOutcomes) is not a loop's failure and stays.
    */
   #recovered(loop: 'push' | 'pull'): void {
+    // The server answers again: the other loop's retry need not wait out its backoff (a push backing
+    // off for a minute after a restart of the server while the pull's long poll was already through).
+    if (this.#lastErrorOf !== null && this.#lastErrorOf !== loop) this.#wake[this.#lastErrorOf]?.();
     if (this.#lastErrorOf !== loop) return;
     this.#lastError = null;
     this.#lastErrorOf = null;
-  }
-
-  #skip(reason: string): void {
-    this.#skipped[reason] = (this.#skipped[reason] ?? 0) + 1;
   }
 
   #addConflict(conflict: SyncConflict): void {
@@ -577,19 +674,22 @@ export class ProjectSync {
     this.#deps.state.flags.set(projectId, 'sync.conflicts', this.#conflicts);
   }
 
-  /** Sleeps up to `ms`; the push loop also wakes on a local change, the pull loop on stop. */
+  /**
+   * Sleeps up to `ms`; a loop is woken early by stop and by #wake (the push loop on a local change,
+   * either loop when the other got through to the server again).
+   */
   #sleep(ms: number, loop: 'push' | 'pull'): Promise<void> {
     if (this.#stop.signal.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.#stop.signal.removeEventListener('abort', done);
-        if (loop === 'push' && this.#wakePush === done) this.#wakePush = null;
+        if (this.#wake[loop] === done) this.#wake[loop] = null;
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.#stop.signal.addEventListener('abort', done);
-      if (loop === 'push') this.#wakePush = done;
+      this.#wake[loop] = done;
     });
   }
 
@@ -600,7 +700,7 @@ export class ProjectSync {
         clearTimeout(timer);
         resolve();
       });
-      this.#wakePush?.();
+      this.#wake.push?.();
     });
   }
 }

@@ -412,6 +412,10 @@ class WatchHost implements ProjectHost {
     this.#state = 'stopped';
   }
 
+  diskBehind(): Promise<boolean> {
+    return this.#incoming.behind();
+  }
+
   status(): HostStatus {
     const guarded = this.#ctx.capture.stats().massDeleteGuard.tripped;
     const state = this.#state === 'watching' && guarded ? 'guarded' : this.#state;

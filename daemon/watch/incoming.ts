@@ -72,7 +72,24 @@ export class IncomingChanges {
   }
 
   status(): IncomingStatus {
-    return { applied: this.#applied, last: this.#last, busy: this.#announced || this.#following !== null };
+    const failed = this.#problems.keys().next();
+    return {
+      applied: this.#applied,
+      last: this.#last,
+      busy: this.#announced || this.#following !== null,
+      notOnDisk: { count: this.#problems.size, example: failed.done ? null : failed.value },
+    };
+  }
+
+  /**
+   * Whether the engine holds changes this directory does not show yet: a follow is due or under way,
+   * or the newest record is not the one the feed last brought to disk (a follow skipped while the
+   * delete guard is tripped, a daemon that stopped before it got there). A fact for sync's verdict.
+   */
+  async behind(): Promise<boolean> {
+    if (this.#announced || this.#following !== null) return true;
+    const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
+    return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
   }
 
   /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
