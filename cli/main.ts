@@ -25,7 +25,10 @@ function report(error: CliError, json: boolean): void {
   // A message that already says what to start needs no generic hint.
   // A refusal (403) is not a credential problem: the auth hint is for missing or bad credentials only.
   const credentialProblem = error.exitCode !== EXIT.auth || error.code === 'UNAUTHENTICATED' || error.code === 'NO_CREDENTIALS';
-  const hint = error.code === 'DAEMON_NOT_RUNNING' || error.message.includes('strata login') || !credentialProblem ? undefined : HINTS[error.exitCode];
+  // The unreachable hint is about a server the command itself talked to: a linked project's `sync
+  // wait` that timed out named STRATA_SERVER_URL, which has nothing to do with it.
+  const notAboutServer = error.code === 'DAEMON_NOT_RUNNING' || error.code.startsWith('SYNC_');
+  const hint = notAboutServer || error.message.includes('strata login') || !credentialProblem ? undefined : HINTS[error.exitCode];
   if (hint && !json) process.stderr.write(`strata: ${paint('cyan', hint)}\n`);
   if (json) process.stdout.write(JSON.stringify(error.toJson(), null, 2) + '\n');
 }

@@ -82,6 +82,13 @@ describe('strata dataset', () => {
     expect(human.stdout).toMatch(/data\/x\.bin: 6\.0 MiB in \d+ shards/);
     expect(human.stdout).toContain('fastcdc-gear64-v1');
 
+    // `strata history` says what the versions are: a dataset's (it said 'file').
+    const history = await runCli(['history', 'data/x.bin'], env);
+    expect(history.code, history.stderr).toBe(0);
+    const rows = history.stdout.split('\n').filter((line) => line.includes('data/x.bin'));
+    expect(rows).toHaveLength(2);
+    for (const row of rows) expect(row).toMatch(/\swrite\s+dataset\s+6\.0 MiB\s/);
+
     const ls = await ok<{ items: Array<{ path: string }> }>(['dataset', 'ls']);
     expect(ls.items.map((e) => e.path)).toEqual(['data/x.bin']);
     const untrack = await ok<{ rules: { tracked: string[] } }>(['dataset', 'untrack', 'data/*.bin']);

@@ -48,8 +48,9 @@ export function registerHistoryCommands(program: Command): void {
           page.items.map((v) => [
             formatTime(v.timestamp),
             v.renamedFrom === undefined ? v.kind : 'rename',
-            // a symbolic link is its own type: its content (and size) is the link's target
-            v.contentHash === null ? '-' : v.symlink ? 'link' : 'file',
+            // a symbolic link is its own type: its content (and size) is the link's target; a dataset's
+            // versions point to its manifest, and its size is the assembled file's
+            v.contentHash === null ? '-' : v.symlink ? 'link' : v.dataset ? 'dataset' : 'file',
             v.contentHash === null ? '-' : formatBytes(v.size),
             v.actor?.name ?? '',
             // the last 10 hex digits, as the web UI shows them: `strata restore` takes them (--json has whole ids)

@@ -1,0 +1,65 @@
+// The one decision behind every "in sync" (daemon/sync/sync-verdict.ts): no fact that keeps the two
+// sides apart may leave it true, and each one is named.
+import { describe, expect, it } from 'vitest';
+import { judgeSync, type SyncFacts, type SyncReasonCode } from '../daemon/sync/sync-verdict.js';
+
+const inStep: SyncFacts = {
+  starting: false,
+  stoppedLoop: null,
+  paused: null,
+  offline: null,
+  capturing: 0,
+  notPushed: 0,
+  readOnly: false,
+  serverAhead: false,
+  diskBehind: false,
+  notOnDisk: { count: 0, example: null },
+  localGuard: null,
+  heldIncoming: null,
+  refused: { count: 0, example: null },
+  skipped: {},
+  unrepresentable: { count: 0, example: null },
+};
+
+const cases: Array<[string, Partial<SyncFacts>, SyncReasonCode, boolean]> = [
+  ['starting', { starting: true }, 'STARTING', false],
+  ['a loop stopped', { stoppedLoop: 'pull' }, 'LOOP_STOPPED', true],
+  ['paused', { paused: 'the server refused the API key (401)' }, 'PAUSED', true],
+  ['offline', { offline: { message: 'ECONNREFUSED', retryAt: null }, serverAhead: null }, 'OFFLINE', false],
+  ['edits not versioned', { capturing: 2 }, 'CAPTURING', false],
+  ['versions not pushed', { notPushed: 3 }, 'NOT_PUSHED', false],
+  ['read-only with versions queued', { readOnly: true, notPushed: 1 }, 'READ_ONLY', true],
+  ['the server ahead', { serverAhead: true }, 'NOT_PULLED', false],
+  ['the server not asked', { serverAhead: null }, 'PULL_UNCONFIRMED', false],
+  ['the disk behind the engine', { diskBehind: true }, 'NOT_ON_DISK', false],
+  ['paths not written here', { notOnDisk: { count: 2, example: 'big1.bin' } }, 'WRITE_FAILED', true],
+  ["this workstation's delete guard", { localGuard: { missing: 1990, since: '2026-11-28T10:00:00Z' } }, 'LOCAL_GUARD', true],
+  ['incoming deletions held', { heldIncoming: { deletes: 77, files: 100 } }, 'HELD', true],
+  ['versions refused', { refused: { count: 1, example: 'x' } }, 'REFUSED', true],
+  ['versions skipped', { skipped: { "'fd' is a directory": 1 } }, 'SKIPPED', true],
+  ['names not representable', { unrepresentable: { count: 1, example: 'bad\\xff' } }, 'UNREPRESENTABLE', true],
+];
+
+describe('judgeSync', () => {
+  it('is in sync only when no fact keeps the sides apart', () => {
+    expect(judgeSync(inStep)).toEqual({ inSync: true, reasons: [] });
+  });
+
+  it.each(cases)('%s: not in sync, with its reason', (_name, facts, code, needsYou) => {
+    const verdict = judgeSync({ ...inStep, ...facts });
+    expect(verdict.inSync).toBe(false);
+    const reason = verdict.reasons.find((r) => r.code === code);
+    expect(reason, JSON.stringify(verdict.reasons)).toBeDefined();
+    expect(reason!.needsYou).toBe(needsYou);
+    expect(reason!.message.length).toBeGreaterThan(10);
+  });
+
+  it('a read-only workstation with nothing of its own queued agrees with the server', () => {
+    expect(judgeSync({ ...inStep, readOnly: true }).inSync).toBe(true);
+  });
+
+  it('puts what needs the user before what sync is working on', () => {
+    const { reasons } = judgeSync({ ...inStep, notPushed: 5, serverAhead: true, localGuard: { missing: 30, since: null } });
+    expect(reasons.map((r) => r.code)).toEqual(['LOCAL_GUARD', 'NOT_PUSHED', 'NOT_PULLED']);
+  });
+});
