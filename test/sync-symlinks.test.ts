@@ -83,7 +83,7 @@ describe('symbolic links through sync', () => {
     expect((await lstat(join(b.dir, 'latest'))).isSymbolicLink()).toBe(true);
     expect((await serverHistory('latest')).map((v) => v.symlink)).toEqual([true]);
     expect((await serverHistory('runs/r1/out.csv')).map((v) => v.symlink)).toEqual([false]);
-  });
+  }, 240_000);
 
   it('a new target, a link replaced by a file and a file by a link travel both ways', async () => {
     await mkdir(join(a.dir, 'runs', 'r2'));
@@ -120,5 +120,5 @@ describe('symbolic links through sync', () => {
     expect(asLink!.contentHash).toBe(asFile!.contentHash);
     expect((await serverHistory('latest')).map((v) => v.symlink)).toEqual([true, true]);
     expect(await fsckFailures(world, [a, b])).toEqual([]);
-  });
+  }, 240_000);
 });
