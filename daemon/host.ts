@@ -114,6 +114,19 @@ export interface ProjectHost {
   rescan?(): Promise<void>;
   /** Watch mode: a reconciliation now (or the one under way); see WatchReconcileStatus. */
   reconcile?(): Promise<void>;
+  /**
+   * Versions every change made in the directory up to now that is still waiting to be captured (an
+   * edit in its settle delay, a deletion waiting to commit, what a scan under way has yet to reach).
+   * Called before a change made elsewhere that is computed from the project's current state — a
+   * restore, a snapshot — so that an edit made before it is in history first and the restore lands
+   * on top of it (README: "never over an edit that was not versioned yet").
+   */
+  captureNow?(): Promise<void>;
+  /**
+   * Before a restore records anything: throws a coded error when one of `paths` (files or links the
+   * restore will write) cannot be written — a restore must never report a change it cannot make.
+   */
+  checkRestore?(paths: string[]): Promise<void>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */
