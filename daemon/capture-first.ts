@@ -6,9 +6,11 @@
 // versioned as a plain write after the restore; a snapshot taken right after a save lacked it
 // (issue 38 items 9 and 11).
 //
-// A restore must also be able to do what it reports: before the engine records anything, the host
-// checks that each path it will write can be written (ProjectHost.checkRestore: watch mode refuses a
-// directory holding files the project does not version where a restored file goes).
+// A restore or a write must also be able to do what it reports: before the engine records anything,
+// the host checks that each path it will write can be written (ProjectHost.checkWritable: watch mode
+// refuses a path below a link — an API write to sub/race1.txt answered 201 while sub had just become
+// a link on disk, and the file never appeared (issue 38 item 8) — and a directory holding files the
+// project does not version where a restored file goes).
 
 import type { Engine } from '../engine/engine-api.js';
 import type { ProjectHost } from './host.js';
@@ -17,7 +19,18 @@ export function captureFirst(engine: Engine, hostOf: (projectId: string) => Proj
   const before = async (projectId: string) => {
     await hostOf(projectId)?.captureNow?.();
   };
+  const writable = async (projectId: string, paths: string[]) => {
+    await hostOf(projectId)?.checkWritable?.(paths);
+  };
   const overrides: Partial<Engine> = {
+    async writeFile(input) {
+      await writable(input.projectId, [input.path]);
+      return engine.writeFile(input);
+    },
+    async renameFile(input) {
+      await writable(input.projectId, [input.to]);
+      return engine.renameFile(input);
+    },
     async createSnapshot(input) {
       await before(input.projectId);
       return engine.createSnapshot(input);
@@ -25,19 +38,19 @@ export function captureFirst(engine: Engine, hostOf: (projectId: string) => Proj
     async restoreVersion(input) {
       await before(input.projectId);
       const host = hostOf(input.projectId);
-      if (host?.checkRestore !== undefined) {
+      if (host?.checkWritable !== undefined) {
         const version = await engine.getVersion(input.projectId, input.versionId);
-        if (version.contentHash !== null) await host.checkRestore([version.path]);
+        if (version.contentHash !== null) await host.checkWritable([version.path]);
       }
       return engine.restoreVersion(input);
     },
     async restoreSnapshot(input) {
       await before(input.projectId);
       const host = hostOf(input.projectId);
-      if (host?.checkRestore !== undefined) {
+      if (host?.checkWritable !== undefined) {
         // The paths the restore writes a file or link to: the snapshot has them, differently from now.
         const diff = await engine.diffSnapshots({ projectId: input.projectId, from: input.snapshotId });
-        await host.checkRestore(diff.filter((item) => item.before !== null).map((item) => item.path));
+        await host.checkWritable(diff.filter((item) => item.before !== null).map((item) => item.path));
       }
       return engine.restoreSnapshot(input);
     },

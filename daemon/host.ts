@@ -123,10 +123,12 @@ export interface ProjectHost {
    */
   captureNow?(): Promise<void>;
   /**
-   * Before a restore records anything: throws a coded error when one of `paths` (files or links the
-   * restore will write) cannot be written — a restore must never report a change it cannot make.
+   * Before a restore or a write through the API records anything: throws a coded error when one of
+   * `paths` (files or links it will write) cannot be written to the directory — the API must never
+   * report a change it cannot make (a link where a directory on the way should be, a directory in
+   * the way holding unversioned files).
    */
-  checkRestore?(paths: string[]): Promise<void>;
+  checkWritable?(paths: string[]): Promise<void>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */

@@ -177,6 +177,7 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
     // watcher's walk over its watches costs nothing that matters here.)
     ctx.onDirectoryGone(path);
   }
+  if (row === undefined && st.isSymbolicLink()) await engineOnlyBelowGone(ctx, path);
   if (row && (await unchangedSinceIndexed(host.dir, path, row, st))) {
     // Racily clean until now: the row takes the stat it can be trusted with from here on.
     if (row.mtimeNs === RACY_MTIME) host.state.index.put(host.projectId, { ...row, ...statRow(st) });
@@ -240,6 +241,22 @@ export async function captureDisk(host: HostContext, path: string, st: BigIntSta
     await parent.dir.close();
   }
   return host.capture.captureLink({ path, target, ...(changedAt === undefined ? {} : { changedAt }) });
+}
+
+/**
+ * A link now stands where the project has files below it that this directory never had (an API write
+ * to sub/race1.txt answered just before sub became a link; issue 38 item 8): they can never reach the
+ * disk, and the link cannot be versioned while they are there (the engine would have a file below a
+ * link). Their deletion is recorded — their content stays in history — and said in the log.
+ */
+async function engineOnlyBelowGone(ctx: ExamineContext, path: string): Promise<void> {
+  const { host } = ctx;
+  const below = await host.engine.listFiles({ projectId: host.projectId, prefix: path, limit: 1000 });
+  for (const entry of below.items) {
+    if (host.state.index.get(host.projectId, entry.path) !== undefined) continue;
+    host.logger.warn({ path: entry.path, link: path }, 'a file of the project is below what is now a link on disk: it cannot be brought to disk, and its deletion is recorded (its versions stay in history)');
+    await deletePath(ctx, entry.path);
+  }
 }
 
 /** The path no longer holds a file: tombstones for it (or, if it was a directory, everything below). */

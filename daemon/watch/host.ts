@@ -16,6 +16,7 @@ import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import { IncomingChanges } from './incoming.js';
+import { openBeneath, throughLink } from '../beneath.js';
 import { blockingBelow, directoryInTheWay } from './in-the-way.js';
 import { isLinkTemp, removeLinkTemp, sweepIncoming } from './leftovers.js';
 import { INCOMING_DIR } from './materialize.js';
@@ -382,13 +383,20 @@ class WatchHost implements ProjectHost {
   }
 
   /**
-   * ProjectHost.checkRestore: a directory on disk where the restore puts a file may go only if what
-   * is below it is directories, or files the project has (the restore removes those itself).
+   * ProjectHost.checkWritable: no link where a directory on the way should be (nothing is written
+   * through a link, so the write would never reach the disk); and a directory on disk where a file
+   * goes may go only if what is below it is directories, or files the project has (a restore removes
+   * those itself; a write is refused by the engine).
    */
-  async checkRestore(paths: string[]): Promise<void> {
+  async checkWritable(paths: string[]): Promise<void> {
     const { state, projectId, capture } = this.#ctx;
     const removable = (path: string) => !capture.isIgnored(path) && state.index.get(projectId, path) !== undefined;
     for (const path of paths) {
+      if (capture.isIgnored(path)) continue;
+      const slash = path.lastIndexOf('/');
+      const parent = await openBeneath(this.#ctx.dir, slash === -1 ? '' : path.slice(0, slash), { create: false });
+      if (parent.kind === 'dir') await parent.dir.close();
+      if (parent.kind === 'link') throw throughLink(path, parent.at);
       const blocking = await blockingBelow(this.#ctx.dir, path, removable);
       if (blocking !== null) throw directoryInTheWay(path, blocking);
     }

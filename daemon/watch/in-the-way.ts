@@ -4,7 +4,7 @@
 // are not versioned, so one that holds nothing but directories holds no data: the file replaces it.
 // One that holds anything else — files the project does not version (ignored names), or files not
 // captured yet — cannot be replaced without losing them: the restore is refused before it records
-// anything (checkRestore), naming what is in the way.
+// anything (ProjectHost.checkWritable), naming what is in the way.
 
 import { lstat, readdir, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -50,10 +50,10 @@ export async function blockingBelow(root: string, path: string, removable: (path
   }
 }
 
-/** The refusal checkRestore throws for a directory in the way of a restored file. */
+/** The refusal checkWritable throws for a directory in the way of a restored or written file. */
 export function directoryInTheWay(path: string, blocking: string): StrataError {
   return new StrataError('PATH_IS_DIRECTORY', {
-    message: `'${path}' is a directory on disk, and '${blocking}' in it is not in the project's history: the restore would have to delete it. Move it away and restore again; nothing was restored`,
+    message: `'${path}' is a directory on disk, and '${blocking}' in it is not in the project's history: putting a file at '${path}' would delete it. Move it away and try again; nothing was changed`,
     details: { path, blocking },
   });
 }
