@@ -6,6 +6,7 @@ import { mkdir, stat } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { buildApp } from '../control-api/app.js';
+import { captureFirst } from './capture-first.js';
 import { closeDraining } from '../control-api/close-draining.js';
 import type { AccessDeps } from '../engine/access/deps.js';
 import { StrataError } from '../engine/errors.js';
@@ -242,7 +243,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     };
 
     const app = await buildApp({
-      engine: local.engine,
+      // Restores and snapshots through the API see the directory's latest state (capture-first.ts).
+      engine: captureFirst(local.engine, (projectId) => runners.get(projectId)?.host),
       repository: local.repository,
       pepper,
       environment,

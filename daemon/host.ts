@@ -118,6 +118,21 @@ export interface ProjectHost {
   reconcile?(): Promise<void>;
   /** Watch mode: the engine has changes not brought to disk yet (incoming.ts behind()). */
   diskBehind?(): Promise<boolean>;
+  /**
+   * Versions every change made in the directory up to now that is still waiting to be captured (an
+   * edit in its settle delay, a deletion waiting to commit, what a scan under way has yet to reach).
+   * Called before a change made elsewhere that is computed from the project's current state — a
+   * restore, a snapshot — so that an edit made before it is in history first and the restore lands
+   * on top of it (README: "never over an edit that was not versioned yet").
+   */
+  captureNow?(): Promise<void>;
+  /**
+   * Before a restore or a write through the API records anything: throws a coded error when one of
+   * `paths` (files or links it will write) cannot be written to the directory — the API must never
+   * report a change it cannot make (a link where a directory on the way should be, a directory in
+   * the way holding unversioned files).
+   */
+  checkWritable?(paths: string[]): Promise<void>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */

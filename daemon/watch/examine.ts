@@ -6,8 +6,9 @@
 // points (inside, outside, nowhere, at itself). A path is only looked at through real directories: a
 // directory on the way that is now a link (or a file) means the path is gone from the project.
 
-import type { BigIntStats } from 'node:fs';
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { type BigIntStats, constants } from 'node:fs';
+import { lstat, open, readlink, realpath } from 'node:fs/promises';
+import { hashBuffer } from '../../engine/hash.js';
 import { join } from 'node:path';
 import { openBeneath } from '../beneath.js';
 import type { CaptureOutcome, HostContext } from '../host.js';
@@ -63,6 +64,55 @@ export function sameAsIndexed(row: IndexRow, st: BigIntStats): boolean {
     row.symlink === st.isSymbolicLink() &&
     row.executable === executableOf(st)
   );
+}
+
+/** Racily clean rows are settled by hashing the file up to this size (larger: captured again, as before). */
+const RACY_HASH_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * sameAsIndexed, and for a racily clean row (its mtime too recent to trust when recorded) the bytes
+ * themselves: same size, inode and mode, and the content hashes to what was versioned — the racy-git
+ * rule. Without it a file versioned within 50 ms of its write was versioned again at its next look
+ * even when nothing had changed; after a restore that deleted it meanwhile, that second look
+ * recorded the stale bytes as a new write and the file was never removed (issue 38 item 9, found by
+ * the model: `mkdir d; echo x > d/f; strata snapshot restore N` left d/f on disk).
+ */
+export async function unchangedSinceIndexed(root: string, path: string, row: IndexRow, st: BigIntStats): Promise<boolean> {
+  if (sameAsIndexed(row, st)) return true;
+  if (
+    row.mtimeNs !== RACY_MTIME ||
+    row.size !== Number(st.size) ||
+    row.ino !== st.ino.toString() ||
+    row.symlink !== st.isSymbolicLink() ||
+    row.executable !== executableOf(st) ||
+    row.size > RACY_HASH_MAX_BYTES
+  ) {
+    return false;
+  }
+  const slash = path.lastIndexOf('/');
+  const parent = await openBeneath(root, slash === -1 ? '' : path.slice(0, slash), { create: false });
+  if (parent.kind !== 'dir') return false;
+  try {
+    const at = parent.dir.entry(path.slice(slash + 1));
+    const bytes = st.isSymbolicLink() ? await readlink(at, { encoding: 'buffer' }) : await readNoFollow(at);
+    if (bytes === null || bytes.length !== row.size) return false;
+    return hashBuffer(bytes) === row.contentHash;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP' || code === 'EINVAL') return false;
+    throw error;
+  } finally {
+    await parent.dir.close();
+  }
+}
+
+async function readNoFollow(path: string): Promise<Buffer | null> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    return await handle.readFile();
+  } finally {
+    await handle.close();
+  }
 }
 
 /** What watch mode versions: regular files and symbolic links (not FIFOs, sockets, devices). */
@@ -127,7 +177,12 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
     // watcher's walk over its watches costs nothing that matters here.)
     ctx.onDirectoryGone(path);
   }
-  if (row && sameAsIndexed(row, st)) return 'same';
+  if (row === undefined && st.isSymbolicLink()) await engineOnlyBelowGone(ctx, path);
+  if (row && (await unchangedSinceIndexed(host.dir, path, row, st))) {
+    // Racily clean until now: the row takes the stat it can be trusted with from here on.
+    if (row.mtimeNs === RACY_MTIME) host.state.index.put(host.projectId, { ...row, ...statRow(st) });
+    return 'same';
+  }
   const fresh = statRow(st);
   if (!row && (await renamedFrom(ctx, path, st, fresh))) return 'captured';
   const changedAt = Number(st.ctimeNs / 1_000n);
@@ -186,6 +241,22 @@ export async function captureDisk(host: HostContext, path: string, st: BigIntSta
     await parent.dir.close();
   }
   return host.capture.captureLink({ path, target, ...(changedAt === undefined ? {} : { changedAt }) });
+}
+
+/**
+ * A link now stands where the project has files below it that this directory never had (an API write
+ * to sub/race1.txt answered just before sub became a link; issue 38 item 8): they can never reach the
+ * disk, and the link cannot be versioned while they are there (the engine would have a file below a
+ * link). Their deletion is recorded — their content stays in history — and said in the log.
+ */
+async function engineOnlyBelowGone(ctx: ExamineContext, path: string): Promise<void> {
+  const { host } = ctx;
+  const below = await host.engine.listFiles({ projectId: host.projectId, prefix: path, limit: 1000 });
+  for (const entry of below.items) {
+    if (host.state.index.get(host.projectId, entry.path) !== undefined) continue;
+    host.logger.warn({ path: entry.path, link: path }, 'a file of the project is below what is now a link on disk: it cannot be brought to disk, and its deletion is recorded (its versions stay in history)');
+    await deletePath(ctx, entry.path);
+  }
 }
 
 /** The path no longer holds a file: tombstones for it (or, if it was a directory, everything below). */

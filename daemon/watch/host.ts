@@ -16,6 +16,8 @@ import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs } from './fs-type.js';
 import { IncomingChanges } from './incoming.js';
+import { openBeneath, throughLink } from '../beneath.js';
+import { blockingBelow, directoryInTheWay } from './in-the-way.js';
 import { isLinkTemp, removeLinkTemp, sweepIncoming } from './leftovers.js';
 import { INCOMING_DIR } from './materialize.js';
 import {
@@ -72,6 +74,11 @@ const TRACKED_TTL_MS = 1_000;
 const CAPTURE_RETRY_CODES = new Set(['STORAGE_ERROR', 'ENOSPC', 'EDQUOT', 'EIO']);
 const CAPTURE_RETRY_BASE_MS = 500;
 const CAPTURE_RETRY_MAX_MS = 30_000;
+/**
+ * captureNow() rounds at most: each can reveal more (a new directory's files); a tool writing all the
+ * while must not hold a restore up forever.
+ */
+const CAPTURE_NOW_ROUNDS = 8;
 
 export function watchHostFactory(options: WatchOptions = {}): HostFactory {
   return (ctx) => new WatchHost(ctx, options);
@@ -352,6 +359,47 @@ class WatchHost implements ProjectHost {
     this.#ctx.logger.warn({ path: join(this.#ctx.dir, path), err: error.message }, 'watch failed');
     // Events in that directory may be lost until it is watched again: the reconciliation re-adds it.
     this.#reconciler?.request('watch-error');
+  }
+
+  /**
+   * ProjectHost.captureNow: the kernel's queued events are read (the watcher's descriptor is polled
+   * once per turn of the event loop), every path waiting out its settle delay is examined now, new
+   * directories are walked (examine adds their watches and schedules what is already in them, so
+   * this goes round until nothing new turns up), and deletions waiting to see whether they are half
+   * of a rename are committed. Without it `rm f; strata snapshot restore 1` restored nothing (the
+   * engine still had f) and the deletion landed after the restore: f stayed deleted (issue 38 item 9).
+   */
+  async captureNow(): Promise<void> {
+    if (this.#stopped) return;
+    await this.#scanning?.catch(() => undefined);
+    for (let round = 0; round < CAPTURE_NOW_ROUNDS; round++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (this.#timers.dueCount === 0 && this.#running.size === 0 && round > 0) break;
+      await this.#timers.settleNow();
+      await Promise.all([...this.#running.values()].map((slot) => slot.done));
+      await this.#ctx.capture.flush();
+    }
+  }
+
+  /**
+   * ProjectHost.checkWritable: no link where a directory on the way should be (nothing is written
+   * through a link, so the write would never reach the disk); and a directory on disk where a file
+   * goes may go only if what is below it is directories, or files the project has (a restore removes
+   * those itself; a write is refused by the engine).
+   */
+  async checkWritable(paths: string[]): Promise<void> {
+    const { state, projectId, capture } = this.#ctx;
+    const removable = (path: string) => !capture.isIgnored(path) && state.index.get(projectId, path) !== undefined;
+    for (const path of paths) {
+      if (capture.isIgnored(path)) continue;
+      const slash = path.lastIndexOf('/');
+      const parent = await openBeneath(this.#ctx.dir, slash === -1 ? '' : path.slice(0, slash), { create: false });
+      if (parent.kind === 'dir') await parent.dir.close();
+      if (parent.kind === 'link') throw throughLink(path, parent.at);
+      const blocking = await blockingBelow(this.#ctx.dir, path, removable);
+      if (blocking !== null) throw directoryInTheWay(path, blocking);
+    }
   }
 
   /** Reconciles now (or joins the run under way): the tests' entry point, and `manual` in status. */

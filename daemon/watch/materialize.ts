@@ -30,7 +30,8 @@ import { INCOMING_TEMP_PREFIX } from '../capture/ignore.js';
 import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
-import { captureDisk, lstatOrNull, sameAsIndexed, statRow } from './examine.js';
+import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
+import { removeEmptyTree } from './in-the-way.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -89,10 +90,16 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
       if (row) host.state.index.remove(host.projectId, path);
       return 'same';
     }
-    warn(`could not bring ${JSON.stringify(path)} from the project to disk: a ${st.isDirectory() ? 'directory' : 'non-regular file'} is in its place`);
-    return 'skipped';
+    // A directory holding only directories holds no data (in-the-way.ts): the file takes its place.
+    if (!st.isDirectory() || !(await removeEmptyTree(at!.entry(name)))) {
+      warn(`could not bring ${JSON.stringify(path)} from the project to disk: a ${st.isDirectory() ? 'directory' : 'non-regular file'} is in its place`);
+      return 'skipped';
+    }
+    if (row) host.state.index.remove(host.projectId, path);
+    await writeEntry(host, path, entry!, null, warn);
+    return 'written';
   }
-  const versioned = st !== null && row !== undefined && sameAsIndexed(row, st);
+  const versioned = st !== null && row !== undefined && (await unchangedSinceIndexed(host.dir, path, row, st));
 
   if (st !== null && !versioned) {
     // An edit this directory has not versioned yet (or a file the stat cannot vouch for: a racily

@@ -104,6 +104,29 @@ export class SettleTimers {
     this.#timers.set(path, entry);
   }
 
+  /** Paths waiting for their quiet period that settleNow() would look at (not new temp-named files). */
+  get dueCount(): number {
+    let count = 0;
+    for (const entry of this.#timers.values()) if (!entry.temp) count += 1;
+    return count;
+  }
+
+  /**
+   * Looks at every waiting path now instead of at the end of its settle delay (a restore or a
+   * snapshot is about to be made: edits made before it must be in history first). The same checks
+   * apply as when the delay ends: a large file still held open for writing keeps waiting for its
+   * close, and a new temp-named file for its own quiet period (it is an atomic save under way).
+   */
+  async settleNow(): Promise<void> {
+    const due = [...this.#timers].filter(([, entry]) => !entry.temp);
+    await Promise.all(
+      due.map(([path, entry]) => {
+        clearTimeout(entry.timer);
+        return this.#settled(path, entry, false);
+      }),
+    );
+  }
+
   /** Stops every timer; returns the paths that were waiting (the caller examines them now). */
   stop(): string[] {
     this.#stopped = true;

@@ -1,0 +1,82 @@
+// A directory where the project wants a file or link (issue 38 item 10): `echo data > P; strata
+// snapshot create; rm P; mkdir P; strata snapshot restore 1` recorded P's file version, left the
+// directory, and printed "1 path changed" (a warning appeared in `strata status` only). Directories
+// are not versioned, so one that holds nothing but directories holds no data: the file replaces it.
+// One that holds anything else — files the project does not version (ignored names), or files not
+// captured yet — cannot be replaced without losing them: the restore is refused before it records
+// anything (ProjectHost.checkWritable), naming what is in the way.
+
+import { lstat, readdir, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StrataError } from '../../engine/errors.js';
+import { openBeneath } from '../beneath.js';
+
+/** Directories below a directory at most (a restore is refused rather than walking a huge tree). */
+const MAX_WALK = 10_000;
+
+function split(path: string): { dir: string; name: string } {
+  const slash = path.lastIndexOf('/');
+  return { dir: slash === -1 ? '' : path.slice(0, slash), name: path.slice(slash + 1) };
+}
+
+/**
+ * What below the directory at `path` is not a directory and not `removable` (a file the restore
+ * itself removes), as a project path; null when `path` is no directory (or nothing below blocks).
+ */
+export async function blockingBelow(root: string, path: string, removable: (path: string) => boolean): Promise<string | null> {
+  const { dir, name } = split(path);
+  const parent = await openBeneath(root, dir, { create: false });
+  if (parent.kind !== 'dir') return null;
+  try {
+    const top = parent.dir.entry(name);
+    const st = await lstat(top).catch(() => null);
+    if (st === null || !st.isDirectory()) return null;
+    const queue: Array<{ abs: string; rel: string }> = [{ abs: top, rel: path }];
+    for (let walked = 0; queue.length > 0; walked++) {
+      if (walked >= MAX_WALK) return `${path}/…`;
+      const { abs, rel } = queue.shift()!;
+      for (const child of await readdir(abs)) {
+        const childAbs = join(abs, child);
+        const childRel = `${rel}/${child}`;
+        const childSt = await lstat(childAbs).catch(() => null);
+        if (childSt === null) continue;
+        if (childSt.isDirectory()) queue.push({ abs: childAbs, rel: childRel });
+        else if (!removable(childRel)) return childRel;
+      }
+    }
+    return null;
+  } finally {
+    await parent.dir.close();
+  }
+}
+
+/** The refusal checkWritable throws for a directory in the way of a restored or written file. */
+export function directoryInTheWay(path: string, blocking: string): StrataError {
+  return new StrataError('PATH_IS_DIRECTORY', {
+    message: `'${path}' is a directory on disk, and '${blocking}' in it is not in the project's history: putting a file at '${path}' would delete it. Move it away and try again; nothing was changed`,
+    details: { path, blocking },
+  });
+}
+
+/**
+ * Removes the directory at `abs` (a name in a directory reached without links, BeneathDir.entry) if
+ * it holds nothing but directories; false when something else is in it (it is left as it was, but
+ * for the empty subdirectories removed on the way).
+ */
+export async function removeEmptyTree(abs: string): Promise<boolean> {
+  for (const child of await readdir(abs)) {
+    const childAbs = join(abs, child);
+    const st = await lstat(childAbs).catch(() => null);
+    if (st === null) continue;
+    if (!st.isDirectory() || !(await removeEmptyTree(childAbs))) return false;
+  }
+  try {
+    await rmdir(abs);
+    return true;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return true;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+    throw error;
+  }
+}
