@@ -12,6 +12,7 @@ import { StrataError } from '../engine/errors.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { isLoopbackAddress, parseListen } from '../server/serve.js';
+import { claimHome, type HomeClaim, type HomeClaimStatus } from '../server/home-claim.js';
 import { loadPepper, resolveEnvironment } from '../server/secrets.js';
 import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
 import type { WriteBackReport } from './mount/in-place/write-back.js';
@@ -30,10 +31,15 @@ export interface DaemonOptions {
   logger?: Logger;
   environment?: string;
   watch?: WatchOptions;
+  /**
+   * Another host took the home while this daemon used it (home-claim.ts): default, log it and exit the
+   * process at once (status 75), writing nothing more to the home's databases.
+   */
+  onHomeLost?: (error: StrataError) => void;
 }
 
 export interface DaemonStatus {
-  daemon: { pid: number; startedAt: string; uptimeSeconds: number; listen: string; url: string; home: string };
+  daemon: { pid: number; startedAt: string; uptimeSeconds: number; listen: string; url: string; home: string; homeClaim?: HomeClaimStatus };
   projects: ProjectStatus[];
 }
 
@@ -100,8 +106,33 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   // Logs go to stderr (stdout is the CLI's); STRATA_LOG_LEVEL=debug adds a line per captured version.
   const logger = options.logger ?? pino({ level: process.env['STRATA_LOG_LEVEL'] ?? 'info' }, pino.destination(2));
   await assertOwnHome(home);
-  const lock: DaemonLock = await acquireDaemonLock(layout.dir);
-  const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
+  // The home for this host first (a daemon of another node is refused, naming it), then one daemon
+  // on this host (daemon.lock).
+  const claim: HomeClaim = await claimHome(home, {
+    holder: 'strata daemon',
+    onWait: (message) => logger.warn(message),
+    onLost:
+      options.onHomeLost ??
+      ((error) => {
+        logger.fatal({ code: error.code, details: error.details }, error.message);
+        process.exit(75);
+      }),
+  });
+  let lock: DaemonLock;
+  try {
+    lock = await acquireDaemonLock(layout.dir);
+  } catch (error) {
+    await claim.release();
+    throw error;
+  }
+  const cleanups: Array<() => Promise<void> | void> = [() => claim.release(), () => lock.release()];
+  const homeClaim = claim.status();
+  if (homeClaim.network !== null) {
+    logger.warn(
+      { home, filesystem: homeClaim.network, locks: homeClaim.locks },
+      `the home is on a network filesystem (${homeClaim.network}): this host holds it (lease renewed every ${Math.round(homeClaim.renewMs / 1000)} s${homeClaim.locks === 'shared' ? ', and file locks the server enforces' : ''}); another host's Strata is refused until this daemon stops`,
+    );
+  }
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
   };
@@ -154,6 +185,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           listen,
           url,
           home,
+          homeClaim: claim.status(),
         },
         projects: [...runners.values()].map((runner) => runner.status()),
       }),
