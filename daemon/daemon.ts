@@ -14,7 +14,7 @@ import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { isLoopbackAddress, parseListen } from '../server/serve.js';
 import { claimHome, type HomeClaim, type HomeClaimStatus } from '../server/home-claim.js';
 import { loadPepper, resolveEnvironment } from '../server/secrets.js';
-import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
+import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, withPolling, writeDaemonConfig } from './config.js';
 import type { WriteBackReport } from './mount/in-place/write-back.js';
 import { acquireDaemonLock, type DaemonLock } from './lock.js';
 import { ensureLocalOwner, type LocalOwner } from './owner.js';
@@ -51,6 +51,8 @@ export interface RunningDaemon {
   addProject(input: RegisterInput): Promise<{ project: RegisteredProject; status: ProjectStatus }>;
   /** `strata unmount`: stops serving a mount project (an in-place one writes its tree back) until it is mounted again. */
   unmountProject(projectId: string): Promise<UnmountResult>;
+  /** `strata watch --poll [INTERVAL]` / `--no-poll`: kept in daemon.json; the project restarts that way. */
+  setPolling(projectId: string, pollMs: number | null): Promise<ProjectStatus>;
   project(projectId: string): ProjectRunner | undefined;
   stop(): Promise<void>;
 }
@@ -67,7 +69,7 @@ export interface UnmountResult {
 
 /** Only the fields daemon.json keeps (a RegisteredProject carries its name and `created` too). */
 function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
-  const { projectId, dir, mode, sync, inPlace, unmounted } = project;
+  const { projectId, dir, mode, sync, inPlace, unmounted, pollMs } = project;
   return {
     projectId,
     dir,
@@ -75,6 +77,7 @@ function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
     ...(sync === undefined ? {} : { sync }),
     ...(inPlace === true ? { inPlace } : {}),
     ...(unmounted === true ? { unmounted } : {}),
+    ...(pollMs === undefined ? {} : { pollMs }),
   };
 }
 
@@ -260,6 +263,26 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           config = next;
         }
         return { projectId, dir: entry.dir, inPlace, wasMounted, writeBack };
+      },
+      async setPolling(projectId, pollMs) {
+        const entry = config.projects.find((p) => p.projectId === projectId);
+        if (entry === undefined) throw new StrataError('PROJECT_NOT_FOUND', { message: 'This daemon has no such project', details: { projectId } });
+        const next = withPolling(entry, pollMs);
+        if (next.pollMs !== entry.pollMs) {
+          const saved: DaemonConfig = { ...config, projects: config.projects.map((p) => (p === entry ? next : p)) };
+          await writeDaemonConfig(home, saved);
+          config = saved;
+          const runner = runners.get(projectId);
+          if (runner !== undefined) {
+            // Watched differently from now on: the host restarts (its catch-up scan finds what changed meanwhile).
+            await runner.stop();
+            runners.delete(projectId);
+          }
+          const again = new ProjectRunner(configOf(next), runnerDeps);
+          runners.set(projectId, again);
+          await again.start();
+        }
+        return runners.get(projectId)?.status() ?? Promise.reject(new StrataError('PROJECT_NOT_FOUND', { details: { projectId } }));
       },
       project: (projectId) => runners.get(projectId),
       stop() {

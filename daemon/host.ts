@@ -76,6 +76,11 @@ export interface HostStatus {
   state: HostState;
   /** e.g. 'inotify', 'polling' (watch) or 'fuse' (mount) */
   backend?: string;
+  /**
+   * watch mode while polling: the interval, and why: the project's setting (`strata watch --poll`), a
+   * network filesystem, the inotify watch limit, or the daemon's options (tests)
+   */
+  poll?: { intervalMs: number; reason: 'setting' | 'network' | 'inotify-limit' | 'forced' } | null;
   scan?: ScanProgress | null;
   /** loud, user-facing conditions: polling fallback on NFS, inotify limit reached, stale mount removed */
   warnings: string[];

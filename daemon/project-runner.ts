@@ -33,6 +33,8 @@ export interface ProjectStatus extends CaptureStats {
   mode: ProjectMode;
   state: HostStatus['state'];
   backend: string | null;
+  /** watch mode while polling: every how long, and why (null otherwise; absent from older daemons) */
+  poll?: HostStatus['poll'];
   scan: HostStatus['scan'];
   warnings: string[];
   error?: HostStatus['error'];
@@ -185,7 +187,9 @@ export class ProjectRunner {
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
         ...(this.config.inPlace === true ? { inPlace: true } : {}),
       };
-      const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, reloadIgnore: () => rules.reload() }) : await mountFactory();
+      // `strata watch --poll`: the project's own setting wins over the daemon's defaults.
+      const polled = this.config.pollMs === undefined ? {} : { forcePolling: true, pollMs: this.config.pollMs, pollChosen: true };
+      const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, ...polled, reloadIgnore: () => rules.reload() }) : await mountFactory();
       host = factory(ctx);
       this.#host = host;
       this.#sync = this.#createSync(log);
@@ -275,6 +279,7 @@ export class ProjectRunner {
       mode: this.config.mode,
       state: this.#startError ? 'error' : (host?.state ?? 'starting'),
       backend: host?.backend ?? null,
+      poll: host?.poll ?? null,
       scan: host?.scan ?? null,
       warnings: [...(host?.warnings ?? []), ...historyWarning(capture.historyNotKept)],
       ...capture,

@@ -8,10 +8,19 @@ import { StrataError } from '../engine/errors.js';
 import { principalOf } from '../control-api/request-context.js';
 import type { App, RouteDeps } from '../control-api/route-deps.js';
 import { EmptyBody, ProjectParams } from '../control-api/schemas.js';
+import { MAX_POLL_MS, MIN_POLL_MS } from './config.js';
 import type { RunningDaemon } from './daemon.js';
 import { normalizeServerUrl } from './sync/link.js';
 
 const tags = ['daemon'];
+const WatchSettingsBody = Type.Object(
+  {
+    pollMs: Type.Union([Type.Integer({ minimum: MIN_POLL_MS, maximum: MAX_POLL_MS }), Type.Null()], {
+      description: 'scan the directory this often instead of waiting for inotify events; null: back to events (or automatic polling on a known network filesystem)',
+    }),
+  },
+  { additionalProperties: false },
+);
 const AddProjectBody = Type.Object(
   {
     dir: Type.String({ minLength: 1, maxLength: 4096, description: 'absolute path of the directory to bind' }),
@@ -91,6 +100,18 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
       if (!runner) throw new StrataError('PROJECT_NOT_FOUND', { message: 'This daemon does not run that project', details: { projectId: request.params.projectId } });
       await runner.resetGuard();
       return runner.status();
+    },
+  );
+
+  app.put(
+    '/v1/daemon/projects/:projectId/watch',
+    {
+      schema: { params: ProjectParams, body: WatchSettingsBody },
+      config: { doc: { summary: 'How a watched project learns of changes: polling at an interval, or inotify events (kept in daemon.json)', tags } },
+    },
+    async (request) => {
+      await authorizeOrg(access, principalOf(request), daemon.owner.orgId, 'manage');
+      return daemon.setPolling(request.params.projectId, request.body.pollMs);
     },
   );
 

@@ -43,6 +43,14 @@ function scanText(project: ProjectStatus): string {
   return ` ${scan.kind} scan ${scan.done}/${scan.total}`;
 }
 
+/** ` (polling every 5 s)`; a daemon of an older version sends `backend` only. */
+function pollText(p: ProjectStatus): string {
+  if (p.backend !== 'polling') return '';
+  const poll = p.poll ?? null;
+  if (poll === null) return ' (polling)';
+  return ` (polling every ${duration(poll.intervalMs)}${poll.reason === 'setting' ? ', --poll' : ''})`;
+}
+
 function duration(ms: number): string {
   if (ms < 1_000) return `${ms} ms`;
   if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s`;
@@ -109,7 +117,7 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     doc.projects.map((p) => {
       if (!('captured' in p)) return [p.name ?? p.projectId, p.mode, p.state, '', '', '', p.dir ?? '-'];
       const last = p.lastVersion ? `${p.lastVersion.path} ${formatTime(p.lastVersion.timestamp)}` : '';
-      return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, p.captured, last, p.dir];
+      return [p.name ?? p.projectId, p.mode, `${p.state}${pollText(p)}${scanText(p)}`, p.pending, p.captured, last, p.dir];
     }),
   );
   for (const p of doc.projects) {
