@@ -16,6 +16,7 @@ import { claimHome, type HomeClaim, type HomeClaimStatus } from '../server/home-
 import { loadPepper, resolveEnvironment } from '../server/secrets.js';
 import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, withPolling, writeDaemonConfig } from './config.js';
 import type { WriteBackReport } from './mount/in-place/write-back.js';
+import { chooseStagingDir, type StagingChoice } from './mount/staging-dir.js';
 import { acquireDaemonLock, type DaemonLock } from './lock.js';
 import { ensureLocalOwner, type LocalOwner } from './owner.js';
 import { ProjectRunner, type ProjectStatus } from './project-runner.js';
@@ -39,7 +40,17 @@ export interface DaemonOptions {
 }
 
 export interface DaemonStatus {
-  daemon: { pid: number; startedAt: string; uptimeSeconds: number; listen: string; url: string; home: string; homeClaim?: HomeClaimStatus };
+  daemon: {
+    pid: number;
+    startedAt: string;
+    uptimeSeconds: number;
+    listen: string;
+    url: string;
+    home: string;
+    homeClaim?: HomeClaimStatus;
+    /** where mounts stage their writes (mount/staging-dir.ts) */
+    staging?: Pick<StagingChoice, 'dir' | 'where' | 'warning'>;
+  };
   projects: ProjectStatus[];
 }
 
@@ -157,7 +168,11 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     const owner = await ensureLocalOwner(home, access);
     const state: DaemonState = openDaemonState(layout.state);
     cleanups.push(() => state.close());
-    await mkdir(layout.staging, { recursive: true, mode: 0o700 });
+    // A mount stages on local disk when the home is on a network filesystem (mount/staging-dir.ts).
+    const staging = await chooseStagingDir(home, layout.staging);
+    await mkdir(staging.dir, { recursive: true, mode: 0o700 });
+    if (staging.warning !== null) logger.warn(staging.warning);
+    else if (staging.where === 'local') logger.info({ staging: staging.dir }, `mounts stage their writes in ${staging.dir} (this machine's disk), not in the home on ${staging.homeNetwork ?? 'another filesystem'}`);
 
     const runners = new Map<string, ProjectRunner>();
     const runnerDeps = {
@@ -166,7 +181,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       state,
       logger,
       home,
-      stagingDir: layout.staging,
+      stagingDir: staging.dir,
+      ...(staging.dir === layout.staging ? {} : { formerStagingDir: layout.staging }),
       store: local.store,
       ...(options.watch ? { watch: options.watch } : {}),
     };
@@ -189,6 +205,7 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           url,
           home,
           homeClaim: claim.status(),
+          staging: { dir: staging.dir, where: staging.where, warning: staging.warning },
         },
         projects: [...runners.values()].map((runner) => runner.status()),
       }),

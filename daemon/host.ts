@@ -221,8 +221,13 @@ export interface HostContext {
   capture: CapturePipeline;
   /** the Strata home */
   home: string;
-  /** `<home>/daemon/staging`: same filesystem as the content store */
+  /**
+   * Where the mount stages: `<home>/daemon/staging` (the store's filesystem), or a local disk directory
+   * when the home is on a network filesystem (mount/staging-dir.ts)
+   */
   stagingDir: string;
+  /** the other place a mount may have staged in an earlier run, for its crash leftovers (recovery.ts) */
+  formerStagingDir?: string;
   /**
    * The home's local content store, for reads that must not go through a stream (the mount's
    * positional reads). Writes still go through the engine (capture pipeline).

@@ -81,6 +81,7 @@ export interface RunnerDeps {
   logger: Logger;
   home: string;
   stagingDir: string;
+  formerStagingDir?: string;
   store?: ContentStore;
   watch?: WatchOptions;
 }
@@ -184,6 +185,7 @@ export class ProjectRunner {
         capture: pipeline,
         home: this.#deps.home,
         stagingDir: this.#deps.stagingDir,
+        ...(this.#deps.formerStagingDir === undefined ? {} : { formerStagingDir: this.#deps.formerStagingDir }),
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
         ...(this.config.inPlace === true ? { inPlace: true } : {}),
       };
