@@ -107,6 +107,9 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
       const proof = claim.locks === 'shared' ? 'file locks and a lease' : `a lease renewed every ${Math.round(claim.renewMs / 1000)} s${claim.locks === 'none' ? ' (the filesystem has no locks)' : ' (its locks do not reach other hosts)'}`;
       ctx.output.line(`home: on ${sanitizeLine(claim.network)}, held by this host (${claim.host}) with ${proof}; another host's Strata is refused meanwhile`);
     }
+    const staging = d.staging;
+    if (staging?.where === 'local' && doc.projects.some((p) => p.mode === 'mount')) ctx.output.line(`mounts stage their writes in ${sanitizeLine(staging.dir)} (this machine's disk)`);
+    if (staging?.warning) ctx.output.warn(sanitizeLine(staging.warning));
   }
   if (doc.projects.length === 0) {
     ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
