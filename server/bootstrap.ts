@@ -22,7 +22,7 @@ async function withRepository<T>(home: string, env: NodeJS.ProcessEnv, fn: (repo
     }
   };
   // The home's SQLite is used from one host at a time (home-claim.ts); Postgres needs no such care.
-  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata admin', run) : run();
+  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata admin', run, { existingOnly: !options.migrate }) : run();
 }
 
 /**

@@ -29,7 +29,7 @@
 // STRATA_HOME_FILE_LOCKS=0 leaves the locks out (lease only): for an NFSv3 server that keeps a dead
 // client's locks until that client reboots, which would otherwise hold the home for good.
 
-import { constants as fsConstants, openSync, realpathSync } from 'node:fs';
+import { constants as fsConstants, existsSync, openSync, realpathSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { constants as os } from 'node:os';
@@ -464,7 +464,10 @@ export async function readHomeRecord(home: string): Promise<LeaseRecord | null> 
  * Runs `fn` with `home` claimed for this host: the CLI's in-process commands (init without a daemon,
  * fsck and gc --home, admin bootstrap ...) open the home's databases as the daemon does.
  */
-export async function withHomeClaim<T>(home: string, holder: string, fn: () => Promise<T>): Promise<T> {
+export async function withHomeClaim<T>(home: string, holder: string, fn: () => Promise<T>, options: { existingOnly?: boolean } = {}): Promise<T> {
+  // A command that creates nothing (fsck, gc) on a directory that holds no home: nothing to claim, and
+  // no lock file to leave behind; it refuses by itself (NO_STRATA_DATA).
+  if (options.existingOnly === true && !existsSync(join(home, 'metadata.sqlite'))) return fn();
   const claim = await claimHome(home, { holder, onWait: (message) => process.stderr.write(`strata: ${message}\n`) });
   try {
     return await fn();

@@ -40,7 +40,7 @@ async function withLocalEngine<T>(options: HomeOptions, fn: (engine: Engine) => 
     }
   };
   // A home's SQLite is used from one host at a time (home-claim.ts); Postgres needs no such care.
-  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata fsck/gc', run) : run();
+  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata fsck/gc', run, { existingOnly: true }) : run();
 }
 
 export function registerMaintenanceCommands(program: Command): void {

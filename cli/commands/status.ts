@@ -112,7 +112,7 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     if (staging?.warning) ctx.output.warn(sanitizeLine(staging.warning));
   }
   if (doc.projects.length === 0) {
-    ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
+    if (doc.elsewhere === null) ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
     return;
   }
   ctx.output.table(
