@@ -26,7 +26,9 @@ describe('a mount with its home on a network filesystem', () => {
     let mounted: Awaited<ReturnType<typeof mountProject>> | undefined;
     let localStaging: string | undefined;
     try {
-      mounted = await mountProject({ root });
+      // A home whose locks stay on this client is claimed twice here (init, then the daemon), each
+      // claim reading its record back after a moment (home-claim-keeper.ts): slower to come up.
+      mounted = await mountProject({ root, timeoutMs: 90_000 });
       const status = await mounted.api<DaemonStatus>('GET', '/v1/daemon/status');
       localStaging = status.daemon.staging?.dir;
       expect(status.daemon.homeClaim?.network).toBe(`fuse.juicefs (${backing})`);
