@@ -8,6 +8,7 @@ import { type GlobalFlags, type ResolvedTarget, resolveTarget } from './config.j
 import { loadLogin, tokenSourceFor } from './credentials.js';
 import { CliError, EXIT } from './errors.js';
 import { toProjectPath } from './file-paths.js';
+import { refuseIfElsewhere } from './home-elsewhere.js';
 import { createOutput, type Output } from './output.js';
 import { CLI_VERSION } from './version.js';
 
@@ -50,6 +51,8 @@ export function contextFor(command: Command): CommandContext {
       const resolved = ctx.target();
       if (resolved.daemonDown !== undefined) {
         const { home, dir } = resolved.daemonDown;
+        // On another node of a cluster the daemon runs all the same, on the node that holds the home.
+        refuseIfElsewhere(home, 'this command');
         throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} (the home of the project in ${dir}) is not running: start it with \`strata daemon\` (or \`strata watch ${dir}\`)`, {
           exitCode: EXIT.unreachable,
         });

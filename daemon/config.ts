@@ -11,6 +11,10 @@ import type { ProjectMode } from './host.js';
 import { parseSyncLink, type SyncLink } from './sync/link.js';
 
 export const DEFAULT_DAEMON_LISTEN = '127.0.0.1:7421';
+/** `strata watch --poll`: the interval without one, and the bounds of one given */
+export const DEFAULT_POLL_MS = 5_000;
+export const MIN_POLL_MS = 1_000;
+export const MAX_POLL_MS = 3_600_000;
 
 export interface DaemonProjectConfig {
   projectId: string;
@@ -26,6 +30,12 @@ export interface DaemonProjectConfig {
   inPlace?: boolean;
   /** Mount mode: `strata unmount DIR` stopped it; the daemon leaves it alone until `strata mount DIR`. */
   unmounted?: boolean;
+  /**
+   * Watch mode: scan the directory every `pollMs` instead of waiting for inotify events (`strata watch
+   * --poll`): for a directory other machines write to, on a network filesystem Strata does not
+   * recognise as one (issue 38 item 13). Absent: events, or polling where the filesystem is known.
+   */
+  pollMs?: number;
 }
 
 export interface DaemonConfig {
@@ -85,9 +95,22 @@ export function readDaemonConfig(home: string): DaemonConfig {
         ...(sync === undefined ? {} : { sync }),
         ...(mode === 'mount' && item['inPlace'] === true ? { inPlace: true } : {}),
         ...(mode === 'mount' && item['unmounted'] === true ? { unmounted: true } : {}),
+        ...(mode === 'watch' && typeof item['pollMs'] === 'number' && item['pollMs'] >= MIN_POLL_MS ? { pollMs: item['pollMs'] } : {}),
       };
     }),
   };
+}
+
+/** `entry` polled every `pollMs` (null: back to events); INVALID_ARGUMENT for a mount project. */
+export function withPolling(entry: DaemonProjectConfig, pollMs: number | null): DaemonProjectConfig {
+  if (entry.mode !== 'watch') {
+    throw new StrataError('INVALID_ARGUMENT', {
+      message: `${entry.dir} is mounted, not watched: a mount sees every write made through it, and polling is for watched directories`,
+      details: { field: 'poll', dir: entry.dir, mode: entry.mode },
+    });
+  }
+  const { pollMs: _previous, ...rest } = entry;
+  return pollMs === null ? rest : { ...rest, pollMs };
 }
 
 export async function writeDaemonConfig(home: string, config: DaemonConfig): Promise<void> {

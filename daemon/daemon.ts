@@ -13,9 +13,11 @@ import { StrataError } from '../engine/errors.js';
 import { createIdGenerator } from '../engine/ids.js';
 import { type LocalEngine, openLocalEngine } from '../engine/local.js';
 import { isLoopbackAddress, parseListen } from '../server/serve.js';
+import { claimHome, type HomeClaim, type HomeClaimStatus } from '../server/home-claim.js';
 import { loadPepper, resolveEnvironment } from '../server/secrets.js';
-import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, writeDaemonConfig } from './config.js';
+import { type DaemonConfig, type DaemonProjectConfig, daemonLayout, readDaemonConfig, withPolling, writeDaemonConfig } from './config.js';
 import type { WriteBackReport } from './mount/in-place/write-back.js';
+import { chooseStagingDir, type StagingChoice } from './mount/staging-dir.js';
 import { acquireDaemonLock, type DaemonLock } from './lock.js';
 import { ensureLocalOwner, type LocalOwner } from './owner.js';
 import { ProjectRunner, type ProjectStatus } from './project-runner.js';
@@ -31,10 +33,25 @@ export interface DaemonOptions {
   logger?: Logger;
   environment?: string;
   watch?: WatchOptions;
+  /**
+   * Another host took the home while this daemon used it (home-claim.ts): default, log it and exit the
+   * process at once (status 75), writing nothing more to the home's databases.
+   */
+  onHomeLost?: (error: StrataError) => void;
 }
 
 export interface DaemonStatus {
-  daemon: { pid: number; startedAt: string; uptimeSeconds: number; listen: string; url: string; home: string };
+  daemon: {
+    pid: number;
+    startedAt: string;
+    uptimeSeconds: number;
+    listen: string;
+    url: string;
+    home: string;
+    homeClaim?: HomeClaimStatus;
+    /** where mounts stage their writes (mount/staging-dir.ts) */
+    staging?: Pick<StagingChoice, 'dir' | 'where' | 'warning'>;
+  };
   projects: ProjectStatus[];
 }
 
@@ -46,6 +63,8 @@ export interface RunningDaemon {
   addProject(input: RegisterInput): Promise<{ project: RegisteredProject; status: ProjectStatus }>;
   /** `strata unmount`: stops serving a mount project (an in-place one writes its tree back) until it is mounted again. */
   unmountProject(projectId: string): Promise<UnmountResult>;
+  /** `strata watch --poll [INTERVAL]` / `--no-poll`: kept in daemon.json; the project restarts that way. */
+  setPolling(projectId: string, pollMs: number | null): Promise<ProjectStatus>;
   project(projectId: string): ProjectRunner | undefined;
   stop(): Promise<void>;
 }
@@ -62,7 +81,7 @@ export interface UnmountResult {
 
 /** Only the fields daemon.json keeps (a RegisteredProject carries its name and `created` too). */
 function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
-  const { projectId, dir, mode, sync, inPlace, unmounted } = project;
+  const { projectId, dir, mode, sync, inPlace, unmounted, pollMs } = project;
   return {
     projectId,
     dir,
@@ -70,6 +89,7 @@ function configOf(project: DaemonProjectConfig): DaemonProjectConfig {
     ...(sync === undefined ? {} : { sync }),
     ...(inPlace === true ? { inPlace } : {}),
     ...(unmounted === true ? { unmounted } : {}),
+    ...(pollMs === undefined ? {} : { pollMs }),
   };
 }
 
@@ -101,8 +121,33 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
   // Logs go to stderr (stdout is the CLI's); STRATA_LOG_LEVEL=debug adds a line per captured version.
   const logger = options.logger ?? pino({ level: process.env['STRATA_LOG_LEVEL'] ?? 'info' }, pino.destination(2));
   await assertOwnHome(home);
-  const lock: DaemonLock = await acquireDaemonLock(layout.dir);
-  const cleanups: Array<() => Promise<void> | void> = [() => lock.release()];
+  // The home for this host first (a daemon of another node is refused, naming it), then one daemon
+  // on this host (daemon.lock).
+  const claim: HomeClaim = await claimHome(home, {
+    holder: 'strata daemon',
+    onWait: (message) => logger.warn(message),
+    onLost:
+      options.onHomeLost ??
+      ((error) => {
+        logger.fatal({ code: error.code, details: error.details }, error.message);
+        process.exit(75);
+      }),
+  });
+  let lock: DaemonLock;
+  try {
+    lock = await acquireDaemonLock(layout.dir);
+  } catch (error) {
+    await claim.release();
+    throw error;
+  }
+  const cleanups: Array<() => Promise<void> | void> = [() => claim.release(), () => lock.release()];
+  const homeClaim = claim.status();
+  if (homeClaim.network !== null) {
+    logger.warn(
+      { home, filesystem: homeClaim.network, locks: homeClaim.locks },
+      `the home is on a network filesystem (${homeClaim.network}): this host holds it (lease renewed every ${Math.round(homeClaim.renewMs / 1000)} s${homeClaim.locks === 'shared' ? ', and file locks the server enforces' : ''}); another host's Strata is refused until this daemon stops`,
+    );
+  }
   const cleanup = async () => {
     for (const step of cleanups.reverse()) await step();
   };
@@ -124,7 +169,11 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
     const owner = await ensureLocalOwner(home, access);
     const state: DaemonState = openDaemonState(layout.state);
     cleanups.push(() => state.close());
-    await mkdir(layout.staging, { recursive: true, mode: 0o700 });
+    // A mount stages on local disk when the home is on a network filesystem (mount/staging-dir.ts).
+    const staging = await chooseStagingDir(home, layout.staging);
+    await mkdir(staging.dir, { recursive: true, mode: 0o700 });
+    if (staging.warning !== null) logger.warn(staging.warning);
+    else if (staging.where === 'local') logger.info({ staging: staging.dir }, `mounts stage their writes in ${staging.dir} (this machine's disk), not in the home on ${staging.homeNetwork ?? 'another filesystem'}`);
 
     const runners = new Map<string, ProjectRunner>();
     const runnerDeps = {
@@ -133,7 +182,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
       state,
       logger,
       home,
-      stagingDir: layout.staging,
+      stagingDir: staging.dir,
+      ...(staging.dir === layout.staging ? {} : { formerStagingDir: layout.staging }),
       store: local.store,
       ...(options.watch ? { watch: options.watch } : {}),
     };
@@ -155,6 +205,8 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           listen,
           url,
           home,
+          homeClaim: claim.status(),
+          staging: { dir: staging.dir, where: staging.where, warning: staging.warning },
         },
         projects: [...runners.values()].map((runner) => runner.status()),
       }),
@@ -229,6 +281,26 @@ export async function startDaemon(options: DaemonOptions): Promise<RunningDaemon
           config = next;
         }
         return { projectId, dir: entry.dir, inPlace, wasMounted, writeBack };
+      },
+      async setPolling(projectId, pollMs) {
+        const entry = config.projects.find((p) => p.projectId === projectId);
+        if (entry === undefined) throw new StrataError('PROJECT_NOT_FOUND', { message: 'This daemon has no such project', details: { projectId } });
+        const next = withPolling(entry, pollMs);
+        if (next.pollMs !== entry.pollMs) {
+          const saved: DaemonConfig = { ...config, projects: config.projects.map((p) => (p === entry ? next : p)) };
+          await writeDaemonConfig(home, saved);
+          config = saved;
+          const runner = runners.get(projectId);
+          if (runner !== undefined) {
+            // Watched differently from now on: the host restarts (its catch-up scan finds what changed meanwhile).
+            await runner.stop();
+            runners.delete(projectId);
+          }
+          const again = new ProjectRunner(configOf(next), runnerDeps);
+          runners.set(projectId, again);
+          await again.start();
+        }
+        return runners.get(projectId)?.status() ?? Promise.reject(new StrataError('PROJECT_NOT_FOUND', { details: { projectId } }));
       },
       project: (projectId) => runners.get(projectId),
       stop() {

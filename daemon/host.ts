@@ -76,6 +76,11 @@ export interface HostStatus {
   state: HostState;
   /** e.g. 'inotify', 'polling' (watch) or 'fuse' (mount) */
   backend?: string;
+  /**
+   * watch mode while polling: the interval, and why: the project's setting (`strata watch --poll`), a
+   * network filesystem, the inotify watch limit, or the daemon's options (tests)
+   */
+  poll?: { intervalMs: number; reason: 'setting' | 'network' | 'inotify-limit' | 'forced' } | null;
   scan?: ScanProgress | null;
   /** loud, user-facing conditions: polling fallback on NFS, inotify limit reached, stale mount removed */
   warnings: string[];
@@ -235,8 +240,13 @@ export interface HostContext {
   capture: CapturePipeline;
   /** the Strata home */
   home: string;
-  /** `<home>/daemon/staging`: same filesystem as the content store */
+  /**
+   * Where the mount stages: `<home>/daemon/staging` (the store's filesystem), or a local disk directory
+   * when the home is on a network filesystem (mount/staging-dir.ts)
+   */
   stagingDir: string;
+  /** the other place a mount may have staged in an earlier run, for its crash leftovers (recovery.ts) */
+  formerStagingDir?: string;
   /**
    * The host recorded versions through an engine other than `engine` (the mount's capture thread has
    * its own), whose listeners therefore heard nothing: sync's push loop is told here.

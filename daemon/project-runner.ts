@@ -33,6 +33,8 @@ export interface ProjectStatus extends CaptureStats {
   mode: ProjectMode;
   state: HostStatus['state'];
   backend: string | null;
+  /** watch mode while polling: every how long, and why (null otherwise; absent from older daemons) */
+  poll?: HostStatus['poll'];
   scan: HostStatus['scan'];
   warnings: string[];
   error?: HostStatus['error'];
@@ -79,6 +81,7 @@ export interface RunnerDeps {
   logger: Logger;
   home: string;
   stagingDir: string;
+  formerStagingDir?: string;
   store?: ContentStore;
   watch?: WatchOptions;
 }
@@ -183,10 +186,13 @@ export class ProjectRunner {
         home: this.#deps.home,
         stagingDir: this.#deps.stagingDir,
         versioned: () => this.#sync?.wake(),
+        ...(this.#deps.formerStagingDir === undefined ? {} : { formerStagingDir: this.#deps.formerStagingDir }),
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
         ...(this.config.inPlace === true ? { inPlace: true } : {}),
       };
-      const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, reloadIgnore: () => rules.reload() }) : await mountFactory();
+      // `strata watch --poll`: the project's own setting wins over the daemon's defaults.
+      const polled = this.config.pollMs === undefined ? {} : { forcePolling: true, pollMs: this.config.pollMs, pollChosen: true };
+      const factory = mode === 'watch' ? watchHostFactory({ ...this.#deps.watch, ...polled, reloadIgnore: () => rules.reload() }) : await mountFactory();
       host = factory(ctx);
       this.#host = host;
       this.#sync = this.#createSync(log);
@@ -291,6 +297,7 @@ export class ProjectRunner {
       mode: this.config.mode,
       state: this.#startError ? 'error' : (host?.state ?? 'starting'),
       backend: host?.backend ?? null,
+      poll: host?.poll ?? null,
       scan: host?.scan ?? null,
       warnings: [...(host?.warnings ?? []), ...historyWarning(capture.historyNotKept)],
       ...capture,

@@ -8,12 +8,21 @@ import { StrataError } from '../engine/errors.js';
 import { principalOf } from '../control-api/request-context.js';
 import type { App, RouteDeps } from '../control-api/route-deps.js';
 import { EmptyBody, ProjectParams } from '../control-api/schemas.js';
+import { MAX_POLL_MS, MIN_POLL_MS } from './config.js';
 import type { RunningDaemon } from './daemon.js';
 import { normalizeServerUrl } from './sync/link.js';
 
 const tags = ['daemon'];
 const SyncQuery = Type.Object(
   { verify: Type.Optional(Type.Boolean({ description: "also ask each server now whether it has changes not applied here (what `strata sync wait` relies on)" })) },
+  { additionalProperties: false },
+);
+const WatchSettingsBody = Type.Object(
+  {
+    pollMs: Type.Union([Type.Integer({ minimum: MIN_POLL_MS, maximum: MAX_POLL_MS }), Type.Null()], {
+      description: 'scan the directory this often instead of waiting for inotify events; null: back to events (or automatic polling on a known network filesystem)',
+    }),
+  },
   { additionalProperties: false },
 );
 const AddProjectBody = Type.Object(
@@ -119,6 +128,19 @@ export function registerDaemonRoutes(app: App, { access }: RouteDeps, daemon: Ru
       return { projects };
     },
   );
+
+  app.put(
+    '/v1/daemon/projects/:projectId/watch',
+    {
+      schema: { params: ProjectParams, body: WatchSettingsBody },
+      config: { doc: { summary: 'How a watched project learns of changes: polling at an interval, or inotify events (kept in daemon.json)', tags } },
+    },
+    async (request) => {
+      await authorizeOrg(access, principalOf(request), daemon.owner.orgId, 'manage');
+      return daemon.setPolling(request.params.projectId, request.body.pollMs);
+    },
+  );
+
 
   app.post(
     '/v1/daemon/projects/:projectId/sync/confirm',

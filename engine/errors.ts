@@ -72,6 +72,8 @@ export const ERROR_CATALOGUE = {
   DAEMON_RUNNING: { status: 409, message: 'A Strata daemon already runs for this home' },
   // server homes: `strata serve` and migrate-storage hold <home>/server.lock (server/home-lock.ts)
   HOME_IN_USE: { status: 409, message: 'Another Strata process (`strata serve` or `strata admin migrate-storage`) holds this home; stop it first' },
+  // any home: it is used from one host at a time (server/home-claim.ts, issue 38)
+  HOME_HELD_BY_HOST: { status: 409, message: 'The Strata home is in use on another host; a home is used from one host at a time' },
   WRITE_BACK_PENDING: { status: 409, message: "The directory does not hold the project's latest files yet: its in-place mount ended without writing them back" },
   // git interop (issue 4)
   GIT_STREAM_INVALID: { status: 400, message: 'The git fast-import stream is invalid' },

@@ -94,7 +94,7 @@ async function makeFreshHomePrivate(home: string): Promise<void> {
   await chmod(home, 0o700);
 }
 
-const FRESH_HOME_ENTRIES = new Set(['daemon', 'daemon.json', 'secrets', 'store', 'server.lock']);
+const FRESH_HOME_ENTRIES = new Set(['daemon', 'daemon.json', 'secrets', 'store', 'server.lock', 'home.lock']);
 
 /**
  * An engine over storage the caller opened (the server's Postgres and S3, server/server-storage.ts);

@@ -5,6 +5,7 @@ import type { MetadataRepository } from '../engine/ports/metadata-repository.js'
 import { type Clock, systemClock } from '../engine/ports/world.js';
 import { PG_LATEST_SCHEMA_VERSION } from '../engine/storage/pg-migrations.js';
 import { LATEST_SCHEMA_VERSION } from '../engine/storage/sqlite-migrations.js';
+import { withHomeClaim } from './home-claim.js';
 import { loadPepper, resolveEnvironment } from './secrets.js';
 import { openServerRepository, requireSharedPepper, storageUrls } from './server-storage.js';
 
@@ -12,12 +13,16 @@ import { openServerRepository, requireSharedPepper, storageUrls } from './server
 // URLs name (STRATA_DATABASE_URL: Postgres; else the home's SQLite), never through the API.
 
 async function withRepository<T>(home: string, env: NodeJS.ProcessEnv, fn: (repository: MetadataRepository) => Promise<T>, options: { migrate: boolean }): Promise<T> {
-  const repository = await openServerRepository(home, storageUrls(env), options);
-  try {
-    return await fn(repository);
-  } finally {
-    await repository.close();
-  }
+  const run = async () => {
+    const repository = await openServerRepository(home, storageUrls(env), options);
+    try {
+      return await fn(repository);
+    } finally {
+      await repository.close();
+    }
+  };
+  // The home's SQLite is used from one host at a time (home-claim.ts); Postgres needs no such care.
+  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata admin', run, { existingOnly: !options.migrate }) : run();
 }
 
 /**
@@ -79,14 +84,16 @@ export async function migrateHome(home: string, env: NodeJS.ProcessEnv = process
     const { applyMigrations } = await import('../engine/storage/sqlite-migrations.js');
     const { homeLayout } = await import('../engine/local.js');
     await mkdir(home, { recursive: true, mode: 0o700 });
-    const db = new Database(homeLayout(home).metadata);
-    try {
-      db.pragma('busy_timeout = 30000');
-      db.pragma('journal_mode = WAL');
-      return { database: 'sqlite', schemaVersion: LATEST_SCHEMA_VERSION, applied: applyMigrations(db) };
-    } finally {
-      db.close();
-    }
+    return withHomeClaim(home, 'strata serve --migrate-only', async () => {
+      const db = new Database(homeLayout(home).metadata);
+      try {
+        db.pragma('busy_timeout = 30000');
+        db.pragma('journal_mode = WAL');
+        return { database: 'sqlite' as const, schemaVersion: LATEST_SCHEMA_VERSION, applied: applyMigrations(db) };
+      } finally {
+        db.close();
+      }
+    });
   }
   const { PgDatabase, pgError } = await import('../engine/storage/pg-db.js');
   const { applyPgMigrations } = await import('../engine/storage/pg-migrations.js');

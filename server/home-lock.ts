@@ -7,11 +7,13 @@
 //
 // The lock is per home directory: replicas on Postgres + S3 each have a home of their own (scratch
 // only) and never block each other. A crashed holder's lock is stale and blocks nobody (pid-lock.ts).
+// A pid means nothing on another host: both first claim the home for this host (home-claim.ts).
 
 import { join } from 'node:path';
 import { daemonLayout } from '../daemon/config.js';
 import { daemonLockOwner } from '../daemon/lock.js';
 import { StrataError } from '../engine/errors.js';
+import { claimHome, type HomeClaimOptions } from './home-claim.js';
 import { acquirePidLock, type PidLock, type PidLockHolder } from './pid-lock.js';
 
 const SERVE = 'strata serve';
@@ -31,10 +33,29 @@ function inUse(home: string, file: string, owner: PidLockHolder | undefined, the
   });
 }
 
+/** The home claimed for this host, then `lock` taken; one release lets both go. */
+async function claimed(home: string, holder: string, options: Pick<HomeClaimOptions, 'onWait' | 'onLost'>, lock: () => Promise<PidLock>): Promise<PidLock> {
+  const claim = await claimHome(home, { holder, ...options });
+  let pidLock: PidLock;
+  try {
+    pidLock = await lock();
+  } catch (error) {
+    await claim.release();
+    throw error;
+  }
+  return {
+    async release() {
+      await pidLock.release().finally(() => claim.release());
+    },
+  };
+}
+
 /** `strata serve`: one server per home. */
-export function acquireServeLock(home: string): Promise<PidLock> {
+export function acquireServeLock(home: string, options: Pick<HomeClaimOptions, 'onWait' | 'onLost'> = {}): Promise<PidLock> {
   const file = serverLockFile(home);
-  return acquirePidLock(file, (owner) => inUse(home, file, owner, owner?.holder === MIGRATE ? 'serve it once the migration has finished' : 'stop it first, or give this server a home of its own'), SERVE);
+  return claimed(home, SERVE, options, () =>
+    acquirePidLock(file, (owner) => inUse(home, file, owner, owner?.holder === MIGRATE ? 'serve it once the migration has finished' : 'stop it first, or give this server a home of its own'), SERVE),
+  );
 }
 
 /**
@@ -50,5 +71,5 @@ export async function acquireMigrateLock(home: string): Promise<PidLock> {
     });
   }
   const file = serverLockFile(home);
-  return acquirePidLock(file, (owner) => inUse(home, file, owner, 'stop the server first (writes it takes during the copy would be lost), then migrate'), MIGRATE);
+  return claimed(home, MIGRATE, {}, () => acquirePidLock(file, (owner) => inUse(home, file, owner, 'stop the server first (writes it takes during the copy would be lost), then migrate'), MIGRATE));
 }

@@ -5,12 +5,17 @@
 // the CLI looking for its daemon) must be able to name the owner in its message. A lock whose pid is
 // gone (kill -9, power loss) is stale: it blocks nobody and the next owner takes it over, so a crash
 // never needs a manual clean-up. The file's first line is the pid; a second line, if any, says what
-// holds it ("strata serve"), for the message of whoever is refused.
+// holds it ("strata serve"), for the message of whoever is refused; a third, the host (host name, boot
+// and pid namespace: host-identity.ts). A pid is a pid on that host only: in another PID namespace
+// (a container, a second node simulated with `unshare --pid`) the CLI found its own pid 1 in a daemon's
+// lock, took the daemon for running and talked to it. Which host may use the home at all is
+// home-claim.ts's to say; a lock of another host is simply not alive here.
 
 import { readFileSync, statSync } from 'node:fs';
 import { mkdir, open, readFile, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StrataError } from '../engine/errors.js';
+import { currentHost } from './host-identity.js';
 
 /**
  * Whether `pid` is another live process that can be the one that wrote the lock `file`. After a crash
@@ -60,11 +65,25 @@ export interface PidLockHolder {
   pid: number;
   /** what the owner wrote as its second line ("strata serve"), or '' */
   holder: string;
+  /** the owner's host (hostKey()), or '' in a lock written before hosts were recorded */
+  host?: string;
+}
+
+/** This process's host, as a pid lock records it. */
+function hostKey(): string {
+  const { host, bootId, pidNs } = currentHost();
+  return `${host} ${bootId} ${pidNs}`;
 }
 
 function parse(text: string): PidLockHolder {
-  const [pid = '', holder = ''] = text.split('\n');
-  return { pid: Number(pid.trim()), holder: holder.trim() };
+  const [pid = '', holder = '', host = ''] = text.split('\n');
+  return { pid: Number(pid.trim()), holder: holder.trim(), host: host.trim() };
+}
+
+/** Whether the lock's owner is a live process of this host. */
+function liveHere(owner: PidLockHolder, file: string): boolean {
+  if (owner.host !== undefined && owner.host !== '' && owner.host !== hostKey()) return false;
+  return owner.pid === process.pid || alive(owner.pid, file);
 }
 
 /** The live process holding the lock file, or null when none does (no file, or a stale one). */
@@ -76,7 +95,7 @@ export function pidLockHolder(file: string): PidLockHolder | null {
     return null;
   }
   // This very process counts (a daemon or server started in-process, as tests do).
-  return owner.pid === process.pid || alive(owner.pid, file) ? owner : null;
+  return liveHere(owner, file) ? { pid: owner.pid, holder: owner.holder } : null;
 }
 
 /** A write refused for want of space, said as such and naming the file (was: INTERNAL, "ENOSPC ... write"). */
@@ -105,7 +124,7 @@ export async function acquirePidLock(file: string, busy: (owner: PidLockHolder |
     try {
       const handle = await open(file, 'wx', 0o600);
       try {
-        await handle.writeFile(holder === '' ? `${process.pid}\n` : `${process.pid}\n${holder}\n`);
+        await handle.writeFile(`${process.pid}\n${holder}\n${hostKey()}\n`);
       } catch (error) {
         await handle.close();
         await rm(file, { force: true });
@@ -122,7 +141,7 @@ export async function acquirePidLock(file: string, busy: (owner: PidLockHolder |
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const owner = parse(await readFile(file, 'utf8').catch(() => ''));
-    if (alive(owner.pid, file)) throw busy(owner);
+    if (owner.pid !== process.pid && liveHere(owner, file)) throw busy({ pid: owner.pid, holder: owner.holder });
     // Stale: replace it. A racing starter that also saw it stale loses the 'wx' create above, except
     // when one's rm and create both fall between the other's read and rm: two starters within
     // microseconds of each other on a crashed owner's lock is the case this does not exclude.

@@ -54,14 +54,14 @@ export async function waitExit(child: ChildProcess, timeoutMs: number): Promise<
 }
 
 /** `root/mnt` is the mount point; `args` go after `strata mount DIR` (e.g. `--import` when the test filled it first). */
-export async function mountProject(options: { root?: string; env?: Record<string, string>; args?: string[] } = {}): Promise<MountedDir> {
+export async function mountProject(options: { root?: string; env?: Record<string, string>; args?: string[]; timeoutMs?: number } = {}): Promise<MountedDir> {
   const root = options.root ?? (await mkdtemp(join(tmpdir(), 'strata-mount-')));
   const home = join(root, 'home');
   const dir = join(root, 'mnt');
   const env = { ...baseEnv(join(root, 'config')), STRATA_LOG_LEVEL: 'warn', ...options.env };
   let started: Awaited<ReturnType<typeof startListening>>;
   try {
-    started = await startListening(['mount', dir, ...(options.args ?? []), '--home', home, '--listen', '127.0.0.1:0'], env);
+    started = await startListening(['mount', dir, ...(options.args ?? []), '--home', home, '--listen', '127.0.0.1:0'], env, options.timeoutMs);
   } catch (error) {
     await forceUnmount(dir);
     throw error;

@@ -11,6 +11,7 @@ import type { GitReceiveResult, GitRefs } from '../../engine/engine-api.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { refuseIfElsewhere } from '../home-elsewhere.js';
 import { refuseInsideProject } from '../target-dir.js';
 import { runningDaemon } from './daemon.js';
 
@@ -97,6 +98,7 @@ async function syncTarget(ctx: ReturnType<typeof contextFor>, cwd: string): Prom
   if (home !== null) {
     const client = await runningDaemon(home);
     if (client === null) {
+      refuseIfElsewhere(home, 'this clone');
       throw new CliError('DAEMON_NOT_RUNNING', `this clone follows a project of the Strata home ${home}, whose daemon is not running: start it with \`strata daemon\``, {
         exitCode: EXIT.unreachable,
       });

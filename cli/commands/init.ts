@@ -55,16 +55,20 @@ export async function initProject(
   const { loadPepper, resolveEnvironment } = await import('../../server/secrets.js');
   const { ensureLocalOwner } = await import('../../daemon/owner.js');
   const { fileRegistrar, registerProject } = await import('../../daemon/projects.js');
-  const pepper = await loadPepper(home, { create: true });
-  const local = await openLocalEngine({ home });
-  try {
-    const access = { repository: local.repository, clock: local.clock, ids: createIdGenerator(local.clock), pepper, environment: resolveEnvironment() };
-    const owner = await ensureLocalOwner(home, access);
-    const project = await registerProject(fileRegistrar(home, local.engine, owner.orgId), { dir, mode: input.mode, ...extra });
-    return { ...project, home, daemonRunning: false };
-  } finally {
-    await local.close();
-  }
+  const { withHomeClaim } = await import('../../server/home-claim.js');
+  // No daemon here: this process opens the home's databases, for this host only (home-claim.ts).
+  return withHomeClaim(home, 'strata init', async () => {
+    const pepper = await loadPepper(home, { create: true });
+    const local = await openLocalEngine({ home });
+    try {
+      const access = { repository: local.repository, clock: local.clock, ids: createIdGenerator(local.clock), pepper, environment: resolveEnvironment() };
+      const owner = await ensureLocalOwner(home, access);
+      const project = await registerProject(fileRegistrar(home, local.engine, owner.orgId), { dir, mode: input.mode, ...extra });
+      return { ...project, home, daemonRunning: false };
+    } finally {
+      await local.close();
+    }
+  });
 }
 
 export function registerInitCommand(program: Command): void {

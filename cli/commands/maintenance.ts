@@ -25,15 +25,22 @@ async function withLocalEngine<T>(options: HomeOptions, fn: (engine: Engine) => 
   const { resolveHome } = await import('../../server/home.js');
   const { serveEnvironment } = await import('../../server/serve-config.js');
   const { openServerEngine } = await import('../../server/server-storage.js');
+  const { storageUrls } = await import('../../server/server-storage.js');
+  const { withHomeClaim } = await import('../../server/home-claim.js');
   const env = serveEnvironment(options.config);
-  // Never migrates: on storage without Strata's data fsck would report an empty database clean (and
-  // gc collect nothing) after creating tables in it; it refuses with NO_STRATA_DATA instead.
-  const local = await openServerEngine(resolveHome(options.home, env), env, { migrate: false });
-  try {
-    return await fn(local.engine);
-  } finally {
-    await local.close();
-  }
+  const home = resolveHome(options.home, env);
+  const run = async () => {
+    // Never migrates: on storage without Strata's data fsck would report an empty database clean (and
+    // gc collect nothing) after creating tables in it; it refuses with NO_STRATA_DATA instead.
+    const local = await openServerEngine(home, env, { migrate: false });
+    try {
+      return await fn(local.engine);
+    } finally {
+      await local.close();
+    }
+  };
+  // A home's SQLite is used from one host at a time (home-claim.ts); Postgres needs no such care.
+  return storageUrls(env).database === undefined ? withHomeClaim(home, 'strata fsck/gc', run, { existingOnly: true }) : run();
 }
 
 export function registerMaintenanceCommands(program: Command): void {

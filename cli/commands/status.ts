@@ -9,6 +9,8 @@ import type { ProjectStatus } from '../../daemon/project-runner.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT } from '../errors.js';
+import { refuseIfElsewhere } from '../home-elsewhere.js';
+import { elsewhereLine, type HomeElsewhere, homeElsewhere } from '../home-elsewhere.js';
 import { readHomeProjects } from '../home-projects.js';
 import { formatTime, plural, sanitizeLine } from '../output.js';
 import { localHome, runningDaemon } from './daemon.js';
@@ -16,6 +18,8 @@ import { localHome, runningDaemon } from './daemon.js';
 interface StatusDocument {
   running: boolean;
   home: string;
+  /** another host holds the home (server/home-claim.ts): its daemon runs there, not here */
+  elsewhere: HomeElsewhere | null;
   daemon: DaemonStatus['daemon'] | null;
   projects: Array<ProjectStatus | IdleProject>;
 }
@@ -37,6 +41,14 @@ function scanText(project: ProjectStatus): string {
   const scan = project.scan;
   if (!scan || scan.finished) return '';
   return ` ${scan.kind} scan ${scan.done}/${scan.total}`;
+}
+
+/** ` (polling every 5 s)`; a daemon of an older version sends `backend` only. */
+function pollText(p: ProjectStatus): string {
+  if (p.backend !== 'polling') return '';
+  const poll = p.poll ?? null;
+  if (poll === null) return ' (polling)';
+  return ` (polling every ${duration(poll.intervalMs)}${poll.reason === 'setting' ? ', --poll' : ''})`;
 }
 
 function duration(ms: number): string {
@@ -82,13 +94,25 @@ function renderDetails(ctx: ReturnType<typeof contextFor>, p: ProjectStatus, lab
 }
 
 function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
-  if (!doc.running) ctx.output.line(`daemon: not running (home ${sanitizeLine(doc.home)}); start it with \`strata daemon\``);
+  if (doc.elsewhere !== null) {
+    ctx.output.line(`daemon: on ${sanitizeLine(doc.elsewhere.host)}, not here: ${sanitizeLine(elsewhereLine(doc.home, doc.elsewhere))}`);
+    ctx.output.warn(`this host cannot use the home while ${sanitizeLine(doc.elsewhere.host)} does (one host at a time): run Strata commands there, or stop it there first`);
+  } else if (!doc.running) ctx.output.line(`daemon: not running (home ${sanitizeLine(doc.home)}); start it with \`strata daemon\``);
   else {
     const d = doc.daemon!;
     ctx.output.line(`daemon: pid ${d.pid}, up ${d.uptimeSeconds} s, ${d.url}, home ${sanitizeLine(d.home)}`);
+    // `?.`: a daemon of an older version does not send it.
+    const claim = d.homeClaim;
+    if (claim?.network) {
+      const proof = claim.locks === 'shared' ? 'file locks and a lease' : `a lease renewed every ${Math.round(claim.renewMs / 1000)} s${claim.locks === 'none' ? ' (the filesystem has no locks)' : ' (its locks do not reach other hosts)'}`;
+      ctx.output.line(`home: on ${sanitizeLine(claim.network)}, held by this host (${claim.host}) with ${proof}; another host's Strata is refused meanwhile`);
+    }
+    const staging = d.staging;
+    if (staging?.where === 'local' && doc.projects.some((p) => p.mode === 'mount')) ctx.output.line(`mounts stage their writes in ${sanitizeLine(staging.dir)} (this machine's disk)`);
+    if (staging?.warning) ctx.output.warn(sanitizeLine(staging.warning));
   }
   if (doc.projects.length === 0) {
-    ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
+    if (doc.elsewhere === null) ctx.output.hint('no projects: strata init DIR (or strata watch DIR)');
     return;
   }
   ctx.output.table(
@@ -96,7 +120,7 @@ function render(ctx: ReturnType<typeof contextFor>, doc: StatusDocument): void {
     doc.projects.map((p) => {
       if (!('captured' in p)) return [p.name ?? p.projectId, p.mode, p.state, '', '', '', p.dir ?? '-'];
       const last = p.lastVersion ? `${p.lastVersion.path} ${formatTime(p.lastVersion.timestamp)}` : '';
-      return [p.name ?? p.projectId, p.mode, `${p.state}${p.backend === 'polling' ? ' (polling)' : ''}${scanText(p)}`, p.pending, p.captured, last, p.dir];
+      return [p.name ?? p.projectId, p.mode, `${p.state}${pollText(p)}${scanText(p)}`, p.pending, p.captured, last, p.dir];
     }),
   );
   for (const p of doc.projects) {
@@ -131,7 +155,10 @@ export function registerStatusCommands(program: Command): void {
       const client = await runningDaemon(home);
       const { readDaemonConfig } = await import('../../daemon/config.js');
       const config = readDaemonConfig(home);
-      const names = new Map((await readHomeProjects(home)).map((p) => [p.projectId, p.name]));
+      // The home's databases are another host's while it holds them: not even read from here (a
+      // reader takes part in SQLite's shared-memory index, which spans one host only).
+      const elsewhere = client === null ? homeElsewhere(home) : null;
+      const names = new Map(elsewhere === null ? (await readHomeProjects(home)).map((p) => [p.projectId, p.name]) : []);
       // An unmounted project is still the home's (its history, its directory): listed, not left out.
       const idle = (p: (typeof config.projects)[number]): IdleProject => ({
         projectId: p.projectId,
@@ -147,9 +174,9 @@ export function registerStatusCommands(program: Command): void {
       if (client) {
         const status = await client.json<DaemonStatus>('GET', '/v1/daemon/status');
         const running = new Set(status.projects.map((p) => p.projectId));
-        doc = { running: true, home, daemon: status.daemon, projects: [...status.projects, ...config.projects.filter((p) => !running.has(p.projectId)).map(idle), ...detached] };
+        doc = { running: true, home, elsewhere: null, daemon: status.daemon, projects: [...status.projects, ...config.projects.filter((p) => !running.has(p.projectId)).map(idle), ...detached] };
       } else {
-        doc = { running: false, home, daemon: null, projects: [...config.projects.map(idle), ...detached] };
+        doc = { running: false, home, elsewhere, daemon: null, projects: [...config.projects.map(idle), ...detached] };
       }
       ctx.output.result(doc, () => render(ctx, doc));
     });
@@ -165,7 +192,10 @@ export function registerStatusCommands(program: Command): void {
       const projectId = ctx.flags.project ?? process.env['STRATA_PROJECT_ID'] ?? discoverProject()?.projectId;
       if (!projectId) throw new CliError('NO_PROJECT', 'no project: run inside a project directory or pass --project ID', { exitCode: EXIT.usage });
       const client = await runningDaemon(home);
-      if (!client) throw new CliError('SERVER_UNREACHABLE', `the daemon for ${home} is not running`, { exitCode: EXIT.unreachable });
+      if (!client) {
+        refuseIfElsewhere(home, '`strata guard reset`');
+        throw new CliError('SERVER_UNREACHABLE', `the daemon for ${home} is not running`, { exitCode: EXIT.unreachable });
+      }
       const status = await client.json<ProjectStatus>('POST', `/v1/daemon/projects/${encodeURIComponent(projectId)}/guard/reset`, { json: {} });
       ctx.output.result(status, () => ctx.output.line(`guard reset for ${sanitizeLine(status.name ?? projectId)}: deletions are recorded again`));
     });

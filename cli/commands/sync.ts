@@ -12,6 +12,7 @@ import { loadLogin, tokenSourceFor } from '../credentials.js';
 import { contextFor } from '../context.js';
 import { discoverProject } from '../discover.js';
 import { CliError, EXIT, usageError } from '../errors.js';
+import { refuseIfElsewhere } from '../home-elsewhere.js';
 import { formatBytes, formatTime, plural, sanitizeLine } from '../output.js';
 import { CLI_VERSION } from '../version.js';
 import { homeForNewProject, localHome, runningDaemon } from './daemon.js';
@@ -49,6 +50,7 @@ export async function prepareLink(home: string, input: { server: string; remoteP
 async function linkedProjects(home: string, options: { verify?: boolean } = {}): Promise<LinkedProject[]> {
   const client = await runningDaemon(home);
   if (!client) {
+    refuseIfElsewhere(home, 'sync');
     throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} is not running: sync runs in it (start it with \`strata daemon\`)`, {
       exitCode: EXIT.unreachable,
     });
@@ -217,7 +219,10 @@ export function registerSyncCommands(program: Command): void {
       const projectId = ctx.flags.project ?? discoverProject(process.cwd())?.projectId;
       if (!projectId) throw usageError('which project? pass --project ID or run it inside the project directory', { field: 'project' });
       const client = await runningDaemon(home);
-      if (!client) throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} is not running`, { exitCode: EXIT.unreachable });
+      if (!client) {
+        refuseIfElsewhere(home, '`strata sync confirm`');
+        throw new CliError('DAEMON_NOT_RUNNING', `the Strata daemon of ${home} is not running`, { exitCode: EXIT.unreachable });
+      }
       const status = await client.json<SyncStatus>('POST', `/v1/daemon/projects/${encodeURIComponent(projectId)}/sync/confirm`, { json: {} });
       ctx.output.result(status, () => ctx.output.line('the held deletions will be applied'));
     });

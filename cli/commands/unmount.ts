@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import type { UnmountResult } from '../../daemon/daemon.js';
 import { StrataError } from '../../engine/errors.js';
 import { runningDaemon } from './daemon.js';
+import { refuseIfElsewhere } from '../home-elsewhere.js';
 
 export async function unmountProject(home: string, dirArg: string): Promise<UnmountResult> {
   const { daemonLayout, readDaemonConfig, writeDaemonConfig } = await import('../../daemon/config.js');
@@ -20,6 +21,8 @@ export async function unmountProject(home: string, dirArg: string): Promise<Unmo
   }
   const client = await runningDaemon(home);
   if (client !== null) return client.json<UnmountResult>('POST', `/v1/daemon/projects/${encodeURIComponent(entry.projectId)}/unmount`, { json: {} });
+  // The mount is served on the host that holds the home: nothing of it can be undone from here.
+  refuseIfElsewhere(home, '`strata unmount`');
 
   if (entry.mode !== 'mount') {
     throw new StrataError('INVALID_ARGUMENT', {
@@ -30,13 +33,15 @@ export async function unmountProject(home: string, dirArg: string): Promise<Unmo
   if (entry.inPlace === true) {
     const { openDaemonState } = await import('../../daemon/state.js');
     const { IN_PLACE_FLAG } = await import('../../daemon/mount/in-place/in-place.js');
-    const state = openDaemonState(daemonLayout(home).state);
-    let session: string | undefined;
-    try {
-      session = state.flags.get<{ session: string }>(entry.projectId, IN_PLACE_FLAG)?.session;
-    } finally {
-      state.close();
-    }
+    const { withHomeClaim } = await import('../../server/home-claim.js');
+    const session = await withHomeClaim(home, 'strata unmount', async () => {
+      const state = openDaemonState(daemonLayout(home).state);
+      try {
+        return state.flags.get<{ session: string }>(entry.projectId, IN_PLACE_FLAG)?.session;
+      } finally {
+        state.close();
+      }
+    });
     if (session === 'mounted' && entry.unmounted !== true) {
       throw new StrataError('WRITE_BACK_PENDING', {
         message: `${entry.dir} was mounted when its daemon stopped without unmounting it (killed?): the directory does not hold the changes made through the mount. Run \`strata daemon\` (or \`strata mount ${entry.dir}\`), which mounts it again with every change, then \`strata unmount ${entry.dir}\``,

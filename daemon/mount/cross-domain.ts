@@ -1,6 +1,7 @@
 // Renames between the versioned tree and the backing directory (ignored names): vim's
-// `rename(file, file~)` before writing a new `file`, or `mv notes.swp notes.txt`. Both sides are on
-// the home's filesystem, so bytes move by rename where they can.
+// `rename(file, file~)` before writing a new `file`, or `mv notes.swp notes.txt`. Bytes move by rename
+// where they can: the backing directory is in the home, staging too unless the home is on a network
+// filesystem (then staging is on local disk, staging-dir.ts, and the move is a copy).
 import { chmod, copyFile, readlink, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import { createWriteStream } from 'node:fs';
@@ -51,7 +52,11 @@ export async function nodeFromBacking(state: MountState, from: string, to: strin
     return FileNode.link(to, target, state.now(), stat.mtimeMs);
   }
   const stagingPath = state.pool.newPath();
-  await rename(state.backing.real(from), stagingPath);
+  await rename(state.backing.real(from), stagingPath).catch(async (error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code !== 'EXDEV') throw error;
+    await copyFile(state.backing.real(from), stagingPath);
+    await rm(state.backing.real(from));
+  });
   const file = await StagingFile.adoptExisting(state.pool, stagingPath);
   const node = new FileNode(to, null, state.now(), stat?.mtimeMs);
   node.content = { kind: 'staged', file };

@@ -64,6 +64,7 @@ class MountHost implements ProjectHost {
         home: ctx.home,
         dir: ctx.dir,
         stagingDir: ctx.stagingDir,
+        ...(ctx.formerStagingDir === undefined ? {} : { formerStagingDir: ctx.formerStagingDir }),
         dirStore: batchedDirStore(ctx),
         attrRows,
         linkRows: linkRowsIn(ctx.state.db, ctx.projectId, ctx.logger),

@@ -36,6 +36,8 @@ export interface MountProjectOptions {
   /** absolute mount point */
   dir: string;
   stagingDir: string;
+  /** where an earlier run may have staged (the home, before staging moved to local disk, or back): its leftovers are recovered too */
+  formerStagingDir?: string;
   dirStore: ExplicitDirStore;
   /** where modes and owners are kept (attrs.ts; default: in memory only) */
   attrRows?: AttrRows;
@@ -130,6 +132,13 @@ export class MountedProject {
     const now = options.now ?? Date.now;
 
     const recovered = await recoverStaging({ ...options, sink: options.recoverySink ?? options.sink }, logger);
+    if (options.formerStagingDir !== undefined && options.formerStagingDir !== options.stagingDir) {
+      // Staging moved (the home went onto a network filesystem, or STRATA_MOUNT_STAGING changed): what
+      // a crash left at the old place is this project's all the same.
+      const former = await recoverStaging({ ...options, stagingDir: options.formerStagingDir, sink: options.recoverySink ?? options.sink }, logger);
+      recovered.versioned += former.versioned;
+      recovered.unclosed.push(...former.unclosed);
+    }
     if (recovered.versioned > 0) warnings.push(`versioned ${recovered.versioned} file(s) a previous run had written but not yet captured`);
     if (recovered.unclosed.length > 0) {
       warnings.push(

@@ -10,11 +10,12 @@
 // to disk run one at a time per path.
 
 import { join } from 'node:path';
+import { DEFAULT_POLL_MS } from '../config.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
 import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
-import { detectFs } from './fs-type.js';
+import { detectFs, type FsInfo } from './fs-type.js';
 import { IncomingChanges } from './incoming.js';
 import { openBeneath, throughLink } from '../beneath.js';
 import { blockingBelow, directoryInTheWay } from './in-the-way.js';
@@ -48,6 +49,8 @@ export interface WatchOptions {
   pollMs?: number;
   /** poll even on a local filesystem (tests, or inotify unwanted) */
   forcePolling?: boolean;
+  /** the polling is the project's own setting (`strata watch --poll`, daemon.json `pollMs`) */
+  pollChosen?: boolean;
   /** injected fs.watch (tests of the inotify-limit path) */
   watch?: ConstructorParameters<typeof TreeWatcher>[0]['watch'];
   /** re-reads .strataignore */
@@ -101,6 +104,8 @@ class WatchHost implements ProjectHost {
   #watcher: TreeWatcher | null = null;
   #pollTimer: NodeJS.Timeout | undefined;
   #polling = false;
+  #pollReason: NonNullable<HostStatus['poll']>['reason'] = 'forced';
+  #fs: FsInfo | null = null;
   #scanning: Promise<void> | null = null;
   #rescan: Promise<void> | null = null;
   #scan: ScanProgress | null = null;
@@ -149,10 +154,16 @@ class WatchHost implements ProjectHost {
     // Before anything is examined or brought to disk: the temps a crash mid-write left (leftovers.ts).
     await this.#sweepLeftovers();
     const fs = await detectFs(this.#ctx.dir);
+    this.#fs = fs;
     const network = fs?.network === true;
-    if (network) {
+    if (this.#options.pollChosen === true) {
+      this.#pollReason = 'setting';
+      this.#ctx.logger.info({ dir: this.#ctx.dir, pollMs: this.#pollMs() }, `polling every ${this.#pollMs() / 1000} s (strata watch --poll)`);
+    } else if (network) {
+      this.#pollReason = 'network';
       this.#warn(
-        `${this.#ctx.dir} is on ${fs!.fsType} (${fs!.source}), which does not report changes made by other machines: polling every ${this.#pollMs() / 1000} s instead of watching`,
+        `${this.#ctx.dir} is on ${fs!.fsType} (${fs!.source}), which does not report changes made by other machines: polling every ${this.#pollMs() / 1000} s instead of watching. ` +
+          "Other machines' writes show here after the poll and the client's attribute cache (NFS: up to acregmax, 60 s by default; sshfs: 20 s)",
       );
     }
     this.#polling = network || this.#options.forcePolling === true;
@@ -317,7 +328,7 @@ class WatchHost implements ProjectHost {
   }
 
   #pollMs(): number {
-    return this.#options.pollMs ?? 5_000;
+    return this.#options.pollMs ?? DEFAULT_POLL_MS;
   }
 
   #schedulePoll(): void {
@@ -344,6 +355,7 @@ class WatchHost implements ProjectHost {
       this.#warn(inotifyLimitMessage());
       this.#ctx.logger.error({ dir: this.#ctx.dir }, inotifyLimitMessage());
       this.#polling = true;
+      this.#pollReason = 'inotify-limit';
       // Every poll is a full scan: no reconciliation needed on top.
       void this.#reconciler?.stop();
       // Release the watches we hold (they count against the same limit as everyone else's) and poll.
@@ -429,6 +441,29 @@ class WatchHost implements ProjectHost {
     return counts;
   }
 
+  /**
+   * The loud line once reconciliations found changes that no event reported. Every poll is a full scan,
+   * so once polling (the inotify limit ran out since) the misses are history, not inotify's doing now.
+   * Events also never come for writes made by other machines: on a filesystem Strata did not recognise
+   * as a network one (a FUSE client: JuiceFS, s3ql ...) that is the likelier cause, and the remedy is
+   * `strata watch --poll`, not a bigger inotify queue.
+   */
+  #missedWarning(reconcile: NonNullable<HostStatus['reconcile']>): string | null {
+    const { missedTotal, last } = reconcile;
+    if (missedTotal === 0) return null;
+    const found = `reconciliation found ${missedTotal} change(s) that file events had missed (now versioned; last run ${last?.finishedAt ?? ''}, ${last?.missed ?? 0} missed)`;
+    if (this.#polling) return `${found}, before this project was polled; polling scans the whole tree every ${this.#pollMs() / 1000} s, so nothing waits for events now.`;
+    const fs = this.#fs;
+    const elsewhere =
+      `If other machines write to ${this.#ctx.dir}${fs === null ? '' : ` (on ${fs.fsType}${fs.source === '' ? '' : ` from ${fs.source}`})`}, their writes make no events here: ` +
+      `\`strata watch --poll ${this.#ctx.dir}\` looks for them every ${DEFAULT_POLL_MS / 1000} s.`;
+    if (fs !== null && (fs.fsType === 'fuse' || fs.fsType.startsWith('fuse.'))) return `${found}. ${elsewhere} Otherwise events were lost: the inotify queue overflowed or a watch broke.`;
+    return (
+      `${found}. Events are lost when the inotify queue overflows (raise fs.inotify.max_queued_events, e.g. \`sudo sysctl fs.inotify.max_queued_events=65536\`) or a watch breaks. ` +
+      elsewhere
+    );
+  }
+
   #warn(message: string): void {
     if (!this.#warnings.includes(message)) this.#warnings.push(message);
     this.#ctx.logger.warn(message);
@@ -470,6 +505,7 @@ class WatchHost implements ProjectHost {
     const status: HostStatus = {
       state,
       backend: this.#polling ? 'polling' : 'inotify',
+      poll: this.#polling ? { intervalMs: this.#pollMs(), reason: this.#pollReason } : null,
       scan: this.#scan ? { ...this.#scan } : null,
       warnings: [...this.#warnings],
       pending: this.#timers.size + this.#running.size,
@@ -478,7 +514,7 @@ class WatchHost implements ProjectHost {
     status.warnings.push(...this.#incoming.warnings());
     if (this.#reconciler) {
       status.reconcile = this.#reconciler.status();
-      const warning = this.#reconciler.warning();
+      const warning = this.#missedWarning(status.reconcile);
       if (warning) status.warnings.push(warning);
     }
     if (this.#error) status.error = this.#error;

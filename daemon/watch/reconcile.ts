@@ -138,16 +138,6 @@ export class ReconcileScheduler {
     return { ...this.#status, last: last && { ...last }, lastError: lastError && { ...lastError } };
   }
 
-  /** The loud line for `strata status` once events were found missing. */
-  warning(): string | null {
-    const { missedTotal, last } = this.#status;
-    if (missedTotal === 0) return null;
-    return (
-      `reconciliation found ${missedTotal} change(s) that file events had missed (now versioned; last run ${last?.finishedAt ?? ''}, ${last?.missed ?? 0} missed). ` +
-      'Events are lost when the inotify queue overflows (raise fs.inotify.max_queued_events, e.g. `sudo sysctl fs.inotify.max_queued_events=65536`) or a watch breaks.'
-    );
-  }
-
   /** The periodic timer counts from the end of the last run. */
   #arm(): void {
     clearTimeout(this.#periodic);

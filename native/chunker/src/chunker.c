@@ -249,6 +249,7 @@ static napi_value chunker_finish_js(napi_env env, napi_callback_info info) {
 }
 
 napi_status define_allocate(napi_env env, napi_value exports);  // allocate.c
+napi_status define_lock(napi_env env, napi_value exports);      // lock.c
 
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
@@ -262,6 +263,7 @@ static napi_value init(napi_env env, napi_value exports) {
   CALL(env, napi_set_named_property(env, exports, "Chunker", cls));
   CALL(env, napi_set_named_property(env, exports, "algorithm", algorithm));
   CALL(env, define_allocate(env, exports));
+  CALL(env, define_lock(env, exports));
   return exports;
 }
 
