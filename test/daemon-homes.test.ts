@@ -72,7 +72,7 @@ describe('daemons of two homes that want the same address', () => {
     expect(bobStatus).toMatchObject({ running: true, daemon: { url: bobUrl, home: bob['STRATA_HOME'] } });
     const adaStatus = JSON.parse((await strata(ada, ['status', '--json'])).stdout) as { daemon: { home: string } };
     expect(adaStatus.daemon.home).toBe(ada['STRATA_HOME']);
-  });
+  }, 180_000);
 
   it('an address given with --listen that is taken fails with a clear message instead', async () => {
     const cy = envs[2]!;
