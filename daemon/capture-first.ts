@@ -48,9 +48,11 @@ export function captureFirst(engine: Engine, hostOf: (projectId: string) => Proj
       await before(input.projectId);
       const host = hostOf(input.projectId);
       if (host?.checkWritable !== undefined) {
-        // The paths the restore writes a file or link to: the snapshot has them, differently from now.
+        // The paths the restore writes a file or link to: the snapshot has them, differently from now;
+        // the ones it deletes (the snapshot lacks them) may be links in the way of the others.
         const diff = await engine.diffSnapshots({ projectId: input.projectId, from: input.snapshotId });
-        await host.checkWritable(diff.filter((item) => item.before !== null).map((item) => item.path));
+        const removing = new Set(diff.filter((item) => item.before === null).map((item) => item.path));
+        await host.checkWritable(diff.filter((item) => item.before !== null).map((item) => item.path), removing);
       }
       return engine.restoreSnapshot(input);
     },

@@ -135,9 +135,10 @@ export interface ProjectHost {
    * Before a restore or a write through the API records anything: throws a coded error when one of
    * `paths` (files or links it will write) cannot be written to the directory — the API must never
    * report a change it cannot make (a link where a directory on the way should be, a directory in
-   * the way holding unversioned files).
+   * the way holding unversioned files). `removing`: paths the same operation deletes first (a
+   * snapshot restore that turns a versioned link back into a directory removes the link itself).
    */
-  checkWritable?(paths: string[]): Promise<void>;
+  checkWritable?(paths: string[], removing?: ReadonlySet<string>): Promise<void>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */

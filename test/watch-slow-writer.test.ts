@@ -25,11 +25,14 @@ function slowWriter(file: string, chunks: number[], pauseMs: number): string[] {
     const fs = require('node:fs');
     const { randomBytes } = require('node:crypto');
     const [file, pause, ...chunks] = process.argv.slice(1);
+    // The bytes are made before the open: cp writes right after it opens, and making 20 MiB of random
+    // bytes between the open and the first write took longer than the settle delay on a loaded
+    // machine (an empty file is looked at without asking /proc, and read later half written).
+    const bufs = chunks.map((mib) => randomBytes(Number(mib) * ${MiB}));
     const fd = fs.openSync(file, 'w');
     const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-    chunks.forEach((mib, i) => {
+    bufs.forEach((buf, i) => {
       if (i > 0) sleep(Number(pause));
-      const buf = randomBytes(Number(mib) * ${MiB});
       for (let off = 0; off < buf.length; ) off += fs.writeSync(fd, buf, off);
     });
     fs.closeSync(fd);

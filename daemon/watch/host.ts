@@ -400,7 +400,7 @@ class WatchHost implements ProjectHost {
    * goes may go only if what is below it is directories, or files the project has (a restore removes
    * those itself; a write is refused by the engine).
    */
-  async checkWritable(paths: string[]): Promise<void> {
+  async checkWritable(paths: string[], removing: ReadonlySet<string> = new Set()): Promise<void> {
     const { state, projectId, capture } = this.#ctx;
     const removable = (path: string) => !capture.isIgnored(path) && state.index.get(projectId, path) !== undefined;
     for (const path of paths) {
@@ -408,7 +408,7 @@ class WatchHost implements ProjectHost {
       const slash = path.lastIndexOf('/');
       const parent = await openBeneath(this.#ctx.dir, slash === -1 ? '' : path.slice(0, slash), { create: false });
       if (parent.kind === 'dir') await parent.dir.close();
-      if (parent.kind === 'link') throw throughLink(path, parent.at);
+      if (parent.kind === 'link' && !removing.has(parent.at)) throw throughLink(path, parent.at);
       const blocking = await blockingBelow(this.#ctx.dir, path, removable);
       if (blocking !== null) throw directoryInTheWay(path, blocking);
     }
