@@ -84,6 +84,28 @@ describe('sync versions', () => {
     expect(await history(copy)).toHaveLength(1);
   });
 
+  it('two saves made offline against an edit made elsewhere: one conflict copy, with both saves as its versions', async () => {
+    const base = await made('fit2.m', null, 'fit v1\n', '2026-11-24T18:00:00.000Z');
+    await send('ws1', [base]);
+    const elsewhere = await made('fit2.m', base.versionId, 'fit from ws2\n', '2026-11-24T18:05:00.000Z');
+    expect((await send('ws2', [elsewhere])).results[0]).toMatchObject({ result: 'applied' });
+    const first = await made('fit2.m', base.versionId, 'offline 1\n', '2026-11-24T18:10:00.000Z');
+    const second = await made('fit2.m', first.versionId, 'offline 2\n', '2026-11-24T18:20:00.000Z');
+    const copy = 'fit2 (conflict ws1 2026-11-24 1810).m';
+    expect((await send('ws1', [first, second])).results).toEqual([
+      { versionId: first.versionId, result: 'conflict', path: copy, conflictWith: elsewhere.versionId },
+      { versionId: second.versionId, result: 'conflict', path: copy, conflictWith: elsewhere.versionId },
+    ]);
+    expect(await read('fit2.m')).toBe('fit from ws2\n');
+    expect(await read(copy)).toBe('offline 2\n');
+    expect((await history(copy)).map((v) => v.versionId)).toEqual([second.versionId, first.versionId]);
+    // A third save sent later continues the same copy.
+    const third = await made('fit2.m', second.versionId, 'offline 3\n', '2026-11-24T18:30:00.000Z');
+    expect((await send('ws1', [third])).results[0]).toMatchObject({ result: 'conflict', path: copy });
+    const root = await h.ok<{ items: Array<{ name: string }> }>('GET', `/v1/projects/${project}/fs/dir`);
+    expect(root.items.map((entry) => entry.name).filter((name) => name.startsWith('fit2 (conflict'))).toEqual([copy]);
+  });
+
   it('edit against delete brings the file back; delete against edit keeps the edit', async () => {
     const base = await made('notes.txt', null, 'notes v1\n', '2026-11-24T17:00:00.000Z');
     await send('ws1', [base]);

@@ -104,6 +104,33 @@ for (const storage of SERVER_STORAGES) {
         expect(Object.keys(await sameTrees())).toEqual(['fit.m', 'src/model2.py']);
       }, 180_000);
 
+      it('two saves made offline against an edit made elsewhere: one conflict copy holding the last save, everywhere', async () => {
+        await b.stop();
+        await writeFile(join(a.dir, 'fit.m'), 'A edits while B is away\n');
+        await allInSync([a]);
+        await world.stopServer();
+        await b.start();
+        const saved = async (text: string) => {
+          await writeFile(join(b.dir, 'fit.m'), text);
+          await waitFor(`B to version "${text.trim()}"`, async () => ((await b.syncStatus())[0]!.sync.queue.versions >= 1 ? true : undefined), 30_000);
+        };
+        await saved('B offline save 1\n');
+        const before = (await b.syncStatus())[0]!.sync.queue.versions;
+        await writeFile(join(b.dir, 'fit.m'), 'B offline save 2\n');
+        await waitFor('B to version the second save', async () => ((await b.syncStatus())[0]!.sync.queue.versions > before ? true : undefined), 30_000);
+        await world.startServer();
+        const tree = await sameTrees();
+        expect(tree['fit.m']).toBe('A edits while B is away\n');
+        // One copy (a stale copy of the first save was made beside it before), with the last save.
+        const copies = Object.keys(tree).filter((path) => path.startsWith('fit (conflict wsB '));
+        expect(copies).toHaveLength(1);
+        expect(tree[copies[0]!]).toBe('B offline save 2\n');
+        // both saves are versions of that one copy (a partial write captured between them may be a third)
+        expect((await serverHistory(copies[0]!)).length).toBeGreaterThanOrEqual(2);
+        await rm(join(a.dir, copies[0]!));
+        expect(Object.keys(await sameTrees())).toEqual(['fit.m', 'src/model2.py']);
+      }, 240_000);
+
       it('a deletion against an edit keeps the edit, on both sides', async () => {
         await b.stop();
         await writeFile(join(a.dir, 'src', 'model2.py'), 'print("edited on A")\n');

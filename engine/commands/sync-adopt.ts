@@ -89,7 +89,7 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
   const known = await ctx.repository.versions.get(projectId, versionId);
   if (known !== null) {
     if (known.path === record.path || record.contentHash === null) return { versionId, result: 'known' };
-    return copyOf(ctx, projectId, record);
+    return copyOf(ctx, projectId, record, pulled.current);
   }
   if (record.contentHash !== null && !(await ctx.store.has(record.contentHash))) {
     throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: [record.contentHash], count: 1 } });
@@ -118,13 +118,18 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
  * A version made here that the server kept at another path (a conflict copy): the copy appears here
  * too, as a version of its own (the id is taken by the original); the caller maps it to the server's.
  */
-async function copyOf(ctx: EngineContext, projectId: string, record: VersionRecord): Promise<AdoptOutcome> {
+async function copyOf(ctx: EngineContext, projectId: string, record: VersionRecord, current: boolean): Promise<AdoptOutcome> {
   const copy: VersionRecord = { ...record, versionId: ctx.ids.uuid(), projectId };
   const existing = await ctx.repository.versions.getEntry(projectId, record.path);
-  if (existing !== null) return { versionId: record.versionId, result: 'known' };
+  if (existing !== null) {
+    // A later save of the same file continues the copy on the server (two saves made offline): it
+    // continues it here, on top of what came from the server — never over a change made here.
+    const head = await ctx.repository.versions.pathHead(projectId, record.path);
+    if (!current || head === null || !head.pulled || head.versionId !== existing.versionId) return { versionId: record.versionId, result: 'known' };
+  }
   try {
-    await assertWritablePath(ctx, projectId, record.path);
-    await commitOne(ctx, { record: copy, pulled: true, expectedCurrent: null, ...(await shardsOf(ctx, copy)) });
+    if (existing === null) await assertWritablePath(ctx, projectId, record.path);
+    await commitOne(ctx, { record: copy, pulled: true, expectedCurrent: existing?.versionId ?? null, ...(await shardsOf(ctx, copy)) });
   } catch (error) {
     if (isStrataError(error) && error.status < 500) return { versionId: record.versionId, result: 'skipped', reason: error.message };
     throw error;

@@ -267,6 +267,12 @@ async function resolveMovedOn(
       if (await commit(version.path, null)) return { versionId, result: 'applied', path: version.path };
     }
     const conflictWith = current?.versionId ?? 'unknown';
+    // Two saves made offline (v2 on v1) against a change made elsewhere: v1 became a conflict copy, and
+    // v2 is the next version of that copy, not a second copy (one stale copy per extra save was left).
+    const copyOfBase = await conflictCopyOfBase(ctx, projectId, version);
+    if (copyOfBase !== null && (await commit(copyOfBase.path, copyOfBase.versionId))) {
+      return { versionId, result: 'conflict', path: copyOfBase.path, conflictWith };
+    }
     for (let n = 1; n <= 20; n++) {
       const copy =
         taken?.kind === 'file-ancestor'
@@ -279,6 +285,29 @@ async function resolveMovedOn(
     if (!isStrataError(error) || error.status >= 500) throw error;
     return { versionId, result: 'refused', path: version.path, code: error.code, message: error.message };
   }
+}
+
+/**
+ * The version's base when the server kept it as a conflict copy of the version's path and it is still
+ * that copy's current version: the version continues the copy.
+ */
+async function conflictCopyOfBase(ctx: EngineContext, projectId: string, version: Checked): Promise<{ path: string; versionId: string } | null> {
+  if (version.baseVersionId === null) return null;
+  const base = await ctx.repository.versions.get(projectId, version.baseVersionId);
+  if (base === null || base.path === version.path || !isConflictCopyOf(base.path, version.path)) return null;
+  const copyNow = await ctx.repository.versions.getEntry(projectId, base.path);
+  return copyNow?.versionId === base.versionId ? { path: base.path, versionId: base.versionId } : null;
+}
+
+/** `copy` is named as conflictCopyPath names a copy of `path` (any workstation, time and number). */
+function isConflictCopyOf(copy: string, path: string): boolean {
+  const slash = path.lastIndexOf('/');
+  const dir = path.slice(0, slash + 1);
+  const name = path.slice(slash + 1);
+  const dot = name.lastIndexOf('.');
+  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const head = `${dir}${stem} (conflict `;
+  return copy.startsWith(head) && copy.endsWith(`)${ext}`) && !copy.slice(head.length).includes('/');
 }
 
 /** `dir/fit.m` → `dir/fit (conflict ws2 2026-11-24 1632).m`; the n-th free name gets ` n` inside. */
