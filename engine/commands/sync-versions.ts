@@ -301,22 +301,22 @@ async function conflictCopyOfBase(ctx: EngineContext, projectId: string, version
 
 /** `copy` is named as conflictCopyPath names a copy of `path` (any workstation, time and number). */
 function isConflictCopyOf(copy: string, path: string): boolean {
-  const slash = path.lastIndexOf('/');
-  const dir = path.slice(0, slash + 1);
-  const name = path.slice(slash + 1);
-  const dot = name.lastIndexOf('.');
-  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const { dir, stem, ext } = splitName(path);
   const head = `${dir}${stem} (conflict `;
   return copy.startsWith(head) && copy.endsWith(`)${ext}`) && !copy.slice(head.length).includes('/');
 }
 
 /** `dir/fit.m` → `dir/fit (conflict ws2 2026-11-24 1632).m`; the n-th free name gets ` n` inside. */
 export function conflictCopyPath(path: string, workstation: string, timestamp: string, n = 1): string {
-  const slash = path.lastIndexOf('/');
-  const dir = path.slice(0, slash + 1);
-  const name = path.slice(slash + 1);
-  const dot = name.lastIndexOf('.');
-  const [stem, ext] = dot > 0 ? [name.slice(0, dot), name.slice(dot)] : [name, ''];
+  const { dir, stem, ext } = splitName(path);
   const when = `${timestamp.slice(0, 10)} ${timestamp.slice(11, 13)}${timestamp.slice(14, 16)}`;
   return `${dir}${stem} (conflict ${workstation} ${when}${n > 1 ? ` ${n}` : ''})${ext}`;
+}
+
+/** `a/b/fit.m` → `a/b/`, `fit`, `.m` (a leading dot starts no extension: `.bashrc` has none). */
+function splitName(path: string): { dir: string; stem: string; ext: string } {
+  const slash = path.lastIndexOf('/');
+  const name = path.slice(slash + 1);
+  const dot = name.lastIndexOf('.');
+  return { dir: path.slice(0, slash + 1), stem: dot > 0 ? name.slice(0, dot) : name, ext: dot > 0 ? name.slice(dot) : '' };
 }
