@@ -5,6 +5,7 @@
 
 import { lstat, opendir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isUtf8Name } from '../../engine/raw-names.js';
 import type { ScanProgress } from '../host.js';
 import { type ExamineContext, type ExamineResult, examine, isVersionable, lstatBeneath, sameAsIndexed } from './examine.js';
 
@@ -13,22 +14,31 @@ const SCAN_WINDOW = 64;
 
 export type Walk = (onFile: (path: string) => Promise<void>) => Promise<void>;
 
-/** A plain recursive walk (polling mode; watch mode walks while it adds watches instead). */
-export function plainWalk(root: string, ignoreDir: (path: string) => boolean): Walk {
+/**
+ * A plain recursive walk (polling mode; watch mode walks while it adds watches instead). Names that are
+ * not UTF-8 go to `onBadName` (raw bytes), never to `onFile`: decoded, they name no file.
+ */
+export function plainWalk(root: string, ignoreDir: (path: string) => boolean, onBadName?: (dir: string, name: Buffer, directory: boolean) => void): Walk {
   return async (onFile) => {
     const stack = [''];
     while (stack.length > 0) {
       const dir = stack.pop()!;
       let handle: Awaited<ReturnType<typeof opendir>>;
       try {
-        handle = await opendir(join(root, dir), { bufferSize: 256 });
+        handle = await opendir(join(root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw error;
       }
       for await (const entry of handle) {
-        const child = dir === '' ? entry.name : `${dir}/${entry.name}`;
+        const raw = entry.name as unknown as Buffer;
+        if (!isUtf8Name(raw)) {
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) onBadName?.(dir, raw, entry.isDirectory());
+          continue;
+        }
+        const name = raw.toString('utf8');
+        const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) {
           if (!ignoreDir(child)) stack.push(child);
         } else if (entry.isFile() || entry.isSymbolicLink()) await onFile(child);

@@ -11,6 +11,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { opendir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isUtf8Name } from '../../engine/raw-names.js';
 
 export interface TreeWatcherOptions {
   /** absolute root */
@@ -23,6 +24,12 @@ export interface TreeWatcherOptions {
   onError(error: NodeJS.ErrnoException, path: string): void;
   /** fs.watch, unless a test needs to see what happens when the kernel refuses a watch */
   watch?: typeof watch;
+  /**
+   * A name in `dir` that is not valid UTF-8 (raw bytes): found by a walk (`directory` known), or named
+   * by an event (`directory` undefined: the host looks). Such names are never passed to onPath/onFile:
+   * decoded, they name no file (unrepresentable.ts).
+   */
+  onBadName?(dir: string, name: Buffer, directory?: boolean): void;
 }
 
 export class TreeWatcher {
@@ -59,7 +66,9 @@ export class TreeWatcher {
       if (!watched && !this.#watchDir(dir)) continue;
       let handle: Awaited<ReturnType<typeof opendir>>;
       try {
-        handle = await opendir(join(this.#options.root, dir), { bufferSize: 256 });
+        // Raw names: a name that is not UTF-8 is reported as such instead of decoded into U+FFFD
+        // (Node accepts 'buffer' here and gives Buffer names; its types list only string encodings).
+        handle = await opendir(join(this.#options.root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
       } catch (error) {
         this.removeTree(dir);
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR') {
@@ -68,7 +77,13 @@ export class TreeWatcher {
         continue;
       }
       for await (const entry of handle) {
-        const child = dir === '' ? entry.name : `${dir}/${entry.name}`;
+        const raw = entry.name as unknown as Buffer;
+        if (!isUtf8Name(raw)) {
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) this.#options.onBadName?.(dir, raw, entry.isDirectory());
+          continue;
+        }
+        const name = raw.toString('utf8');
+        const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) stack.push(child);
         else if (entry.isFile() || entry.isSymbolicLink()) await onFile?.(child);
       }
@@ -95,11 +110,14 @@ export class TreeWatcher {
   #watchDir(dir: string): boolean {
     let watcher: FSWatcher;
     try {
-      watcher = (this.#options.watch ?? watch)(join(this.#options.root, dir), { persistent: false, encoding: 'utf8' }, (_event, name) => {
+      watcher = (this.#options.watch ?? watch)(join(this.#options.root, dir), { persistent: false, encoding: 'buffer' }, (_event, raw) => {
         if (this.#closed) return;
         // A null name means the kernel did not say which entry (queue overflow): re-look at the dir.
-        if (name === null) this.#options.onPath(dir);
-        else this.#options.onPath(dir === '' ? name : `${dir}/${name}`);
+        if (raw === null) return this.#options.onPath(dir);
+        const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+        if (!isUtf8Name(bytes)) return this.#options.onBadName?.(dir, bytes);
+        const name = bytes.toString('utf8');
+        this.#options.onPath(dir === '' ? name : `${dir}/${name}`);
       });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
