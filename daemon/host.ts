@@ -189,7 +189,7 @@ export interface CapturePipeline {
    */
   captureFile(input: {
     path: string;
-    file: string;
+    file: string | Buffer;
     executable: boolean;
     /** the file's ctime in µs (watch mode): the most recently changed are read first (capture-queue.ts) */
     changedAt?: number;

@@ -1,7 +1,9 @@
 // engine/raw-names.ts: names as bytes (issue 38 item 4). The display form and the UTF-8 scan it rests
-// on agree with Node's own decoder about which bytes are stray.
+// on agree with Node's own decoder about which bytes are stray; the recorded form (stray byte 0xHH ->
+// U+EF00+0xHH) goes back to the very same bytes, and no two byte strings share one recorded path.
 import { describe, expect, it } from 'vitest';
-import { isUtf8Name, scanUtf8, showNameBytes } from '../engine/raw-names.js';
+import { normalizeProjectPath } from '../engine/paths.js';
+import { diskPath, encodeName, isCanonicalRawPath, isUtf8Name, nameBytes, parseShownPath, scanUtf8, showNameBytes, showPath } from '../engine/raw-names.js';
 
 const latin1 = (s: string) => Buffer.from(s, 'latin1');
 
@@ -31,5 +33,40 @@ describe('showNameBytes', () => {
       expect(isUtf8Name(bytes)).toBe(!stray);
       if (!bytes.toString('utf8').includes('\ufffd')) expect(stray, bytes.toString('hex')).toBe(false);
     }
+  });
+});
+
+describe('the recorded form', () => {
+  it('maps stray bytes to U+EF80-U+EFFF and back to the same bytes', () => {
+    expect(encodeName(latin1('bad\xff\xfename.txt'))).toBe('bad\uefff\ueffename.txt');
+    expect(encodeName(Buffer.from('débit.csv'))).toBe('débit.csv');
+    for (let i = 0; i < 5000; i++) {
+      const bytes = Buffer.from(Array.from({ length: 1 + (i % 9) }, (_, k) => (i * 7919 + k * 104729) % 256).filter((b) => b !== 0x2f && b !== 0));
+      const recorded = encodeName(bytes);
+      if (recorded === null) continue;
+      expect(nameBytes(recorded).equals(bytes), bytes.toString('hex')).toBe(true);
+      expect(isCanonicalRawPath(recorded)).toBe(true);
+    }
+  });
+
+  it('refuses a name whose own text holds a reserved character, so the map stays one-to-one', () => {
+    expect(encodeName(Buffer.from('res\uefff.txt'))).toBeNull();
+    expect(encodeName(Buffer.concat([latin1('\xff'), Buffer.from('\uef80')]))).toBeNull();
+    // U+EF00-U+EF7F stand for no byte (ASCII bytes are never stray): ordinary characters.
+    expect(encodeName(Buffer.from('a\uef41'))).toBe('a\uef41');
+  });
+
+  it('is refused by the path normalizer where the bytes would be valid UTF-8 (é), or too long on disk', () => {
+    expect(() => normalizeProjectPath('\uefc3\uefa9.txt')).toThrow(/stand for bytes that are valid UTF-8/);
+    expect(normalizeProjectPath('dir/bad\uefff.txt')).toBe('dir/bad\uefff.txt');
+    expect(() => normalizeProjectPath('\uefff'.repeat(256))).toThrow(/longer than 255 bytes/);
+    expect(normalizeProjectPath('\uefff'.repeat(255))).toBe('\uefff'.repeat(255));
+  });
+
+  it('is shown as \\xHH and typed back the same way; disk paths are the bytes', () => {
+    expect(showPath('dir/bad\uefff\ueffe.txt')).toBe('dir/bad\\xff\\xfe.txt');
+    expect(parseShownPath('dir/bad\\xff\\xfe.txt')).toBe('dir/bad\uefff\ueffe.txt');
+    expect(diskPath('/p', 'a.txt')).toBe('/p/a.txt');
+    expect(diskPath('/p', 'd\uefe9/a')).toEqual(Buffer.concat([Buffer.from('/p/d'), latin1('\xe9'), Buffer.from('/a')]));
   });
 });

@@ -113,7 +113,7 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
     const { count, example: shown } = facts.unrepresentable;
     add(
       'UNREPRESENTABLE',
-      `name not representable: ${shown ?? 'a file here'} is neither versioned nor synced${count > 1 ? ` (and ${files(count - 1)} more; \`strata status\` lists them)` : ''}: rename it to a UTF-8 name`,
+      `name not representable: ${shown ?? 'a file here'} is neither versioned nor synced${count > 1 ? ` (and ${files(count - 1)} more; \`strata status\` lists them)` : ''}: rename it`,
       true,
     );
   }

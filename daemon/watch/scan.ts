@@ -4,8 +4,7 @@
 // Polling mode (network filesystems, exhausted inotify) runs the same scan on an interval.
 
 import { lstat, opendir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { isUtf8Name } from '../../engine/raw-names.js';
+import { diskPath, encodeName } from '../../engine/raw-names.js';
 import type { ScanProgress } from '../host.js';
 import { type ExamineContext, type ExamineResult, examine, isVersionable, lstatBeneath, sameAsIndexed } from './examine.js';
 
@@ -15,8 +14,8 @@ const SCAN_WINDOW = 64;
 export type Walk = (onFile: (path: string) => Promise<void>) => Promise<void>;
 
 /**
- * A plain recursive walk (polling mode; watch mode walks while it adds watches instead). Names that are
- * not UTF-8 go to `onBadName` (raw bytes), never to `onFile`: decoded, they name no file.
+ * A plain recursive walk (polling mode; watch mode walks while it adds watches instead). Names are read
+ * as bytes and recorded by engine/raw-names.ts encodeName; one it cannot record goes to `onBadName`.
  */
 export function plainWalk(root: string, ignoreDir: (path: string) => boolean, onBadName?: (dir: string, name: Buffer, directory: boolean) => void): Walk {
   return async (onFile) => {
@@ -25,7 +24,7 @@ export function plainWalk(root: string, ignoreDir: (path: string) => boolean, on
       const dir = stack.pop()!;
       let handle: Awaited<ReturnType<typeof opendir>>;
       try {
-        handle = await opendir(join(root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
+        handle = await opendir(diskPath(root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
@@ -33,11 +32,11 @@ export function plainWalk(root: string, ignoreDir: (path: string) => boolean, on
       }
       for await (const entry of handle) {
         const raw = entry.name as unknown as Buffer;
-        if (!isUtf8Name(raw)) {
+        const name = encodeName(raw);
+        if (name === null) {
           if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) onBadName?.(dir, raw, entry.isDirectory());
           continue;
         }
-        const name = raw.toString('utf8');
         const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) {
           if (!ignoreDir(child)) stack.push(child);
@@ -106,7 +105,7 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
     const row = host.state.index.get(host.projectId, path);
     if (row) {
       try {
-        if (sameAsIndexed(row, await lstat(join(host.dir, path), { bigint: true }))) {
+        if (sameAsIndexed(row, await lstat(diskPath(host.dir, path), { bigint: true }))) {
           progress.done += 1;
           return;
         }

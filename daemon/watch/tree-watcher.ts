@@ -10,8 +10,7 @@
 
 import { type FSWatcher, watch } from 'node:fs';
 import { opendir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { isUtf8Name } from '../../engine/raw-names.js';
+import { diskPath, encodeName } from '../../engine/raw-names.js';
 
 export interface TreeWatcherOptions {
   /** absolute root */
@@ -25,9 +24,9 @@ export interface TreeWatcherOptions {
   /** fs.watch, unless a test needs to see what happens when the kernel refuses a watch */
   watch?: typeof watch;
   /**
-   * A name in `dir` that is not valid UTF-8 (raw bytes): found by a walk (`directory` known), or named
-   * by an event (`directory` undefined: the host looks). Such names are never passed to onPath/onFile:
-   * decoded, they name no file (unrepresentable.ts).
+   * A name in `dir` the project cannot record (raw bytes; engine/raw-names.ts encodeName): found by a
+   * walk (`directory` known), or named by an event (`directory` undefined: the host looks). Such names
+   * are never passed to onPath/onFile (unrepresentable.ts lists them).
    */
   onBadName?(dir: string, name: Buffer, directory?: boolean): void;
 }
@@ -68,7 +67,7 @@ export class TreeWatcher {
       try {
         // Raw names: a name that is not UTF-8 is reported as such instead of decoded into U+FFFD
         // (Node accepts 'buffer' here and gives Buffer names; its types list only string encodings).
-        handle = await opendir(join(this.#options.root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
+        handle = await opendir(diskPath(this.#options.root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
       } catch (error) {
         this.removeTree(dir);
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR') {
@@ -78,11 +77,13 @@ export class TreeWatcher {
       }
       for await (const entry of handle) {
         const raw = entry.name as unknown as Buffer;
-        if (!isUtf8Name(raw)) {
+        // Bytes that are not UTF-8 are recorded as U+EF80-U+EFFF (engine/raw-names.ts); a name whose
+        // text holds such a character itself cannot be recorded.
+        const name = encodeName(raw);
+        if (name === null) {
           if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) this.#options.onBadName?.(dir, raw, entry.isDirectory());
           continue;
         }
-        const name = raw.toString('utf8');
         const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) stack.push(child);
         else if (entry.isFile() || entry.isSymbolicLink()) await onFile?.(child);
@@ -110,13 +111,13 @@ export class TreeWatcher {
   #watchDir(dir: string): boolean {
     let watcher: FSWatcher;
     try {
-      watcher = (this.#options.watch ?? watch)(join(this.#options.root, dir), { persistent: false, encoding: 'buffer' }, (_event, raw) => {
+      watcher = (this.#options.watch ?? watch)(diskPath(this.#options.root, dir), { persistent: false, encoding: 'buffer' }, (_event, raw) => {
         if (this.#closed) return;
         // A null name means the kernel did not say which entry (queue overflow): re-look at the dir.
         if (raw === null) return this.#options.onPath(dir);
         const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
-        if (!isUtf8Name(bytes)) return this.#options.onBadName?.(dir, bytes);
-        const name = bytes.toString('utf8');
+        const name = encodeName(bytes);
+        if (name === null) return this.#options.onBadName?.(dir, bytes);
         this.#options.onPath(dir === '' ? name : `${dir}/${name}`);
       });
     } catch (error) {

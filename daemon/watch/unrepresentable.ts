@@ -3,11 +3,13 @@
 // `strata status`, the log and the sync verdict (sync-verdict.ts UNREPRESENTABLE) say so. Before it,
 // `printf x > "$(printf 'bad\xff\xfename.txt')"` left nothing anywhere (issue 38 item 4): Node handed
 // the watcher a U+FFFD name that no lstat could find, and the path was taken for one already gone.
+// Names that are not UTF-8 are recorded now (their stray bytes as U+EF80-U+EFFF); what is left here
+// are names whose own text holds one of those reserved characters.
 
 import { lstatSync } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import { showNameBytes } from '../../engine/raw-names.js';
+import { diskPath, showNameBytes, showPath } from '../../engine/raw-names.js';
 
 /** Entries kept (each names one path; the count goes on past it). */
 const MAX_KEPT = 1_000;
@@ -33,7 +35,8 @@ export interface UnrepresentableSummary {
   lines: string[];
 }
 
-export const NOT_UTF8 = 'name is not valid UTF-8';
+/** Why a name cannot be recorded (engine/raw-names.ts encodeName: the one name it gives null for). */
+export const RESERVED = 'name holds a character Strata reserves for bytes that are not UTF-8 (U+EF80-U+EFFF)';
 
 export class UnrepresentableNames {
   readonly #root: string;
@@ -48,9 +51,10 @@ export class UnrepresentableNames {
   }
 
   /** A walk found `name` (raw bytes) in the project-relative directory `parent` ('' = the root). */
-  found(parent: string, name: Buffer, directory: boolean, reason = NOT_UTF8): void {
-    const shown = parent === '' ? showNameBytes(name) : `${parent}/${showNameBytes(name)}`;
-    const raw = Buffer.concat([Buffer.from(parent === '' ? `${this.#root}/` : `${this.#root}/${parent}/`), name]);
+  found(parent: string, name: Buffer, directory: boolean): void {
+    const reason = RESERVED;
+    const shown = this.#shown(parent, name);
+    const raw = this.#raw(parent, name);
     if (!this.#entries.has(shown) && this.#entries.size >= MAX_KEPT) return;
     this.#entries.set(shown, { shown, raw, directory, reason });
     if (!this.#warned.has(shown)) {
@@ -62,10 +66,19 @@ export class UnrepresentableNames {
 
   /** An event named `name` in `parent`: it is there (listed) or gone (forgotten). */
   async event(parent: string, name: Buffer): Promise<void> {
-    const raw = Buffer.concat([Buffer.from(parent === '' ? `${this.#root}/` : `${this.#root}/${parent}/`), name]);
-    const stat = await lstat(raw).catch(() => null);
+    const stat = await lstat(this.#raw(parent, name)).catch(() => null);
     if (stat !== null && (stat.isFile() || stat.isSymbolicLink() || stat.isDirectory())) this.found(parent, name, stat.isDirectory());
-    else this.#entries.delete(parent === '' ? showNameBytes(name) : `${parent}/${showNameBytes(name)}`);
+    else this.#entries.delete(this.#shown(parent, name));
+  }
+
+  /** `parent` is a recorded path (it may hold bytes that are not UTF-8, as U+EF80-U+EFFF). */
+  #shown(parent: string, name: Buffer): string {
+    return parent === '' ? showNameBytes(name) : `${showPath(parent)}/${showNameBytes(name)}`;
+  }
+
+  #raw(parent: string, name: Buffer): Buffer {
+    const dir = diskPath(this.#root, parent);
+    return Buffer.concat([typeof dir === 'string' ? Buffer.from(dir) : dir, Buffer.from('/'), name]);
   }
 
   /** What status and the sync verdict show. Names no longer on disk (renamed away, a parent removed) drop out. */
@@ -86,7 +99,7 @@ export class UnrepresentableNames {
     const entries = [...this.#entries.values()].sort((a, b) => (a.shown < b.shown ? -1 : 1));
     const shown = entries.slice(0, 20);
     const lines = shown.map((e) => `not versioned: ${e.reason}: ${e.shown}${e.directory ? '/ (a directory: nothing in it is versioned or synced)' : ''}`);
-    if (entries.length > shown.length) lines.push(`not versioned: ${entries.length - shown.length} more names that are not valid UTF-8 (the log lists each)`);
+    if (entries.length > shown.length) lines.push(`not versioned: ${entries.length - shown.length} more names the project cannot record (the log lists each)`);
     return { count: entries.length, paths: shown.map((e) => e.shown), lines };
   }
 }
