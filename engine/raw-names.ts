@@ -103,7 +103,8 @@ export function hasRawBytes(path: string): boolean {
 export function encodeName(bytes: Uint8Array): string | null {
   // Nearly every name: valid UTF-8, decoded by Node in one call.
   if (isUtf8(bytes)) {
-    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8');
+    // (A directory entry's name is a Buffer already: no view to make per name of a 200,000-file walk.)
+    const text = (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length)).toString('utf8');
     return RAW_CHAR.test(text) ? null : text;
   }
   let out = '';

@@ -70,3 +70,24 @@ describe('the recorded form', () => {
     expect(diskPath('/p', 'd\uefe9/a')).toEqual(Buffer.concat([Buffer.from('/p/d'), latin1('\xe9'), Buffer.from('/a')]));
   });
 });
+
+describe('listNames (daemon/watch/list-names.ts)', () => {
+  it('gives every entry once, recorded: plain names, stray bytes, a real U+FFFD, a reserved character', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { listNames } = await import('../daemon/watch/list-names.js');
+    const dir = await mkdtemp(join(tmpdir(), 'strata-list-names-'));
+    try {
+      await writeFile(join(dir, 'plain.txt'), '');
+      await writeFile(Buffer.concat([Buffer.from(`${dir}/`), latin1('bad\xff.txt')]), '');
+      await writeFile(join(dir, 'real\ufffd.txt'), '');
+      await writeFile(join(dir, 'res\uefff.txt'), '');
+      const seen: Array<string | null> = [];
+      for await (const { name } of await listNames(dir)) seen.push(name);
+      expect(seen.sort()).toEqual([null, 'bad\uefff.txt', 'plain.txt', 'real\ufffd.txt'].sort());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -3,8 +3,9 @@
 // changed), then treat indexed paths the walk did not find as deleted while the daemon was down.
 // Polling mode (network filesystems, exhausted inotify) runs the same scan on an interval.
 
-import { lstat, opendir } from 'node:fs/promises';
-import { diskPath, encodeName } from '../../engine/raw-names.js';
+import { lstat } from 'node:fs/promises';
+import { diskPath } from '../../engine/raw-names.js';
+import { listNames } from './list-names.js';
 import type { ScanProgress } from '../host.js';
 import { type ExamineContext, type ExamineResult, examine, isVersionable, lstatBeneath, sameAsIndexed } from './examine.js';
 
@@ -22,19 +23,17 @@ export function plainWalk(root: string, ignoreDir: (path: string) => boolean, on
     const stack = [''];
     while (stack.length > 0) {
       const dir = stack.pop()!;
-      let handle: Awaited<ReturnType<typeof opendir>>;
+      let listed: Awaited<ReturnType<typeof listNames>>;
       try {
-        handle = await opendir(diskPath(root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
+        listed = await listNames(diskPath(root, dir));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw error;
       }
-      for await (const entry of handle) {
-        const raw = entry.name as unknown as Buffer;
-        const name = encodeName(raw);
+      for await (const { name, raw, entry } of listed) {
         if (name === null) {
-          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) onBadName?.(dir, raw, entry.isDirectory());
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) onBadName?.(dir, raw!, entry.isDirectory());
           continue;
         }
         const child = dir === '' ? name : `${dir}/${name}`;

@@ -9,8 +9,8 @@
 // (RSS stays with the number of directories) and delivers events as inotify reads them.
 
 import { type FSWatcher, watch } from 'node:fs';
-import { opendir } from 'node:fs/promises';
 import { diskPath, encodeName } from '../../engine/raw-names.js';
+import { listNames } from './list-names.js';
 
 export interface TreeWatcherOptions {
   /** absolute root */
@@ -63,11 +63,11 @@ export class TreeWatcher {
       // Watch before listing: a file created between the two is then both listed and reported,
       // never neither.
       if (!watched && !this.#watchDir(dir)) continue;
-      let handle: Awaited<ReturnType<typeof opendir>>;
+      let listed: Awaited<ReturnType<typeof listNames>>;
       try {
-        // Raw names: a name that is not UTF-8 is reported as such instead of decoded into U+FFFD
-        // (Node accepts 'buffer' here and gives Buffer names; its types list only string encodings).
-        handle = await opendir(diskPath(this.#options.root, dir), { bufferSize: 256, encoding: 'buffer' as BufferEncoding });
+        // Names as the project records them (list-names.ts): a name that is not UTF-8 gets its stray
+        // bytes as U+EF80-U+EFFF instead of U+FFFD; one that cannot be recorded is reported.
+        listed = await listNames(diskPath(this.#options.root, dir));
       } catch (error) {
         this.removeTree(dir);
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR') {
@@ -75,13 +75,9 @@ export class TreeWatcher {
         }
         continue;
       }
-      for await (const entry of handle) {
-        const raw = entry.name as unknown as Buffer;
-        // Bytes that are not UTF-8 are recorded as U+EF80-U+EFFF (engine/raw-names.ts); a name whose
-        // text holds such a character itself cannot be recorded.
-        const name = encodeName(raw);
+      for await (const { name, raw, entry } of listed) {
         if (name === null) {
-          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) this.#options.onBadName?.(dir, raw, entry.isDirectory());
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) this.#options.onBadName?.(dir, raw!, entry.isDirectory());
           continue;
         }
         const child = dir === '' ? name : `${dir}/${name}`;
