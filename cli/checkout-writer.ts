@@ -15,6 +15,7 @@ import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isStrataError } from '../engine/errors.js';
 import { normalizeProjectPath } from '../engine/paths.js';
+import { diskPath, showPath } from '../engine/raw-names.js';
 import type { ApiClient } from './client.js';
 import { CliError, EXIT } from './errors.js';
 
@@ -54,6 +55,13 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
   const read = (versionId: string) =>
     client.raw('GET', options.projectPath('/fs/read'), { query: { versionId }, headers: { accept: '*/*' } });
 
+  /**
+   * What the filesystem gets for a path below the checkout: the very bytes when its names are not
+   * UTF-8 (recorded with U+EF80-U+EFFF, engine/raw-names.ts), else the string itself. Messages keep
+   * the string form, shown with \xHH.
+   */
+  const onDisk = (abs: string): string | Buffer => (abs.startsWith(root + sep) ? diskPath(root, abs.slice(root.length + 1)) : abs);
+
   /** The local path of a project path, its parent directories made (none of them a link). */
   async function destination(path: string): Promise<string> {
     let normalized: string;
@@ -68,8 +76,8 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
     for (const part of parts.slice(0, -1)) {
       dir = join(dir, part);
       if (checkedDirs.has(dir)) continue;
-      const info = await lstat(dir).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(localError(error, dir))));
-      if (info === null) await mkdir(dir).catch((error: NodeJS.ErrnoException) => Promise.reject(localError(error, dir)));
+      const info = await lstat(onDisk(dir)).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(localError(error, dir))));
+      if (info === null) await mkdir(onDisk(dir)).catch((error: NodeJS.ErrnoException) => Promise.reject(localError(error, dir)));
       else if (info.isSymbolicLink()) throw new CliError('LOCAL_IO_ERROR', `${dir} is a symbolic link: checkout writes nothing through a link`, { exitCode: EXIT.conflict, details: { path: dir } });
       else if (!info.isDirectory()) throw new CliError('LOCAL_IO_ERROR', `${dir} is a file where the checkout needs a directory`, { exitCode: EXIT.conflict, details: { path: dir } });
       checkedDirs.add(dir);
@@ -81,7 +89,7 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
 
   /** Refuses to replace a directory, or anything without --force; the rename replaces the rest. */
   async function checkReplace(target: string): Promise<void> {
-    const info = await lstat(target).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(localError(error, target))));
+    const info = await lstat(onDisk(target)).catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? null : Promise.reject(localError(error, target))));
     if (info === null) return;
     if (info.isDirectory()) throw new CliError('LOCAL_IO_ERROR', `${target} is a directory where the checkout has a file`, { exitCode: EXIT.conflict, details: { path: target } });
     if (!options.force) throw new CliError('TARGET_NOT_EMPTY', `${target} exists (--force replaces it)`, { exitCode: EXIT.conflict, details: { path: target } });
@@ -109,13 +117,13 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
       });
       try {
         // 0o777/0o666 less the umask, as git checks files out: the exec bit is the version's
-        await pipeline(response.body, count, createWriteStream(temp, { flags: 'wx', mode: file.executable ? 0o777 : 0o666 }));
+        await pipeline(response.body, count, createWriteStream(onDisk(temp), { flags: 'wx', mode: file.executable ? 0o777 : 0o666 }));
         if (written !== file.size) {
           throw new CliError('BAD_RESPONSE', `${file.path}: the server sent ${written} bytes of ${file.size}`, { exitCode: EXIT.unexpected, details: { path: file.path } });
         }
-        await rename(temp, target);
+        await rename(onDisk(temp), onDisk(target));
       } catch (error) {
-        await rm(temp, { force: true });
+        await rm(onDisk(temp), { force: true });
         throw error instanceof CliError ? error : localError(error as NodeJS.ErrnoException, target);
       }
       files += 1;
@@ -130,10 +138,10 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
         for await (const chunk of response.body) chunks.push(chunk as Buffer); // a target: at most 4,095 bytes
         const temp = temporary(target);
         try {
-          await symlink(Buffer.concat(chunks), temp);
-          await rename(temp, target);
+          await symlink(Buffer.concat(chunks), onDisk(temp));
+          await rename(onDisk(temp), onDisk(target));
         } catch (error) {
-          await rm(temp, { force: true });
+          await rm(onDisk(temp), { force: true });
           throw localError(error as NodeJS.ErrnoException, target);
         }
       }
@@ -143,5 +151,5 @@ export function createCheckoutWriter(options: CheckoutOptions): CheckoutWriter {
 }
 
 function localError(error: NodeJS.ErrnoException, path: string): CliError {
-  return new CliError('LOCAL_IO_ERROR', `${path}: ${error.message}`, { exitCode: EXIT.unexpected, details: { path, cause: error.code }, cause: error });
+  return new CliError('LOCAL_IO_ERROR', `${showPath(path)}: ${error.message}`, { exitCode: EXIT.unexpected, details: { path, cause: error.code }, cause: error });
 }

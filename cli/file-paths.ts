@@ -6,6 +6,7 @@
 
 import { realpathSync } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { parseShownPath } from '../engine/raw-names.js';
 import { usageError } from './errors.js';
 
 const inside = (rel: string) => rel === '' || !(rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel));
@@ -22,7 +23,10 @@ function realOrResolved(path: string): string {
  * `arg` as a project path. `root`: the project directory found from the working directory (a real
  * path), or undefined when the project was named explicitly. `'/'` stays the project root.
  */
-export function toProjectPath(arg: string, root: string | undefined, cwd: string = process.cwd()): string {
+export function toProjectPath(typed: string, root: string | undefined, cwd: string = process.cwd()): string {
+  // `bad\xff.txt`, as status and history show a name that is not UTF-8: the shell cannot hand those
+  // bytes to Node intact (argv is decoded as UTF-8), so the shown form is what is typed.
+  const arg = parseShownPath(typed);
   if (root === undefined || arg === '/') return arg === '/' ? '' : arg;
   const here = realOrResolved(cwd);
   if (!inside(relative(root, here))) return arg;

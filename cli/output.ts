@@ -1,6 +1,7 @@
 // Two audiences: people read tables; scripts read exactly one JSON document on stdout (--json).
 // Hints and progress go to stderr and are silenced under --json, so stdout stays machine-clean.
 
+import { showPath } from '../engine/raw-names.js';
 import { UNSAFE_CHARACTER } from '../engine/unsafe-text.js';
 import { colorEnabled, painter } from './color.js';
 
@@ -64,8 +65,9 @@ export function renderTable(headers: string[], rows: Array<Array<string | number
 // and a bidirectional override must not reorder what the user reads (names stored before such
 // characters were refused still exist).
 const UNSAFE = new RegExp(UNSAFE_CHARACTER.source, 'gu');
+/** Safe for a terminal; a name's bytes that are not UTF-8 (recorded as U+EF80-U+EFFF) show as `\xHH`. */
 function sanitize(text: string): string {
-  return text.replace(UNSAFE, '?');
+  return showPath(text.replace(UNSAFE, '?'));
 }
 
 function displayWidth(text: string): number {

@@ -11,6 +11,7 @@
 import { constants } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir } from 'node:fs/promises';
 import { StrataError } from '../engine/errors.js';
+import { diskPath } from '../engine/raw-names.js';
 
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
@@ -22,10 +23,20 @@ export class BeneathDir {
     readonly path: string,
   ) {}
 
-  /** `name` in this very directory, whatever the directory's own path points to by now. */
-  entry(name: string): string {
+  /**
+   * `name` in this very directory, whatever the directory's own path points to by now. A Buffer when
+   * the recorded name stands for bytes that are not UTF-8 (engine/raw-names.ts): the very bytes.
+   */
+  entry(name: string): string | Buffer {
     if (name === '' || name === '.' || name === '..' || name.includes('/')) throw new TypeError(`not a single name: ${JSON.stringify(name)}`);
-    return `/proc/self/fd/${this.handle.fd}/${name}`;
+    return diskPath(`/proc/self/fd/${this.handle.fd}`, name);
+  }
+
+  /** entry() of a name of Strata's own (`.strata/project.json`), which is always text. */
+  ownEntry(name: string): string {
+    const entry = this.entry(name);
+    if (typeof entry !== 'string') throw new TypeError(`not a name of Strata's own: ${JSON.stringify(name)}`);
+    return entry;
   }
 
   /** The names in this very directory. */
@@ -58,7 +69,7 @@ export async function openBeneath(root: string, dir: string, options: { create: 
   try {
     for (const name of dir === '' ? [] : dir.split('/')) {
       at = at === '' ? name : `${at}/${name}`;
-      const child = `/proc/self/fd/${current.fd}/${name}`;
+      const child = diskPath(`/proc/self/fd/${current.fd}`, name);
       let next = await openDir(child);
       if (next === 'ENOENT' && options.create) {
         try {
@@ -87,7 +98,7 @@ export async function openBeneath(root: string, dir: string, options: { create: 
   return { kind: 'dir', dir: new BeneathDir(current, dir) };
 }
 
-async function openDir(path: string): Promise<FileHandle | 'ENOENT' | 'ELOOP' | 'ENOTDIR'> {
+async function openDir(path: string | Buffer): Promise<FileHandle | 'ENOENT' | 'ELOOP' | 'ENOTDIR'> {
   try {
     return await open(path, DIR_FLAGS);
   } catch (error) {

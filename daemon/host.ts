@@ -94,6 +94,11 @@ export interface HostStatus {
   mount?: MountCaptureStatus;
   /** watch mode: changes made elsewhere (restores, the API, other processes) brought to disk */
   incoming?: IncomingStatus;
+  /**
+   * Files and directories here whose names the project cannot record (not valid UTF-8): neither
+   * versioned nor synced. `paths` shows up to 20, non-UTF-8 bytes as \xHH.
+   */
+  unrepresentable?: { count: number; paths: string[] };
 }
 
 export interface IncomingStatus {
@@ -184,7 +189,7 @@ export interface CapturePipeline {
    */
   captureFile(input: {
     path: string;
-    file: string;
+    file: string | Buffer;
     executable: boolean;
     /** the file's ctime in µs (watch mode): the most recently changed are read first (capture-queue.ts) */
     changedAt?: number;

@@ -48,6 +48,8 @@ export interface ProjectStatus extends CaptureStats {
   sync: SyncStatus | null;
   /** mount mode over the project's own files (`strata mount --import`): unmounting leaves them there */
   inPlace?: boolean;
+  /** files here whose names cannot be recorded (not valid UTF-8): not versioned, not synced; up to 20 shown (\xHH) */
+  unrepresentable: { count: number; paths: string[] };
 }
 
 const MAX_ERRORS = 20;
@@ -243,7 +245,7 @@ export class ProjectRunner {
       capturing: (pipeline?.pending ?? 0) + (host?.pending ?? 0) + (host?.mount?.dirty ?? 0),
       notOnDisk: host?.incoming?.notOnDisk ?? { count: 0, example: null },
       localGuard: guard?.tripped === true ? { missing: guard.missing, since: guard.since } : null,
-      unrepresentable: { count: 0, example: null },
+      unrepresentable: { count: host?.unrepresentable?.count ?? 0, example: host?.unrepresentable?.paths[0] ?? null },
     };
   }
 
@@ -306,6 +308,7 @@ export class ProjectRunner {
       mount: host?.mount ?? null,
       incoming: host?.incoming ?? null,
       sync: this.#sync?.status() ?? null,
+      unrepresentable: host?.unrepresentable ?? { count: 0, paths: [] },
       ...(this.config.inPlace === true ? { inPlace: true } : {}),
     };
     const error = this.#startError ?? host?.error;

@@ -104,9 +104,9 @@ async function writeProjectFile(dir: string, content: ProjectFile): Promise<void
     throw new StrataError('INVALID_ARGUMENT', { message: `${join(dir, strata.at)} is not a directory`, details: { field: 'dir' } });
   }
   try {
-    await writeFileAtomic(strata.dir.entry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`, 0o644);
+    await writeFileAtomic(strata.dir.ownEntry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`, 0o644);
     // git (a checkout that is also a Strata project) ignores `.strata/` by itself, instead of showing it untracked.
-    await writeFileAtomic(strata.dir.entry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT, 0o644);
+    await writeFileAtomic(strata.dir.ownEntry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT, 0o644);
   } finally {
     await strata.dir.close();
   }

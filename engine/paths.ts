@@ -1,4 +1,5 @@
 import { StrataError } from './errors.js';
+import { hasRawBytes, isCanonicalRawPath, nameBytes } from './raw-names.js';
 import { unsafeCharacterReason } from './unsafe-text.js';
 
 // Every user-supplied project path passes through normalizeProjectPath once, at the boundary. The
@@ -35,7 +36,13 @@ function normalizeAnyPath(input: unknown, field: string, allowRoot: boolean): st
   const unsafe = unsafeCharacterReason(input);
   if (unsafe !== null) reject(unsafe, field);
   if (input.includes('\\')) reject('contains a backslash', field);
-  if (Buffer.byteLength(input) > MAX_PATH_BYTES) reject(`longer than ${MAX_PATH_BYTES} bytes`, field);
+  // Names that are not UTF-8 on disk are recorded with U+EF80-U+EFFF for their stray bytes
+  // (raw-names.ts): only where those bytes really are stray, so that no two paths name one file.
+  const raw = hasRawBytes(input);
+  if (raw && !isCanonicalRawPath(input)) reject('its characters U+EF80-U+EFFF stand for bytes that are valid UTF-8 (such names are recorded as their text)', field);
+  // Lengths are the kernel's: the bytes on disk.
+  const bytes = (text: string) => (raw ? nameBytes(text).length : Buffer.byteLength(text));
+  if (bytes(input) > MAX_PATH_BYTES) reject(`longer than ${MAX_PATH_BYTES} bytes`, field);
   if (allowRoot && (input === '' || input === '/' || input === '.')) return '';
   if (input.startsWith('/')) reject('absolute', field);
   const trimmed = input.endsWith('/') && allowRoot ? input.slice(0, -1) : input;
@@ -43,7 +50,7 @@ function normalizeAnyPath(input: unknown, field: string, allowRoot: boolean): st
   for (const segment of segments) {
     if (segment === '') reject('empty segment', field);
     if (segment === '.' || segment === '..') reject(`'${segment}' segment`, field);
-    if (Buffer.byteLength(segment) > MAX_SEGMENT_BYTES) reject(`a name longer than ${MAX_SEGMENT_BYTES} bytes`, field);
+    if (bytes(segment) > MAX_SEGMENT_BYTES) reject(`a name longer than ${MAX_SEGMENT_BYTES} bytes`, field);
   }
   return segments.join('/').normalize('NFC');
 }

@@ -25,7 +25,7 @@ export interface OpenedFile {
  * null when it is not a regular file reached without links: gone, a link itself, below a link or a
  * file, a FIFO, a device. The caller closes the handle.
  */
-export async function openNoFollow(file: string): Promise<OpenedFile | null> {
+export async function openNoFollow(file: string | Buffer): Promise<OpenedFile | null> {
   let handle: FileHandle;
   try {
     // O_NONBLOCK: opening a FIFO that took the file's place must not wait for a writer.
@@ -38,7 +38,10 @@ export async function openNoFollow(file: string): Promise<OpenedFile | null> {
   try {
     const st = await handle.stat();
     const path = `/proc/self/fd/${handle.fd}`;
-    if (st.isFile() && (await readlink(path)) === file) return { handle, path, size: st.size, mode: st.mode, mtimeMs: st.mtimeMs };
+    // As bytes: a name that is not UTF-8 (engine/raw-names.ts) reads back as the same bytes, never as the same string.
+    if (st.isFile() && Buffer.from(await readlink(path, { encoding: 'buffer' })).equals(Buffer.from(file))) {
+      return { handle, path, size: st.size, mode: st.mode, mtimeMs: st.mtimeMs };
+    }
   } catch (error) {
     await handle.close();
     throw error;

@@ -108,7 +108,14 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
     if (count > 0) add('SKIPPED', `${versions(count)} from the server cannot be taken here (${reason})`, true);
   }
   if (facts.unrepresentable.count > 0) {
-    add('UNREPRESENTABLE', `${files(facts.unrepresentable.count)} here with names Strata cannot record, not versioned or synced${example(facts.unrepresentable.example)}`, true);
+    // The example is shown as is, not JSON-quoted: its bytes that are not UTF-8 are already `\xHH`
+    // (engine/raw-names.ts), and quoting would double every backslash.
+    const { count, example: shown } = facts.unrepresentable;
+    add(
+      'UNREPRESENTABLE',
+      `name not representable: ${shown ?? 'a file here'} is neither versioned nor synced${count > 1 ? ` (and ${files(count - 1)} more; \`strata status\` lists them)` : ''}: rename it`,
+      true,
+    );
   }
   if (facts.readOnly && facts.notPushed > 0) {
     add('READ_ONLY', `the server does not accept changes from this workstation (read-only access): ${versions(facts.notPushed)} made here stay queued`, true);

@@ -9,7 +9,7 @@
 import { type BigIntStats, constants } from 'node:fs';
 import { lstat, open, readlink, realpath } from 'node:fs/promises';
 import { hashBuffer } from '../../engine/hash.js';
-import { join } from 'node:path';
+import { diskPath } from '../../engine/raw-names.js';
 import { openBeneath } from '../beneath.js';
 import type { CaptureOutcome, HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
@@ -106,7 +106,7 @@ export async function unchangedSinceIndexed(root: string, path: string, row: Ind
   }
 }
 
-async function readNoFollow(path: string): Promise<Buffer | null> {
+async function readNoFollow(path: string | Buffer): Promise<Buffer | null> {
   const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   try {
     return await handle.readFile();
@@ -121,7 +121,7 @@ export function isVersionable(st: BigIntStats | null): st is BigIntStats {
 }
 
 /** lstat, or null when nothing is there (a missing path or a parent that is not a directory). */
-export async function lstatOrNull(path: string): Promise<BigIntStats | null> {
+export async function lstatOrNull(path: string | Buffer): Promise<BigIntStats | null> {
   try {
     return await lstat(path, { bigint: true });
   } catch (error) {
@@ -137,12 +137,13 @@ export async function lstatOrNull(path: string): Promise<BigIntStats | null> {
  * must be exactly its joined path). One realpath call rather than an lstat per component.
  */
 export async function lstatBeneath(root: string, path: string): Promise<BigIntStats | null> {
-  const st = await lstatOrNull(join(root, path));
+  const st = await lstatOrNull(diskPath(root, path));
   const slash = path.lastIndexOf('/');
   if (st === null || slash === -1) return st;
-  const parent = join(root, path.slice(0, slash));
+  // Compared as bytes: a directory whose name is not UTF-8 has no string realpath that equals it.
+  const parent = diskPath(root, path.slice(0, slash));
   try {
-    return (await realpath(parent)) === parent ? st : null;
+    return Buffer.from(await realpath(parent, { encoding: 'buffer' })).equals(Buffer.from(parent)) ? st : null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return null;
@@ -206,7 +207,7 @@ async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, f
   const { host } = ctx;
   for (const candidate of host.state.index.byIno(host.projectId, fresh.ino)) {
     if (candidate.path === path || candidate.size !== Number(st.size) || candidate.mtimeNs !== st.mtimeNs.toString() || candidate.symlink !== fresh.symlink) continue;
-    if ((await lstatOrNull(join(host.dir, candidate.path))) !== null) continue;
+    if ((await lstatOrNull(diskPath(host.dir, candidate.path))) !== null) continue;
     const outcome = await host.capture.captureRename(candidate.path, path);
     if (outcome.kind !== 'versioned') return false;
     host.state.index.remove(host.projectId, candidate.path);
@@ -224,7 +225,7 @@ async function renamedFrom(ctx: ExamineContext, path: string, st: BigIntStats, f
  * never followed). null when it changed kind meanwhile (a link no more): its own event follows.
  */
 export async function captureDisk(host: HostContext, path: string, st: BigIntStats, changedAt?: number): Promise<CaptureOutcome | null> {
-  if (!st.isSymbolicLink()) return host.capture.captureFile({ path, file: join(host.dir, path), executable: executableOf(st), ...(changedAt === undefined ? {} : { changedAt }) });
+  if (!st.isSymbolicLink()) return host.capture.captureFile({ path, file: diskPath(host.dir, path), executable: executableOf(st), ...(changedAt === undefined ? {} : { changedAt }) });
   // The link is read in its directory, opened without following links (a directory on the way that
   // became a link meanwhile is not read through either).
   const slash = path.lastIndexOf('/');

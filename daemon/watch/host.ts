@@ -33,6 +33,7 @@ import {
 import { plainWalk, scanTree, type Walk } from './scan.js';
 import { SettleTimers } from './settle.js';
 import { TreeWatcher } from './tree-watcher.js';
+import { UnrepresentableNames } from './unrepresentable.js';
 
 export interface WatchOptions {
   /** quiet time after the last event before a path is examined (default 100 ms) */
@@ -120,10 +121,13 @@ class WatchHost implements ProjectHost {
   readonly #pathLocks = new Map<string, Promise<unknown>>();
   /** paths whose capture failed: attempts so far, and the timer of the next */
   readonly #retries = new Map<string, { attempts: number; timer: NodeJS.Timeout | null }>();
+  /** names on disk the project cannot record (not UTF-8): said in status, the log and the sync verdict */
+  readonly #badNames: UnrepresentableNames;
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
     this.#options = options;
+    this.#badNames = new UnrepresentableNames(ctx.dir, ctx.logger);
     this.#timers = new SettleTimers({
       dir: ctx.dir,
       settleMs: options.settleMs ?? 100,
@@ -169,7 +173,7 @@ class WatchHost implements ProjectHost {
     this.#polling = network || this.#options.forcePolling === true;
     const kind = this.#ctx.state.index.count(this.#ctx.projectId) > 0 ? 'catch-up' : 'initial';
     const scan: ScanProgress = { kind, done: 0, total: 0, captured: 0, finished: false };
-    let walk: Walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+    let walk: Walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true), this.#onBadName);
     if (!this.#polling) {
       const reconciler = new ReconcileScheduler({
         intervalMs: this.#options.reconcileMs ?? reconcileIntervalFromEnv(this.#ctx.logger),
@@ -188,6 +192,7 @@ class WatchHost implements ProjectHost {
           this.schedule(path);
         },
         onError: (error, path) => this.#watchError(error, path),
+        onBadName: this.#onBadName,
         ...(this.#options.watch ? { watch: this.#options.watch } : {}),
       });
       this.#watcher = watcher;
@@ -220,6 +225,20 @@ class WatchHost implements ProjectHost {
       },
     );
   }
+
+  /**
+   * A name that is not UTF-8 (raw bytes) in `dir`: found by a walk (`directory` known) or named by an
+   * event (looked at: it may be gone already). Unless the ignore rules cover it, it is listed as not
+   * versioned (unrepresentable.ts).
+   */
+  readonly #onBadName = (dir: string, name: Buffer, directory?: boolean): void => {
+    if (this.#stopped) return;
+    if (directory === undefined) {
+      void this.#badNames.event(dir, name).catch((error: unknown) => this.#ctx.logger.warn({ err: (error as Error).message }, 'could not look at a name that is not UTF-8'));
+    } else if (!this.#ctx.capture.isIgnored(dir === '' ? name.toString('utf8') : `${dir}/${name.toString('utf8')}`, directory)) {
+      this.#badNames.found(dir, name, directory);
+    }
+  };
 
   /** Empties `.strata/incoming/` of the `.part` files of writes a crash interrupted. */
   async #sweepLeftovers(): Promise<void> {
@@ -335,7 +354,7 @@ class WatchHost implements ProjectHost {
     if (this.#stopped) return;
     this.#pollTimer = setTimeout(() => {
       const progress: ScanProgress = { kind: 'catch-up', done: 0, total: 0, captured: 0, finished: false };
-      const walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+      const walk = plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true), this.#onBadName);
       this.#scanning = scanTree(this.#examineCtx, walk, progress).then(
         () => {
           this.#scanning = null;
@@ -512,6 +531,9 @@ class WatchHost implements ProjectHost {
       incoming: this.#incoming.status(),
     };
     status.warnings.push(...this.#incoming.warnings());
+    const bad = this.#badNames.summary();
+    status.warnings.push(...bad.lines);
+    status.unrepresentable = { count: bad.count, paths: bad.paths };
     if (this.#reconciler) {
       status.reconcile = this.#reconciler.status();
       const warning = this.#missedWarning(status.reconcile);
@@ -532,7 +554,7 @@ class WatchHost implements ProjectHost {
       // Through the watcher when there is one, so directories the old ignore rules skipped get watched.
       const walk: Walk = watcher
         ? (onFile) => watcher.addTree('', onFile, { revisit: true })
-        : plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true));
+        : plainWalk(this.#ctx.dir, (path) => this.#ctx.capture.isIgnored(path, true), this.#onBadName);
       const scanning = scanTree(this.#examineCtx, walk, progress);
       const current: Promise<void> = scanning.finally(() => {
         if (this.#scanning === current) this.#scanning = null;

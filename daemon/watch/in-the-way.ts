@@ -7,12 +7,19 @@
 // anything (ProjectHost.checkWritable), naming what is in the way.
 
 import { lstat, readdir, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
+import { encodeName, showNameBytes } from '../../engine/raw-names.js';
 import { openBeneath } from '../beneath.js';
 
 /** Directories below a directory at most (a restore is refused rather than walking a huge tree). */
 const MAX_WALK = 10_000;
+
+/** `abs/child` as bytes when either is (names read as bytes: one that is not UTF-8 is a name all the same). */
+function under(abs: string | Buffer, child: Buffer): string | Buffer {
+  return typeof abs === 'string' && encodeName(child) === child.toString('utf8') ? `${abs}/${child.toString('utf8')}` : Buffer.concat([Buffer.from(abs), Buffer.from('/'), child]);
+}
+
+const listRaw = (abs: string | Buffer) => readdir(abs, { encoding: 'buffer' });
 
 function split(path: string): { dir: string; name: string } {
   const slash = path.lastIndexOf('/');
@@ -31,17 +38,19 @@ export async function blockingBelow(root: string, path: string, removable: (path
     const top = parent.dir.entry(name);
     const st = await lstat(top).catch(() => null);
     if (st === null || !st.isDirectory()) return null;
-    const queue: Array<{ abs: string; rel: string }> = [{ abs: top, rel: path }];
+    const queue: Array<{ abs: string | Buffer; rel: string }> = [{ abs: top, rel: path }];
     for (let walked = 0; queue.length > 0; walked++) {
       if (walked >= MAX_WALK) return `${path}/…`;
       const { abs, rel } = queue.shift()!;
-      for (const child of await readdir(abs)) {
-        const childAbs = join(abs, child);
-        const childRel = `${rel}/${child}`;
+      for (const child of await listRaw(abs)) {
+        const childAbs = under(abs, child);
+        // A name the project cannot record is never removable (shown with its stray bytes as \xHH).
+        const recorded = encodeName(child);
+        const childRel = `${rel}/${recorded ?? showNameBytes(child)}`;
         const childSt = await lstat(childAbs).catch(() => null);
         if (childSt === null) continue;
         if (childSt.isDirectory()) queue.push({ abs: childAbs, rel: childRel });
-        else if (!removable(childRel)) return childRel;
+        else if (recorded === null || !removable(childRel)) return childRel;
       }
     }
     return null;
@@ -63,9 +72,9 @@ export function directoryInTheWay(path: string, blocking: string): StrataError {
  * it holds nothing but directories; false when something else is in it (it is left as it was, but
  * for the empty subdirectories removed on the way).
  */
-export async function removeEmptyTree(abs: string): Promise<boolean> {
-  for (const child of await readdir(abs)) {
-    const childAbs = join(abs, child);
+export async function removeEmptyTree(abs: string | Buffer): Promise<boolean> {
+  for (const child of await listRaw(abs)) {
+    const childAbs = under(abs, child);
     const st = await lstat(childAbs).catch(() => null);
     if (st === null) continue;
     if (!st.isDirectory() || !(await removeEmptyTree(childAbs))) return false;

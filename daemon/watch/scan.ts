@@ -3,8 +3,9 @@
 // changed), then treat indexed paths the walk did not find as deleted while the daemon was down.
 // Polling mode (network filesystems, exhausted inotify) runs the same scan on an interval.
 
-import { lstat, opendir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { lstat } from 'node:fs/promises';
+import { diskPath } from '../../engine/raw-names.js';
+import { listNames } from './list-names.js';
 import type { ScanProgress } from '../host.js';
 import { type ExamineContext, type ExamineResult, examine, isVersionable, lstatBeneath, sameAsIndexed } from './examine.js';
 
@@ -13,22 +14,29 @@ const SCAN_WINDOW = 64;
 
 export type Walk = (onFile: (path: string) => Promise<void>) => Promise<void>;
 
-/** A plain recursive walk (polling mode; watch mode walks while it adds watches instead). */
-export function plainWalk(root: string, ignoreDir: (path: string) => boolean): Walk {
+/**
+ * A plain recursive walk (polling mode; watch mode walks while it adds watches instead). Names are read
+ * as bytes and recorded by engine/raw-names.ts encodeName; one it cannot record goes to `onBadName`.
+ */
+export function plainWalk(root: string, ignoreDir: (path: string) => boolean, onBadName?: (dir: string, name: Buffer, directory: boolean) => void): Walk {
   return async (onFile) => {
     const stack = [''];
     while (stack.length > 0) {
       const dir = stack.pop()!;
-      let handle: Awaited<ReturnType<typeof opendir>>;
+      let listed: Awaited<ReturnType<typeof listNames>>;
       try {
-        handle = await opendir(join(root, dir), { bufferSize: 256 });
+        listed = await listNames(diskPath(root, dir));
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         throw error;
       }
-      for await (const entry of handle) {
-        const child = dir === '' ? entry.name : `${dir}/${entry.name}`;
+      for await (const { name, raw, entry } of listed) {
+        if (name === null) {
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) onBadName?.(dir, raw!, entry.isDirectory());
+          continue;
+        }
+        const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) {
           if (!ignoreDir(child)) stack.push(child);
         } else if (entry.isFile() || entry.isSymbolicLink()) await onFile(child);
@@ -96,7 +104,7 @@ async function scanPasses(ctx: ExamineContext, walk: Walk, progress: ScanProgres
     const row = host.state.index.get(host.projectId, path);
     if (row) {
       try {
-        if (sameAsIndexed(row, await lstat(join(host.dir, path), { bigint: true }))) {
+        if (sameAsIndexed(row, await lstat(diskPath(host.dir, path), { bigint: true }))) {
           progress.done += 1;
           return;
         }

@@ -9,7 +9,7 @@
 // the target.
 
 import { lstat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { diskPath } from '../../engine/raw-names.js';
 import { TEMP_MAX_WAIT_MS } from '../capture/temp-names.js';
 import { createWriterProbe, type WriterProbe } from './writers.js';
 
@@ -150,7 +150,7 @@ export class SettleTimers {
   async #checkTemp(path: string): Promise<void> {
     const held = this.#timers.get(path);
     if (held === undefined) return;
-    const st = await lstat(join(this.#options.dir, path)).catch(() => null);
+    const st = await lstat(diskPath(this.#options.dir, path)).catch(() => null);
     // A new event re-armed it meanwhile (or stop() took it): that timer decides.
     if (this.#timers.get(path) !== held || this.#stopped) return;
     const now = Date.now();
@@ -176,7 +176,7 @@ export class SettleTimers {
    * while held loses nothing: the file is on disk, unversioned, and the catch-up scan versions it.
    */
   async #settled(path: string, entry: PathTimer, overdue: boolean): Promise<void> {
-    const file = join(this.#options.dir, path);
+    const file = diskPath(this.#options.dir, path);
     const st = await lstat(file).catch(() => null);
     if (!this.#holds(path, entry)) return;
     const size = st?.isFile() ? st.size : 0;

@@ -9,8 +9,8 @@
 // (RSS stays with the number of directories) and delivers events as inotify reads them.
 
 import { type FSWatcher, watch } from 'node:fs';
-import { opendir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { diskPath, encodeName } from '../../engine/raw-names.js';
+import { listNames } from './list-names.js';
 
 export interface TreeWatcherOptions {
   /** absolute root */
@@ -23,6 +23,12 @@ export interface TreeWatcherOptions {
   onError(error: NodeJS.ErrnoException, path: string): void;
   /** fs.watch, unless a test needs to see what happens when the kernel refuses a watch */
   watch?: typeof watch;
+  /**
+   * A name in `dir` the project cannot record (raw bytes; engine/raw-names.ts encodeName): found by a
+   * walk (`directory` known), or named by an event (`directory` undefined: the host looks). Such names
+   * are never passed to onPath/onFile (unrepresentable.ts lists them).
+   */
+  onBadName?(dir: string, name: Buffer, directory?: boolean): void;
 }
 
 export class TreeWatcher {
@@ -57,9 +63,11 @@ export class TreeWatcher {
       // Watch before listing: a file created between the two is then both listed and reported,
       // never neither.
       if (!watched && !this.#watchDir(dir)) continue;
-      let handle: Awaited<ReturnType<typeof opendir>>;
+      let listed: Awaited<ReturnType<typeof listNames>>;
       try {
-        handle = await opendir(join(this.#options.root, dir), { bufferSize: 256 });
+        // Names as the project records them (list-names.ts): a name that is not UTF-8 gets its stray
+        // bytes as U+EF80-U+EFFF instead of U+FFFD; one that cannot be recorded is reported.
+        listed = await listNames(diskPath(this.#options.root, dir));
       } catch (error) {
         this.removeTree(dir);
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT' && (error as NodeJS.ErrnoException).code !== 'ENOTDIR') {
@@ -67,8 +75,12 @@ export class TreeWatcher {
         }
         continue;
       }
-      for await (const entry of handle) {
-        const child = dir === '' ? entry.name : `${dir}/${entry.name}`;
+      for await (const { name, raw, entry } of listed) {
+        if (name === null) {
+          if (entry.isDirectory() || entry.isFile() || entry.isSymbolicLink()) this.#options.onBadName?.(dir, raw!, entry.isDirectory());
+          continue;
+        }
+        const child = dir === '' ? name : `${dir}/${name}`;
         if (entry.isDirectory()) stack.push(child);
         else if (entry.isFile() || entry.isSymbolicLink()) await onFile?.(child);
       }
@@ -95,11 +107,14 @@ export class TreeWatcher {
   #watchDir(dir: string): boolean {
     let watcher: FSWatcher;
     try {
-      watcher = (this.#options.watch ?? watch)(join(this.#options.root, dir), { persistent: false, encoding: 'utf8' }, (_event, name) => {
+      watcher = (this.#options.watch ?? watch)(diskPath(this.#options.root, dir), { persistent: false, encoding: 'buffer' }, (_event, raw) => {
         if (this.#closed) return;
         // A null name means the kernel did not say which entry (queue overflow): re-look at the dir.
-        if (name === null) this.#options.onPath(dir);
-        else this.#options.onPath(dir === '' ? name : `${dir}/${name}`);
+        if (raw === null) return this.#options.onPath(dir);
+        const bytes = typeof raw === 'string' ? Buffer.from(raw) : raw;
+        const name = encodeName(bytes);
+        if (name === null) return this.#options.onBadName?.(dir, bytes);
+        this.#options.onPath(dir === '' ? name : `${dir}/${name}`);
       });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

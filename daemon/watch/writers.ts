@@ -27,7 +27,7 @@ export interface WriterProbe {
    * true: a process holds `file` (absolute) open for writing; false: none we can see does; null: we
    * cannot tell (no /proc, or the file belongs to another user whose processes we cannot inspect).
    */
-  openForWriting(file: string): Promise<boolean | null>;
+  openForWriting(file: string | Buffer): Promise<boolean | null>;
 }
 
 export interface WriterProbeOptions {
