@@ -51,6 +51,12 @@ export interface PipelineOptions {
    * history. Any other change since (an older restore, a write) lets the edit simply be the newest.
    */
   restoreWins?: { writeBase: (path: string) => string | null };
+  /**
+   * Watch mode: files that appeared and are not examined yet (null: none; else a promise of the next
+   * progress). Pending deletions wait for them before the guard counts them: a directory renamed
+   * within the project is a rename of each file, found file by file (watch/arrivals.ts).
+   */
+  arrivals?: () => Promise<void> | null;
   /** engine writes in flight at once (default 128) */
   maxInFlight?: number;
   now?: () => number;
@@ -67,6 +73,8 @@ export const MAX_CAPTURE_ERRORS = 20;
 const MAX_OWN_VERSIONS = 10_000;
 const MAX_NOT_KEPT = 10_000;
 const GUARD_RESET_GRACE_MS = 30_000;
+/** Deletions wait at most this long for files that are arriving (see PipelineOptions.arrivals). */
+const ARRIVALS_MAX_WAIT_MS = 60_000;
 /** A steady trickle of deletions still commits at least this often. */
 const DELETE_MAX_WAIT_FACTOR = 4;
 
@@ -228,7 +236,13 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       deleteTimer = undefined;
     }
     // Counted here, not when each deletion arrived: by now the deletions that were really the first
-    // half of a rename (`mv dir elsewhere-in-the-project`) have been cancelled by it.
+    // half of a rename (`mv dir elsewhere-in-the-project`) have been cancelled by it — once the files
+    // that arrived meanwhile have been looked at (a 2,000-file directory took longer than the settle
+    // delay, and its own `mv` tripped the guard: issue 38 item 1).
+    if (pendingDeletes.size > 0 && options.arrivals !== undefined) {
+      const until = now() + ARRIVALS_MAX_WAIT_MS;
+      for (let arriving = options.arrivals(); arriving !== null && now() < until; arriving = options.arrivals()) await arriving;
+    }
     if (pendingDeletes.size > 0 && guard.note(pendingDeletes.size, now(), options.tracked())) {
       logger.error(
         { since: guard.state.since, pending: pendingDeletes.size },

@@ -32,6 +32,7 @@ import {
 } from './reconcile.js';
 import { plainWalk, scanTree, type Walk } from './scan.js';
 import { SettleTimers } from './settle.js';
+import { Arrivals } from './arrivals.js';
 import { TreeWatcher } from './tree-watcher.js';
 
 export interface WatchOptions {
@@ -120,6 +121,8 @@ class WatchHost implements ProjectHost {
   readonly #pathLocks = new Map<string, Promise<unknown>>();
   /** paths whose capture failed: attempts so far, and the timer of the next */
   readonly #retries = new Map<string, { attempts: number; timer: NodeJS.Timeout | null }>();
+  /** files a directory that appeared brought, not examined yet (their renames cancel pending deletions) */
+  readonly #arrivals = new Arrivals();
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
@@ -143,7 +146,14 @@ class WatchHost implements ProjectHost {
       exclusive: (path, task) => this.#withPath(path, task),
       onDirectory: async (path) => {
         // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
-        if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
+        const watcher = this.#watcher;
+        if (watcher === null || watcher.isWatched(path)) return;
+        await this.#arrivals.walk(() =>
+          watcher.addTree(path, (file) => {
+            this.#arrivals.add(file);
+            this.schedule(file);
+          }),
+        );
       },
       onDirectoryGone: (path) => this.#watcher?.removeTree(path),
       onCaptureFailed: (path, code) => this.#retryCapture(path, code),
@@ -306,6 +316,7 @@ class WatchHost implements ProjectHost {
         } while (slot.again && !this.#stopped);
       } finally {
         this.#running.delete(path);
+        this.#arrivals.examined(path);
       }
     })();
     this.#running.set(path, slot);
@@ -541,6 +552,10 @@ class WatchHost implements ProjectHost {
       await scanning;
     })();
     return this.#rescan;
+  }
+
+  arrivals(): Promise<void> | null {
+    return this.#arrivals.pending();
   }
 
   trackedFiles(): number {
