@@ -11,6 +11,7 @@ import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
 import type { DaemonState } from '../state.js';
 import { CaptureQueue } from './capture-queue.js';
+import { RenameBatch } from './rename-batch.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
 import { openNoFollow } from './open-no-follow.js';
@@ -98,6 +99,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   let inFlight = 0;
   const waiting = new CaptureQueue();
   const ownVersions = new Set<string>();
+  const renames = new RenameBatch(engine, projectId, actor);
   const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state, historyNotKept: { count: 0, example: null } };
 
   const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
@@ -399,7 +401,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         serial(second, () =>
           limited(async (): Promise<CaptureOutcome> => {
             try {
-              const { created } = await engine.renameFile({ projectId, from, to, actor, overwrite: true });
+              const { created } = await renames.rename(from, to);
               return recorded({ kind: 'versioned', version: created.version, entry: created.entry });
             } catch (error) {
               if (isStrataError(error, 'PATH_NOT_FOUND')) return { kind: 'absent' };

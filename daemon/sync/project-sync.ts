@@ -77,6 +77,8 @@ export interface SyncStatus {
   snapshotsPulled: number;
   uploadedBytes: number;
   downloadedBytes: number;
+  /** contents (and dataset manifests and shards) fetched from the server since the daemon started */
+  downloadedObjects: number;
   lastPushAt: string | null;
   lastPullAt: string | null;
   lastError: { at: string; message: string; retryAt: string | null } | null;
@@ -158,6 +160,7 @@ export class ProjectSync {
     snapshotsPulled: 0,
     uploadedBytes: 0,
     downloadedBytes: 0,
+    downloadedObjects: 0,
     lastPushAt: null as string | null,
     lastPullAt: null as string | null,
   };
@@ -528,11 +531,13 @@ export class ProjectSync {
     // the store about each of 100,000 paged the object pack into memory).
     const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });
     const unknown = items.filter((item) => !known.has(item.versionId));
-    this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+    const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+    this.#stats.downloadedBytes += downloaded.bytes;
+    this.#stats.downloadedObjects += downloaded.objects;
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
     this.#noteAdopted(outcomes, items);
-    return outcomes.at(-1)?.result === 'deferred' ? 'deferred' : 'applied';
+    return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';
   }
 
   /**
