@@ -3,7 +3,7 @@
 // `mv m m2` on A must reach B as the same files under the new names — no content downloaded, never
 // held by B's incoming mass-delete guard — and A's own `mv` of nearly the whole project must not trip
 // A's local guard (which stopped every incoming change on A while `sync wait` said "in sync").
-import { mkdir, readdir, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJson } from './cli-harness.js';
@@ -12,6 +12,7 @@ import { allInSync, openSyncWorld, type SyncProject, type SyncWorld, type Workst
 interface SyncFigures extends Omit<SyncProject['sync'], 'state'> {
   state: string;
   downloadedBytes: number;
+  downloadedObjects: number;
 }
 
 async function syncOf(ws: Workstation): Promise<SyncFigures> {
@@ -76,6 +77,7 @@ describe('directory renames between workstations', () => {
     await allInSync([a, b]);
     expect(await filesIn(join(b.dir, 'm'))).toEqual(names);
     const before = await syncOf(b);
+    const inodes = await Promise.all(names.map(async (name) => (await stat(join(b.dir, 'm', name))).ino));
 
     await rename(join(a.dir, 'm'), join(a.dir, 'm2'));
     await arrived(b, 'm', 'm2', names, 60_000);
@@ -83,6 +85,11 @@ describe('directory renames between workstations', () => {
     const after = await syncOf(b);
     expect(after.held).toBeNull();
     expect(after.downloadedBytes - before.downloadedBytes).toBe(0);
+    expect(after.downloadedObjects - before.downloadedObjects).toBe(0);
+    // Renamed on B's disk, not written again: the same files (inodes), and the emptied directory gone.
+    expect(await Promise.all(names.map(async (name) => (await stat(join(b.dir, 'm2', name))).ino))).toEqual(inodes);
+    expect(await stat(join(b.dir, 'm')).catch(() => null)).toBeNull();
+    expect(await readFile(join(b.dir, 'm2', names[7]!), 'utf8')).toBe(`content of ${names[7]}\n`);
     expect(b.daemonLog()).not.toMatch(/held|MASS DELETE/i);
     // A recorded renames, not a guarded deletion.
     expect((await guardOf(a)).tripped).toBe(false);

@@ -139,8 +139,13 @@ export class IncomingChanges {
         for (const [path, retry] of this.#retry) if (retry.at <= now) paths.add(path);
         if (paths.size > 0) {
           // Files moved elsewhere are renamed here, not written again (moves-on-disk.ts).
-          this.#applied += await moveOnDisk(this.#host, [...paths], this.#deps.withPath);
-          await this.#materializeAll([...paths]);
+          const moved = await moveOnDisk(this.#host, [...paths], this.#deps.withPath);
+          this.#applied += moved.size / 2;
+          for (const path of moved) {
+            this.#problems.delete(path);
+            this.#retry.delete(path);
+          }
+          await this.#materializeAll([...paths].filter((path) => !moved.has(path)));
         }
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {

@@ -19,31 +19,35 @@ interface Move {
   to: string;
   versionId: string;
   contentHash: string;
+  executable: boolean;
 }
 
 /**
  * Renames on disk the files `paths` move (old path deleted in the engine, a new path with its content
- * and nothing on disk there). `withPath` serializes with the watcher's examine. Returns the number moved.
+ * and nothing on disk there). `withPath` serializes with the watcher's examine. Returns the paths
+ * done (both of each move): on disk as the engine has them, nothing left for materialize() to do.
  */
-export async function moveOnDisk(host: HostContext, paths: string[], withPath: <T>(path: string, task: () => Promise<T>) => Promise<T>): Promise<number> {
+export async function moveOnDisk(host: HostContext, paths: string[], withPath: <T>(path: string, task: () => Promise<T>) => Promise<T>): Promise<Set<string>> {
   const moves = await findMoves(host, paths);
-  let moved = 0;
+  const done = new Set<string>();
   const queue = [...moves];
   const work = async () => {
     for (let move = queue.shift(); move !== undefined; move = queue.shift()) {
       const [first, second] = move.from < move.to ? [move.from, move.to] : [move.to, move.from];
-      const done = await withPath(first, () => withPath(second, () => moveOne(host, move)));
-      if (done) moved++;
+      if (await withPath(first, () => withPath(second, () => moveOne(host, move)))) {
+        done.add(move.from);
+        done.add(move.to);
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, work));
-  return moved;
+  return done;
 }
 
 async function findMoves(host: HostContext, paths: string[]): Promise<Move[]> {
   const { engine, projectId, state } = host;
   const gone = new Map<string, string[]>();
-  const wanted: Array<{ path: string; versionId: string; contentHash: string }> = [];
+  const wanted: Array<{ path: string; versionId: string; contentHash: string; executable: boolean }> = [];
   for (const path of paths) {
     if (host.capture.isIgnored(path)) continue;
     const entry = await engine.stat({ projectId, path });
@@ -54,13 +58,15 @@ async function findMoves(host: HostContext, paths: string[]): Promise<Move[]> {
       list.push(path);
       gone.set(row.contentHash, list);
     } else if (!entry.symlink && !entry.dataset && row === undefined) {
-      wanted.push({ path, versionId: entry.versionId, contentHash: entry.contentHash });
+      // (The exec bit is compared in moveOne: a move that changed it is left to materialize().)
+      wanted.push({ path, versionId: entry.versionId, contentHash: entry.contentHash, executable: entry.executable });
     }
   }
   const moves: Move[] = [];
   for (const want of wanted) {
     const from = gone.get(want.contentHash)?.shift();
-    if (from !== undefined) moves.push({ from, to: want.path, versionId: want.versionId, contentHash: want.contentHash });
+    const { path: to, ...rest } = want;
+    if (from !== undefined) moves.push({ from, to, ...rest });
   }
   return moves;
 }
@@ -69,7 +75,7 @@ async function findMoves(host: HostContext, paths: string[]): Promise<Move[]> {
 async function moveOne(host: HostContext, move: Move): Promise<boolean> {
   const { state, projectId } = host;
   const row = state.index.get(projectId, move.from);
-  if (row === undefined || row.contentHash !== move.contentHash || state.index.get(projectId, move.to) !== undefined) return false;
+  if (row === undefined || row.contentHash !== move.contentHash || row.executable !== move.executable || state.index.get(projectId, move.to) !== undefined) return false;
   const fromSplit = split(move.from);
   const toSplit = split(move.to);
   const source = await openBeneath(host.dir, fromSplit.dir, { create: false });
