@@ -50,7 +50,7 @@ export class RenameBatch {
       if (group.length > 1) {
         try {
           const results = await this.#engine.renameFiles({ projectId: this.#projectId, actor: this.#actor, pairs: group.map(({ from, to }) => ({ from, to })) });
-          group.forEach((queued, i) => queued.resolve(results[i]!));
+          for (const [i, queued] of group.entries()) queued.resolve(results[i]!);
           continue;
         } catch {
           // One by one below: each rename gets its own outcome (the one that failed, its own error).
