@@ -126,6 +126,11 @@ export interface ProjectHost {
   rescan?(): Promise<void>;
   /** Watch mode: a reconciliation now (or the one under way); see WatchReconcileStatus. */
   reconcile?(): Promise<void>;
+  /**
+   * Watch mode: files that appeared and are not examined yet (a directory moved within the project):
+   * null when none, else a promise of the next progress (watch/arrivals.ts). Deletions wait for them.
+   */
+  arrivals?(): Promise<void> | null;
   /** Watch mode: the engine has changes not brought to disk yet (incoming.ts behind()). */
   diskBehind?(): Promise<boolean>;
   /**

@@ -174,6 +174,7 @@ export class ProjectRunner {
           : {}),
         ...(mode === 'watch' && this.config.sync === undefined ? { restoreWins: { writeBase: (path: string) => state.index.get(projectId, path)?.versionId ?? null } } : {}),
         tracked: () => host?.trackedFiles() ?? state.index.count(projectId),
+        arrivals: () => host?.arrivals?.() ?? null,
       });
       this.#pipeline = pipeline;
       // `inPlace`: read by the mount host only (daemon/mount/index.ts MountHostContext).

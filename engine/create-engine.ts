@@ -10,7 +10,7 @@ import { gitReceive } from './commands/git-receive.js';
 import { gitRefs, gitUpload } from './commands/git-refs.js';
 import { createProject, updatePolicy } from './commands/projects.js';
 import { readFile } from './commands/read-file.js';
-import { renameFile } from './commands/rename-file.js';
+import { renameFile, renameFiles } from './commands/rename-file.js';
 import { restoreSnapshot } from './commands/restore-snapshot.js';
 import { restoreVersion } from './commands/restore-version.js';
 import { diffVersions } from './commands/diff-versions.js';
@@ -45,6 +45,7 @@ export function createEngine(deps: EngineDeps): Engine {
     readFile: (input) => readFile(ctx, input),
     deleteFile: (input) => changing(input.projectId, deleteFile(ctx, input)),
     renameFile: (input) => changing(input.projectId, renameFile(ctx, input)),
+    renameFiles: (input) => changing(input.projectId, renameFiles(ctx, input)),
     listDirectory: (input) => listDirectory(ctx, input),
     listFiles: (input) => listFiles(ctx, input),
     countFiles: (projectId) => countFiles(ctx, projectId),

@@ -170,6 +170,8 @@ export interface Engine {
   readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
+  /** Several renames (overwriting) in one atomic commit: all or none (commands/rename-file.ts renameFiles). */
+  renameFiles(input: { projectId: string; pairs: Array<{ from: string; to: string }>; actor: Actor }): Promise<Array<{ deleted: VersionRecord; created: WriteResult }>>;
   /** Immediate children of a directory, now or (`at`, an ISO time) as they were then. */
   listDirectory(input: { projectId: string; path: string; at?: string }): Promise<DirectoryListing>;
   /**

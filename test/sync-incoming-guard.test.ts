@@ -39,9 +39,31 @@ describe('incoming mass-delete guard', () => {
     expect(guard.held()).toBeNull();
     expect(guard.admit(200, 900)).toBe(true);
     expect(guard.admit(500, 700)).toBe(true);
-    // Read to its end: the confirmation covers no more, and the 700 applied since count again.
+    // Read to its end: the confirmation covers no more. What was confirmed never counts again: the
+    // next deletion is judged alone (1 held right after a confirmed 30 counted those 30 as recent).
     guard.caughtUp();
-    expect(guard.admit(600, 700)).toBe(false);
-    expect(guard.held()).toEqual({ deletes: 600, files: 1400, recent: 700 });
+    expect(guard.admit(1, 200)).toBe(true);
+    expect(guard.admit(100, 199)).toBe(false);
+    expect(guard.held()).toEqual({ deletes: 100, files: 200, recent: 1 });
+  });
+
+  it('a confirmed deletion of 30 is not "recent" for the next one', () => {
+    const guard = incomingDeleteGuard(state, 'p');
+    expect(guard.admit(30, 60)).toBe(false);
+    guard.confirm();
+    expect(guard.admit(30, 60)).toBe(true);
+    guard.caughtUp();
+    expect(guard.admit(1, 30)).toBe(true);
+    expect(guard.held()).toBeNull();
+  });
+
+  it('judges the deletions read ahead with the page, but remembers only the page', () => {
+    const guard = incomingDeleteGuard(state, 'p');
+    expect(guard.admit(10, 1000, 300)).toBe(false); // 310 of 1,000 in the change set
+    expect(guard.held()).toEqual({ deletes: 310, files: 1000 });
+    expect(guard.admit(10, 1000, 100)).toBe(true); // 11 %
+    expect(guard.admit(10, 990)).toBe(true); // 20 counted, not 120
+    expect(guard.admit(240, 980)).toBe(false); // 260 of 1,000
+    expect(guard.held()).toEqual({ deletes: 240, files: 1000, recent: 20 });
   });
 });

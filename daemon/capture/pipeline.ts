@@ -11,6 +11,7 @@ import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
 import type { DaemonState } from '../state.js';
 import { CaptureQueue } from './capture-queue.js';
+import { RenameBatch } from './rename-batch.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
 import { openNoFollow } from './open-no-follow.js';
@@ -51,6 +52,12 @@ export interface PipelineOptions {
    * history. Any other change since (an older restore, a write) lets the edit simply be the newest.
    */
   restoreWins?: { writeBase: (path: string) => string | null };
+  /**
+   * Watch mode: files that appeared and are not examined yet (null: none; else a promise of the next
+   * progress). Pending deletions wait for them before the guard counts them: a directory renamed
+   * within the project is a rename of each file, found file by file (watch/arrivals.ts).
+   */
+  arrivals?: () => Promise<void> | null;
   /** engine writes in flight at once (default 128) */
   maxInFlight?: number;
   now?: () => number;
@@ -67,6 +74,8 @@ export const MAX_CAPTURE_ERRORS = 20;
 const MAX_OWN_VERSIONS = 10_000;
 const MAX_NOT_KEPT = 10_000;
 const GUARD_RESET_GRACE_MS = 30_000;
+/** Deletions wait at most this long for files that are arriving (see PipelineOptions.arrivals). */
+const ARRIVALS_MAX_WAIT_MS = 60_000;
 /** A steady trickle of deletions still commits at least this often. */
 const DELETE_MAX_WAIT_FACTOR = 4;
 
@@ -90,6 +99,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
   let inFlight = 0;
   const waiting = new CaptureQueue();
   const ownVersions = new Set<string>();
+  const renames = new RenameBatch(engine, projectId, actor);
   const stats: CaptureStats = { pending: 0, captured: 0, lastVersion: null, errors: [], massDeleteGuard: guard.state, historyNotKept: { count: 0, example: null } };
 
   const persistGuard = () => state.flags.set(projectId, GUARD_FLAG, guard.state);
@@ -228,7 +238,13 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       deleteTimer = undefined;
     }
     // Counted here, not when each deletion arrived: by now the deletions that were really the first
-    // half of a rename (`mv dir elsewhere-in-the-project`) have been cancelled by it.
+    // half of a rename (`mv dir elsewhere-in-the-project`) have been cancelled by it — once the files
+    // that arrived meanwhile have been looked at (a 2,000-file directory took longer than the settle
+    // delay, and its own `mv` tripped the guard: issue 38 item 1).
+    if (pendingDeletes.size > 0 && options.arrivals !== undefined) {
+      const until = now() + ARRIVALS_MAX_WAIT_MS;
+      for (let arriving = options.arrivals(); arriving !== null && now() < until; arriving = options.arrivals()) await arriving;
+    }
     if (pendingDeletes.size > 0 && guard.note(pendingDeletes.size, now(), options.tracked())) {
       logger.error(
         { since: guard.state.since, pending: pendingDeletes.size },
@@ -385,7 +401,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         serial(second, () =>
           limited(async (): Promise<CaptureOutcome> => {
             try {
-              const { created } = await engine.renameFile({ projectId, from, to, actor, overwrite: true });
+              const { created } = await renames.rename(from, to);
               return recorded({ kind: 'versioned', version: created.version, entry: created.entry });
             } catch (error) {
               if (isStrataError(error, 'PATH_NOT_FOUND')) return { kind: 'absent' };

@@ -28,6 +28,7 @@ import { localRetentionChanged, syncRetention } from './retention-sync.js';
 import { localTagsChanged, syncTags } from './tag-sync.js';
 import { judgeSync, type SyncFacts, type SyncReason } from './sync-verdict.js';
 import { UnsyncedPaths } from './unsynced-paths.js';
+import { ChangeSetDeletions } from './moves.js';
 
 const PUSH_BATCH = 500;
 const PULL_BATCH = 500;
@@ -38,6 +39,8 @@ const CHAIN_PULL_EVERY_MS = 5_000;
 /** A page deleting this many files here waits a moment and is judged with what follows it. */
 const DELETE_SETTLE_AT = 10;
 const DELETE_SETTLE_MS = 1_500;
+/** A page the delete guard holds is read again this often (or at once when the user confirms). */
+const HELD_RECHECK_MS = 30_000;
 /**
  * A server that cannot be reached at all (refused, reset, timed out: no HTTP answer) is tried again
  * at least this often. The exponential backoff reached 36 s after a server's kill -9, and the
@@ -74,6 +77,8 @@ export interface SyncStatus {
   snapshotsPulled: number;
   uploadedBytes: number;
   downloadedBytes: number;
+  /** contents (and dataset manifests and shards) fetched from the server since the daemon started */
+  downloadedObjects: number;
   lastPushAt: string | null;
   lastPullAt: string | null;
   lastError: { at: string; message: string; retryAt: string | null } | null;
@@ -155,6 +160,7 @@ export class ProjectSync {
     snapshotsPulled: 0,
     uploadedBytes: 0,
     downloadedBytes: 0,
+    downloadedObjects: 0,
     lastPushAt: null as string | null,
     lastPullAt: null as string | null,
   };
@@ -225,6 +231,7 @@ export class ProjectSync {
   /** The user confirmed the held incoming deletions: apply them. */
   confirmHeld(): void {
     this.#guard.confirm();
+    this.#wake.pull?.();
     this.#wake.push?.();
   }
 
@@ -459,7 +466,16 @@ export class ProjectSync {
         if (this.#paused?.startsWith('the server refused')) this.#paused = null;
         this.#recovered('pull');
         const applied = await this.#applyPage(remote, page);
-        if (!applied) {
+        if (applied === 'held') {
+          // Nothing changes here until the user confirms (which wakes this loop) or the server's
+          // changes do: looked at again after a while, not read again at once (it re-read the held
+          // pages ~2.6 times a second, 1,000 rows each, until confirmed).
+          this.#serverAhead = true;
+          caughtUp = false;
+          await this.#sleep(HELD_RECHECK_MS, 'pull');
+          continue;
+        }
+        if (applied === 'deferred') {
           // A path here has a change the server has not had: let the push go first.
           this.#serverAhead = true;
           caughtUp = false;
@@ -493,56 +509,69 @@ export class ProjectSync {
     }
   }
 
-  /** false: stopped at a deferred version (the cursor stays; the page is read again after the push). */
-  async #applyPage(remote: Remote, page: ChangesPage): Promise<boolean> {
+  /**
+   * 'deferred': stopped at a version deferred for the push; 'held': the delete guard holds the page.
+   * Either way the cursor stays and the page is read again.
+   */
+  async #applyPage(remote: Remote, page: ChangesPage): Promise<'applied' | 'deferred' | 'held'> {
     const { items } = page;
-    if (items.length === 0) return true;
+    if (items.length === 0) return 'applied';
     const { engine, projectId } = this.#deps;
-    let deletes = await this.#deletesHere(items);
-    if (deletes >= DELETE_SETTLE_AT) {
-      // Many deletions: judge the whole change set, not the part of it that arrived first. Let the
-      // other workstation finish sending it, then count what follows this page too.
-      if (this.#settledAt !== this.#pullCursor) {
-        this.#settledAt = this.#pullCursor;
-        await this.#sleep(DELETE_SETTLE_MS, 'pull');
-        return false;
-      }
-      deletes += await this.#deletesAhead(remote, page);
-    }
+    const deletions = await this.#deletionsIn(remote, page);
+    if (deletions === 'settling') return 'deferred';
+    const { page: deletes, ahead } = deletions;
     // Measured against the files the project has here: a mount's own count knows only the files the
     // kernel has looked up (none, right after it starts), and held every deletion of 20 files or more.
     const files = deletes === 0 ? 0 : Math.max(this.#deps.trackedFiles(), await engine.countFiles(projectId));
-    if (!this.#guard.admit(deletes, files)) return false;
+    if (!this.#guard.admit(deletes, files, ahead)) {
+      this.#log.warn({ deletes: deletes + ahead, files }, 'held: the server\'s changes delete many files here; run `strata sync confirm` to apply them');
+      return 'held';
+    }
     // This workstation's own versions come back in the feed: nothing to fetch for those (and asking
     // the store about each of 100,000 paged the object pack into memory).
     const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });
     const unknown = items.filter((item) => !known.has(item.versionId));
-    this.#stats.downloadedBytes += await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+    const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+    this.#stats.downloadedBytes += downloaded.bytes;
+    this.#stats.downloadedObjects += downloaded.objects;
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
     this.#noteAdopted(outcomes, items);
-    return outcomes.at(-1)?.result !== 'deferred';
+    return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';
   }
 
-  /** Deletions of files here in the pages after this one (read, not applied; at most 20 pages). */
-  async #deletesAhead(remote: Remote, page: ChangesPage): Promise<number> {
-    let count = 0;
+  /**
+   * The deletions of files here the page makes (moves left out: moves.ts), and those the rest of its
+   * change set makes. A page with deletions whose content it writes nowhere looks ahead (at most 20
+   * pages, read, not applied): for the other half of a move cut by the page's end, and, with many
+   * deletions, to judge the change set whole — after a moment for the other workstation to finish
+   * sending it ('settling': the page is read again then).
+   */
+  async #deletionsIn(remote: Remote, page: ChangesPage): Promise<{ page: number; ahead: number } | 'settling'> {
+    const set = new ChangeSetDeletions();
+    const hashHere = (path: string) => this.#hashHere(path);
+    await set.add(page.items, hashHere, true);
+    const inPage = set.count().page;
+    if (inPage === 0 || !page.more) return set.count();
+    const many = inPage >= DELETE_SETTLE_AT;
+    if (many && this.#settledAt !== this.#pullCursor) {
+      this.#settledAt = this.#pullCursor;
+      await this.#sleep(DELETE_SETTLE_MS, 'pull');
+      return 'settling';
+    }
     let next = page;
     for (let i = 0; i < 20 && next.more; i++) {
       next = await remote.changes(next.cursor, { limit: 1000, waitMs: 0, signal: this.#stop.signal });
-      count += await this.#deletesHere(next.items);
+      await set.add(next.items, hashHere, false);
+      // A few deletions: only their other halves were wanted.
+      if (!many && set.count().page === 0) break;
     }
-    return count;
+    return set.count();
   }
 
-  /** Files here that the page deletes (this workstation's own deletions, back from the feed, are gone already). */
-  async #deletesHere(items: SyncChange[]): Promise<number> {
-    const { engine, projectId } = this.#deps;
-    let count = 0;
-    for (const item of items) {
-      if (item.contentHash === null && item.current && (await engine.stat({ projectId, path: item.path })) !== null) count++;
-    }
-    return count;
+  /** The content a path has here (null: no file; this workstation's own deletions, back from the feed, are gone already). */
+  async #hashHere(path: string): Promise<ContentHash | null> {
+    return (await this.#deps.engine.stat({ projectId: this.#deps.projectId, path }))?.contentHash ?? null;
   }
 
   #noteAdopted(outcomes: AdoptOutcome[], items: SyncChange[]): void {

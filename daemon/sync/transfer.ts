@@ -81,8 +81,10 @@ async function readAll(store: ContentStore, hashes: ContentHash[]): Promise<Arra
   return hashes.map((hash) => ({ hash, data: found.get(hash)! }));
 }
 
-export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<number> {
+/** `bytes` and `objects` (contents, dataset manifests and shards) fetched from the server. */
+export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
   let downloaded = 0;
+  let objects = 0;
   const wanted = new Map<ContentHash, string>();
   const datasets = new Map<ContentHash, string>();
   for (const item of items) {
@@ -98,6 +100,7 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
       // The store hashes as it writes and keeps nothing that is not `hash`.
       const result = await store.put(await open(), { expectedHash: hash });
       downloaded += result.size;
+      objects++;
     });
     download.catch((error: unknown) => failures.push(error));
   };
@@ -105,10 +108,12 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
   await queue.onIdle();
   for (const [manifestHash, versionId] of datasets) {
     if (failures.length > 0) break;
-    downloaded += await downloadDataset(remote, store, manifestHash, versionId, signal);
+    const dataset = await downloadDataset(remote, store, manifestHash, versionId, signal);
+    downloaded += dataset.bytes;
+    objects += dataset.objects;
   }
   if (failures.length > 0) throw failures[0];
-  return downloaded;
+  return { bytes: downloaded, objects };
 }
 
 /**
@@ -117,9 +122,13 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
  * makes the same shards in one pack file; the result must hash to the manifest's `hash`. A few missing
  * (an edit of a big file): only those shards travel, each fetched by hash and verified.
  */
-async function downloadDataset(remote: Remote, store: ContentStore, manifestHash: ContentHash, versionId: string, signal: AbortSignal): Promise<number> {
+async function downloadDataset(remote: Remote, store: ContentStore, manifestHash: ContentHash, versionId: string, signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
   let downloaded = 0;
-  if (!(await store.has(manifestHash))) downloaded += (await store.put(await remote.object(manifestHash, signal), { expectedHash: manifestHash })).size;
+  let objects = 0;
+  if (!(await store.has(manifestHash))) {
+    downloaded += (await store.put(await remote.object(manifestHash, signal), { expectedHash: manifestHash })).size;
+    objects++;
+  }
   const manifest = parseManifest(await store.readBuffer(manifestHash), manifestHash);
   let missing = await absentShards(store, manifest);
   const missingBytes = missing.reduce((sum, shard) => sum + shard.size, 0);
@@ -128,6 +137,7 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
     const stream = streamUntilError(await remote.read(versionId, signal));
     const ingest = await store.putDatasetStream(stream.source, manifest.chunker);
     downloaded += ingest.size;
+    objects++;
     if (stream.failure() !== undefined) throw stream.failure();
     if (ingest.hash !== manifest.hash) throw new Error(`the bytes of dataset version ${versionId} hash to ${ingest.hash}, not ${manifest.hash}`);
     missing = await absentShards(store, manifest);
@@ -139,12 +149,13 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
       .add(async () => {
         if (failures.length > 0) return;
         downloaded += (await store.put(await remote.object(shard.hash, signal), { expectedHash: shard.hash })).size;
+        objects++;
       })
       .catch((error: unknown) => failures.push(error));
   }
   await queue.onIdle();
   if (failures.length > 0) throw failures[0];
-  return downloaded;
+  return { bytes: downloaded, objects };
 }
 
 async function absentShards(store: ContentStore, manifest: DatasetManifest): Promise<Array<{ hash: ContentHash; size: number }>> {

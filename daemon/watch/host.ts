@@ -32,6 +32,7 @@ import {
 } from './reconcile.js';
 import { plainWalk, scanTree, type Walk } from './scan.js';
 import { SettleTimers } from './settle.js';
+import { Arrivals } from './arrivals.js';
 import { TreeWatcher } from './tree-watcher.js';
 import { UnrepresentableNames } from './unrepresentable.js';
 
@@ -123,6 +124,8 @@ class WatchHost implements ProjectHost {
   readonly #retries = new Map<string, { attempts: number; timer: NodeJS.Timeout | null }>();
   /** names on disk the project cannot record (not UTF-8): said in status, the log and the sync verdict */
   readonly #badNames: UnrepresentableNames;
+  /** files a directory that appeared brought, not examined yet (their renames cancel pending deletions) */
+  readonly #arrivals = new Arrivals();
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
@@ -147,7 +150,14 @@ class WatchHost implements ProjectHost {
       exclusive: (path, task) => this.#withPath(path, task),
       onDirectory: async (path) => {
         // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
-        if (this.#watcher && !this.#watcher.isWatched(path)) await this.#watcher.addTree(path, (file) => this.schedule(file));
+        const watcher = this.#watcher;
+        if (watcher === null || watcher.isWatched(path)) return;
+        await this.#arrivals.walk(() =>
+          watcher.addTree(path, (file) => {
+            this.#arrivals.add(file);
+            this.schedule(file);
+          }),
+        );
       },
       onDirectoryGone: (path) => this.#watcher?.removeTree(path),
       onCaptureFailed: (path, code) => this.#retryCapture(path, code),
@@ -325,6 +335,7 @@ class WatchHost implements ProjectHost {
         } while (slot.again && !this.#stopped);
       } finally {
         this.#running.delete(path);
+        this.#arrivals.examined(path);
       }
     })();
     this.#running.set(path, slot);
@@ -563,6 +574,10 @@ class WatchHost implements ProjectHost {
       await scanning;
     })();
     return this.#rescan;
+  }
+
+  arrivals(): Promise<void> | null {
+    return this.#arrivals.pending();
   }
 
   trackedFiles(): number {

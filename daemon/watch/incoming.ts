@@ -7,6 +7,7 @@ import { compareUtf8 } from '../../engine/paths.js';
 import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
 import { type MaterializeResult, materialize } from './materialize.js';
+import { moveOnDisk } from './moves-on-disk.js';
 
 /** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
 const MATERIALIZE_CONCURRENCY = 16;
@@ -136,7 +137,16 @@ export class IncomingChanges {
         const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
         const now = Date.now();
         for (const [path, retry] of this.#retry) if (retry.at <= now) paths.add(path);
-        if (paths.size > 0) await this.#materializeAll([...paths]);
+        if (paths.size > 0) {
+          // Files moved elsewhere are renamed here, not written again (moves-on-disk.ts).
+          const moved = await moveOnDisk(this.#host, [...paths], this.#deps.withPath);
+          this.#applied += moved.size / 2;
+          for (const path of moved) {
+            this.#problems.delete(path);
+            this.#retry.delete(path);
+          }
+          await this.#materializeAll([...paths].filter((path) => !moved.has(path)));
+        }
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');

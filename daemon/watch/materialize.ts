@@ -239,7 +239,7 @@ async function placeLink(host: HostContext, at: BeneathDir, name: string, entry:
 }
 
 /** `rm` of the last file of a directory in the engine leaves no directory there either. */
-async function removeEmptyParents(root: string, path: string): Promise<void> {
+export async function removeEmptyParents(root: string, path: string): Promise<void> {
   for (let dir = split(path).dir; dir !== ''; dir = split(dir).dir) {
     const { dir: above, name } = split(dir);
     const parent = await openBeneath(root, above, { create: false });

@@ -66,20 +66,73 @@ export async function syncKnownVersions(ctx: EngineContext, input: { projectId: 
   return ctx.repository.versions.knownVersionIds(input.projectId, input.versionIds);
 }
 
-/** Applies pulled versions in feed order; stops at the first deferred one (the rest wait for the next pull). */
+/**
+ * Applies pulled versions in feed order; stops at the first deferred one (the rest wait for the next
+ * pull). Versions of unrelated paths (none the same as, or a directory of, another) are committed
+ * together: one at a time, a 2,000-file directory renamed elsewhere (4,000 versions) took ~25 s here,
+ * one transaction each; submitted at once, the commit batcher makes a few transactions of them. A
+ * wave ends before a version that would be deferred, so nothing after it is applied; only a change
+ * made here while the wave commits can defer one whose neighbours then went through (they are
+ * independent paths; the page is read again and they are 'known').
+ */
 export async function adoptSyncedVersions(
   ctx: EngineContext,
   input: { projectId: string; pushedSeq: number; versions: PulledVersion[] },
 ): Promise<AdoptOutcome[]> {
-  const { projectId } = input;
+  const { projectId, pushedSeq, versions } = input;
   await ctx.requireProject(projectId);
   const outcomes: AdoptOutcome[] = [];
-  for (const pulled of input.versions) {
-    const outcome = await adoptOne(ctx, projectId, input.pushedSeq, pulled);
-    outcomes.push(outcome);
-    if (outcome.result === 'deferred') break;
+  for (let start = 0; start < versions.length; ) {
+    const wave = takeWave(versions, start);
+    start += wave.length;
+    let cut = wave.length;
+    for (let i = 0; i < wave.length; i++) {
+      if (await deferredHere(ctx, projectId, pushedSeq, wave[i]!.record)) {
+        cut = i;
+        break;
+      }
+    }
+    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, projectId, pushedSeq, pulled)));
+    outcomes.push(...results);
+    if (cut < wave.length) {
+      outcomes.push({ versionId: wave[cut]!.record.versionId, result: 'deferred' });
+      break;
+    }
+    if (results.some((o) => o.result === 'deferred')) break;
   }
   return outcomes;
+}
+
+const MAX_WAVE = 500;
+
+/** From `start`, the versions whose paths are independent of each other (at most MAX_WAVE). */
+function takeWave(versions: PulledVersion[], start: number): PulledVersion[] {
+  const paths = new Set<string>();
+  /** every directory above a path of the wave */
+  const dirs = new Set<string>();
+  const wave: PulledVersion[] = [];
+  for (let i = start; i < versions.length && wave.length < MAX_WAVE; i++) {
+    const path = versions[i]!.record.path;
+    const above = ancestors(path);
+    if (paths.has(path) || dirs.has(path) || above.some((dir) => paths.has(dir))) break;
+    paths.add(path);
+    for (const dir of above) dirs.add(dir);
+    wave.push(versions[i]!);
+  }
+  return wave;
+}
+
+function ancestors(path: string): string[] {
+  const out: string[] = [];
+  for (let slash = path.indexOf('/'); slash !== -1; slash = path.indexOf('/', slash + 1)) out.push(path.slice(0, slash));
+  return out;
+}
+
+/** adoptOne's 'deferred' rule, asked before anything of the wave commits. */
+async function deferredHere(ctx: EngineContext, projectId: string, pushedSeq: number, record: VersionRecord): Promise<boolean> {
+  if ((await ctx.repository.versions.get(projectId, record.versionId)) !== null) return false;
+  const head = await ctx.repository.versions.pathHead(projectId, record.path);
+  return head !== null && !head.pulled && head.seq > pushedSeq;
 }
 
 async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion): Promise<AdoptOutcome> {
