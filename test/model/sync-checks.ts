@@ -79,10 +79,10 @@ export async function allVersions(view: ApiView): Promise<VersionRecord[]> {
 }
 
 /** No loss: every content a workstation has a version of is in some version on the server. */
-export async function lossFailures(world: SyncModelWorld): Promise<string[]> {
+export async function lossFailures(world: SyncModelWorld, stations: Station[] = world.stations): Promise<string[]> {
   const onServer = new Set((await allVersions(world.server)).map((v) => v.contentHash).filter((h) => h !== null));
   const failures: string[] = [];
-  for (const station of world.stations) {
+  for (const station of stations) {
     for (const version of await allVersions(station.ws)) {
       if (version.contentHash === null || onServer.has(version.contentHash)) continue;
       failures.push(`lost: ${station.name}'s version ${version.versionId} of ${version.path} (${version.size} B, ${version.contentHash.slice(0, 10)}) is in no version on the server`);

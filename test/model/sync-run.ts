@@ -12,6 +12,7 @@ import { type SyncStep, syncSequenceArbitrary } from './sync-steps.js';
 export interface SyncModelRunOptions {
   workstations: number;
   mount: boolean;
+  tolerateTypeConflicts?: boolean;
   runs: number;
   maxSteps: number;
   seed?: number;
@@ -37,8 +38,8 @@ export interface SyncModelRunReport extends SyncSequenceStats {
 
 export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncModelRunReport> {
   const seed = options.seed ?? (Date.now() ^ (Math.random() * 0x100000000)) >>> 0;
-  const totals: SyncSequenceStats & { sequences: number } = { sequences: 0, operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0 };
-  const model = { workstations: options.workstations, mount: options.mount };
+  const totals: SyncSequenceStats & { sequences: number } = { sequences: 0, operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
+  const model = { workstations: options.workstations, mount: options.mount, tolerateTypeConflicts: options.tolerateTypeConflicts === true };
   let shrinking = false;
   let shrinkRuns = 0;
   let lastFailures: string[] = [];
@@ -57,7 +58,7 @@ export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncMo
     );
     if (!shrinking) {
       totals.sequences += 1;
-      for (const key of ['operations', 'skipped', 'faults', 'observations', 'inconclusive', 'conflicts', 'checked'] as const) totals[key] += result.stats[key];
+      for (const key of ['operations', 'skipped', 'faults', 'observations', 'inconclusive', 'conflicts', 'checked', 'unresolved'] as const) totals[key] += result.stats[key];
     }
     if (result.failures.length > 0) {
       shrinking = true;

@@ -28,6 +28,8 @@ import { diffTrees, filesOf, readEngineTree, type Tree } from './tree.js';
 export interface SyncModelOptions {
   workstations: number;
   mount: boolean;
+  /** a file/directory conflict left for the user is counted (`unresolved`), not a failure */
+  tolerateTypeConflicts?: boolean;
   log?: (line: string) => void;
 }
 
@@ -42,6 +44,8 @@ export interface SyncSequenceStats {
   conflicts: number;
   /** sequences whose end checks all ran (convergence, no loss, fsck) */
   checked: number;
+  /** sequences that ended with a file/directory conflict left for the user (tolerated) */
+  unresolved: number;
 }
 
 export interface SyncSequenceResult {
@@ -56,7 +60,7 @@ const OBSERVE_TIMEOUT_S = 20;
 const CONVERGE_TIMEOUT_S = 120;
 
 export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptions): Promise<SyncSequenceResult> {
-  const stats: SyncSequenceStats = { operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0 };
+  const stats: SyncSequenceStats = { operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
   const failures: string[] = [];
   const transcript: string[] = [];
   const log = options.log ?? (() => undefined);
@@ -148,7 +152,7 @@ export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptio
     }
     if (failures.length === 0) {
       const checking = Date.now();
-      failures.push(...(await checkConverged(w, stats, log)));
+      failures.push(...(await checkConverged(w, stats, log, options.tolerateTypeConflicts === true)));
       log(`  end checks in ${((Date.now() - checking) / 1000).toFixed(1)} s`);
     }
   } catch (error) {
@@ -203,35 +207,67 @@ async function observe(world: SyncModelWorld, stats: SyncSequenceStats): Promise
 
 const firstLine = (text: string) => text.trim().split('\n')[0]!.slice(0, 160);
 
+/**
+ * A file on one side and a directory on the other (`a` and `a/a`): the server refuses the version
+ * that would put a path below a file, and the other side skips the one it cannot take; both say so
+ * and wait for the user. Not a conflict copy — so not convergence — but no lie either: with
+ * `tolerateTypeConflicts` the sequence counts it (`unresolved`) and checks the rest.
+ */
+const TYPE_CONFLICT = /cannot be created below it|is a file, so|is a directory/;
+
 /** Everything back up, `sync wait` everywhere until a round leaves the head as it was, then the end checks. */
-async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, log: (line: string) => void): Promise<string[]> {
+async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, log: (line: string) => void, tolerate: boolean): Promise<string[]> {
   if (!world.serverUp) await world.startServer();
   for (const station of world.stations) if (!station.ws.running) await station.ws.start();
   let head: Tree | null = null;
+  const blocked = new Set<Station>();
   for (let round = 1; round <= 4 && head === null; round++) {
     const before = await headFiles(world.server);
     for (const station of world.stations) {
+      if (blocked.has(station)) continue;
       const started = Date.now();
       const result = await world.cli(station, ['sync', 'wait', '--timeout', String(CONVERGE_TIMEOUT_S)], (CONVERGE_TIMEOUT_S + 60) * 1000);
       log(`  converge round ${round}: ${station.name} sync wait exit ${result.code} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      if (result.code !== 0) return [`convergence: ${station.name}'s sync wait exited ${result.code} after everything was back up: ${result.stderr.trim()}`];
+      if (result.code === 0) continue;
+      const reasons = (await syncStatusOf(world, station)).reasons;
+      const typeConflict = result.code === 4 && reasons.length > 0 && reasons.every((r) => (r.code === 'REFUSED' || r.code === 'SKIPPED') && TYPE_CONFLICT.test(r.message));
+      if (tolerate && typeConflict) {
+        blocked.add(station);
+        log(`  ${station.name} waits for the user (file/directory conflict): ${reasons.map((r) => r.message).join('; ')}`);
+        continue;
+      }
+      return [`convergence: ${station.name}'s sync wait exited ${result.code} after everything was back up: ${result.stderr.trim()}`, ...(await describeTrees(world))];
     }
     const after = await headFiles(world.server);
     if (sameTree(before, after)) head = after;
   }
   if (head === null) return ["convergence: the server's head still changed after 4 rounds of sync wait on every workstation"];
   const failures: string[] = [];
-  for (const station of world.stations) {
+  // A workstation waiting for the user keeps its side of the file/directory conflict: the others are compared.
+  const compared = world.stations.filter((s) => !blocked.has(s));
+  stats.unresolved = blocked.size > 0 ? 1 : 0;
+  for (const station of compared) {
     failures.push(...diffTrees(await diskFiles(station), head, { actual: 'disk', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
     const engine = filesOf(await readEngineTree(station.ws));
     failures.push(...diffTrees(engine, head, { actual: 'its engine', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
-    failures.push(...reasonFailures(station, await syncStatusOf(world, station)));
   }
+  for (const station of world.stations) failures.push(...reasonFailures(station, await syncStatusOf(world, station)));
   log(`  trees compared`);
   stats.conflicts = [...head.keys()].filter((path) => path.includes('(conflict ')).length;
   failures.push(...namingFailures(head));
-  failures.push(...(await lossFailures(world)));
+  failures.push(...(await lossFailures(world, compared)));
   failures.push(...(await fsckFailures(world)));
   stats.checked = 1;
   return failures;
+}
+
+/** The server's head and how each workstation differs from it (for a failure's report). */
+async function describeTrees(world: SyncModelWorld): Promise<string[]> {
+  const head = await headFiles(world.server);
+  const lines = [`the server's head: ${[...head].map(([path, node]) => `${path}${node.type === 'link' ? ` -> ${node.target}` : ` (${node.type === 'file' ? node.size : 0} B)`}`).join(', ')}`];
+  for (const station of world.stations) {
+    const diff = diffTrees(await diskFiles(station), head, { actual: 'disk', expected: 'the head' });
+    lines.push(`${station.name}: ${diff.length === 0 ? 'disk = the head' : diff.join('; ')}`);
+  }
+  return lines;
 }
