@@ -51,8 +51,18 @@ export async function diskFiles(station: Station): Promise<Tree> {
   return new Map([...filesOf(disk)].filter(([path]) => !isIgnoredPath(path)));
 }
 
+/**
+ * The current files over the API. A daemon or the server may change the tree between a directory's
+ * listing and the read of one below it (404 PATH_NOT_FOUND): read again, from the top.
+ */
 export async function headFiles(view: ApiView): Promise<Tree> {
-  return filesOf(await readEngineTree(view));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return filesOf(await readEngineTree(view));
+    } catch (error) {
+      if (attempt >= 5 || !/→ 404: .*PATH_NOT_FOUND/.test((error as Error).message)) throw error;
+    }
+  }
 }
 
 export function sameTree(a: Tree, b: Tree): boolean {

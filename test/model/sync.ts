@@ -23,7 +23,7 @@ import { applyFsOp } from './fs-ops.js';
 import { diskFiles, fsckFailures, headFiles, lossFailures, modelFromDisk, namingFailures, reasonFailures, sameTree, syncStatusOf } from './sync-checks.js';
 import { describeSyncStep, type SyncStep } from './sync-steps.js';
 import { openModelWorld, type Station, type SyncModelWorld } from './sync-world.js';
-import { diffTrees, filesOf, readEngineTree, type Tree } from './tree.js';
+import { diffTrees, type Tree } from './tree.js';
 
 export interface SyncModelOptions {
   workstations: number;
@@ -248,7 +248,7 @@ async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, l
   stats.unresolved = blocked.size > 0 ? 1 : 0;
   for (const station of compared) {
     failures.push(...diffTrees(await diskFiles(station), head, { actual: 'disk', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
-    const engine = filesOf(await readEngineTree(station.ws));
+    const engine = await headFiles(station.ws);
     failures.push(...diffTrees(engine, head, { actual: 'its engine', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
   }
   for (const station of world.stations) failures.push(...reasonFailures(station, await syncStatusOf(world, station)));
