@@ -27,6 +27,7 @@ async function main(): Promise<void> {
   let seed = Number(arg('seed', String(process.env['STRATA_MODEL_SEED'] ?? Date.now() % 1_000_000)));
   const totals = { sequences: 0, operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
   const failures: Array<{ seed: number; first: string | null; report: string }> = [];
+  let setupErrors = 0;
   while (totals.sequences < sequences && Date.now() < deadline) {
     const report = await runSyncModel({
       workstations,
@@ -49,6 +50,14 @@ async function main(): Promise<void> {
       process.stderr.write(`${report.failure}\n`);
     }
     if (report.sequences === 0) break;
+    // A world that cannot even be set up (a wrong Node on PATH: bootstrap failed at once) is not a
+    // finding: three such batches in a row end the run instead of counting a failure a second.
+    setupErrors = report.failed && report.operations === 0 && report.firstDisagreement?.startsWith('error:') === true ? setupErrors + 1 : 0;
+    if (setupErrors >= 3) {
+      process.stderr.write(`stopped: the world could not be set up three times in a row (${report.firstDisagreement})\n`);
+      process.exitCode = 2;
+      break;
+    }
     seed += 1;
   }
   const minutes = (Date.now() - startedAt) / 60_000;
@@ -72,7 +81,7 @@ async function main(): Promise<void> {
   );
   for (const failure of failures) process.stdout.write(`\nseed ${failure.seed}: ${failure.first}\n`);
   writeResult('model-sync', { machine: machineInfo(), steps, workstations, mount, minutes, ...totals, failures });
-  if (failures.length > 0) process.exitCode = 1;
+  if (failures.length > 0 && process.exitCode === undefined) process.exitCode = 1;
 }
 
 await main();
