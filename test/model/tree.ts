@@ -47,8 +47,11 @@ function entryNode(entry: Pick<Entry, 'contentHash' | 'size' | 'executable' | 's
   return { type: 'file', hash: entry.contentHash, size: entry.size, executable: entry.executable };
 }
 
+/** What reading a tree over the API needs: a daemon's control API or a server's (same routes). */
+export type ApiView = Pick<Workstation, 'api' | 'bytes' | 'projectPath'>;
+
 /** The engine's current tree: every directory listed through `fs/dir`, every file's current entry. */
-export async function readEngineTree(ws: Workstation): Promise<Tree> {
+export async function readEngineTree(ws: ApiView): Promise<Tree> {
   const tree: Tree = new Map();
   async function walk(path: string): Promise<void> {
     const listing = await ws.api<{ items: Array<{ path: string; type: 'file' | 'directory'; versionId?: string }> }>('GET', ws.projectPath(`/fs/dir?path=${encodeURIComponent(path)}`));
@@ -83,7 +86,7 @@ export async function readSnapshotTree(ws: Workstation, snapshotId: string): Pro
   return tree;
 }
 
-async function readText(ws: Workstation, query: string): Promise<string> {
+async function readText(ws: ApiView, query: string): Promise<string> {
   return (await ws.bytes(ws.projectPath(`/fs/read?${query}`))).toString('utf8');
 }
 

@@ -64,6 +64,11 @@ export interface WorkstationOptions {
   env?: Record<string, string>;
   /** how long quiet must last (default 600 ms: above watch mode's 500 ms delete settle) */
   quietMs?: number;
+  /**
+   * The command that binds the directory (`--json` is added), default `init DIR --mode MODE`; the
+   * sync model links with `init DIR --server URL --project ID` or `clone URL ID DIR [--mount]`.
+   */
+  bind?: (dir: string) => string[];
 }
 
 /** A fresh home and project directory under `root`, bound with `strata init --mode MODE` (the daemon is not started). */
@@ -73,8 +78,9 @@ export async function createWorkstation(options: WorkstationOptions): Promise<Wo
   const dir = join(root, 'project');
   await mkdir(dir, { recursive: true });
   const env: NodeJS.ProcessEnv = { ...baseEnv(join(root, 'config')), STRATA_HOME: home, STRATA_LOG_LEVEL: 'info', ...options.env };
-  const init = await runCli(['init', dir, '--mode', mode, '--json'], env, { timeoutMs: 60_000 });
-  if (init.code !== 0) throw new Error(`strata init exited ${init.code}: ${init.stderr}`);
+  const bind = options.bind?.(dir) ?? ['init', dir, '--mode', mode];
+  const init = await runCli([...bind, '--json'], env, { timeoutMs: 60_000 });
+  if (init.code !== 0) throw new Error(`strata ${bind[0]} exited ${init.code}: ${init.stderr}`);
   const projectId = (JSON.parse(init.stdout) as { projectId: string }).projectId;
   let child: ChildProcess | null = null;
   let url = '';
