@@ -120,6 +120,44 @@ export class Remote {
     return response.body as unknown as AsyncIterable<Uint8Array>;
   }
 
+  /**
+   * Many small contents in one request (POST sync/objects/read): yields each as its frame arrives,
+   * in the order asked. An answer that names another hash, or ends inside or before an object, is a
+   * failure to retry (a connection cut midway); what was yielded before it stands.
+   */
+  async *readBatch(hashes: string[], signal?: AbortSignal): AsyncGenerator<{ hash: string; data: Buffer }> {
+    const response = await this.#request('POST', '/sync/objects/read', {
+      body: JSON.stringify({ hashes }),
+      headers: { 'content-type': 'application/json' },
+      ...(signal ? { signal } : {}),
+      timeoutMs: 0,
+    });
+    const cut = (why: string) => new RemoteError('retry', `the server's batch of contents ${why}`, null, null);
+    let pending = Buffer.alloc(0);
+    let next = 0;
+    const body = (response.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
+    try {
+      for await (const chunk of body) {
+        pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
+        for (;;) {
+          const newline = pending.indexOf(10);
+          if (newline === -1) break;
+          const header = /^(\S{1,100}) (\d{1,10})$/.exec(pending.subarray(0, newline).toString('latin1'));
+          if (header === null || header[1] !== hashes[next]) throw cut(`is not what was asked for (object ${next})`);
+          const size = Number(header[2]);
+          if (pending.length < newline + 1 + size) break;
+          yield { hash: header[1]!, data: Buffer.from(pending.subarray(newline + 1, newline + 1 + size)) };
+          next += 1;
+          pending = pending.subarray(newline + 1 + size);
+        }
+      }
+    } catch (error) {
+      if (signal?.aborted || error instanceof RemoteError) throw error;
+      throw cut(`was cut off (${(error as Error).message})`);
+    }
+    if (next !== hashes.length || pending.length > 0) throw cut(`ended after ${next} of ${hashes.length} objects`);
+  }
+
   /** Whether the server's project has this snapshot (a snapshot pulled from it, or pushed before a cut). */
   async hasSnapshot(snapshotId: string, signal?: AbortSignal): Promise<boolean> {
     try {
