@@ -15,6 +15,14 @@ const NUDGE_MS = 100;
 /** A path that failed is tried again after 0.5 s, 1 s, 2 s, … this many times. */
 const MAX_RETRIES = 8;
 const RETRY_BASE_MS = 500;
+/** A path that did not fit on the disk is tried again at least this often, however long it takes. */
+const DISK_FULL_RETRY_CAP_MS = 10_000;
+
+/** The disk (or the user's quota) had no room for it: room may come back, and one at a time may fit. */
+function noRoom(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
 /** Paths read at a time from the engine and from the index when every path is compared. */
 const PAGE = 1_000;
 
@@ -49,6 +57,8 @@ export class IncomingChanges {
   readonly #retry = new Map<string, { attempts: number; at: number }>();
   /** per path, why it is not on disk as the project has it (shown in status until it is) */
   readonly #problems = new Map<string, string>();
+  /** of those, the paths that did not fit on the disk (sync's verdict says "disk full") */
+  readonly #noRoom = new Set<string>();
 
   constructor(deps: IncomingDeps) {
     this.#deps = deps;
@@ -77,7 +87,7 @@ export class IncomingChanges {
       applied: this.#applied,
       last: this.#last,
       busy: this.#announced || this.#following !== null,
-      notOnDisk: { count: this.#problems.size, example: failed.done ? null : failed.value },
+      notOnDisk: { count: this.#problems.size, example: failed.done ? null : failed.value, diskFull: this.#noRoom.size },
     };
   }
 
@@ -135,8 +145,11 @@ export class IncomingChanges {
         const read = await this.#feed.read();
         const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
         const now = Date.now();
-        for (const [path, retry] of this.#retry) if (retry.at <= now) paths.add(path);
+        // Paths that failed before go one at a time, after the new ones (issue 38: two 15 MB files
+        // retried together on a disk with 20 MB free failed together forever; one of them fits).
+        const retries = [...this.#retry].filter(([path, retry]) => retry.at <= now && !paths.has(path)).map(([path]) => path);
         if (paths.size > 0) await this.#materializeAll([...paths]);
+        if (retries.length > 0) await this.#materializeEach(retries, 1, null);
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
@@ -190,11 +203,15 @@ export class IncomingChanges {
     // A file that became a directory, or the reverse, can only be written once its old self is gone,
     // which another path of the same batch does: what was in the way gets a second, sequential pass.
     const blocked: string[] = [];
-    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path));
+    const full: string[] = [];
+    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path), (path) => full.push(path));
     if (blocked.length > 0) await this.#materializeEach(blocked, 1, null);
+    // Written side by side they did not fit; one at a time, some may (the rest waits for room).
+    if (full.length > 0) await this.#materializeEach(full, 1, null);
   }
 
-  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null): Promise<void> {
+  /** `onNoRoom`: a path the disk had no room for is handed back (for a pass of its own) instead of scheduled for a retry. */
+  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null, onNoRoom?: (path: string) => void): Promise<void> {
     const queue = [...paths];
     const work = async () => {
       for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
@@ -208,6 +225,7 @@ export class IncomingChanges {
         try {
           const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn));
           this.#retry.delete(path);
+          this.#noRoom.delete(path);
           if (problem === null) this.#problems.delete(path);
           else this.#problems.set(path, problem);
           if (blocked) onBlocked!(path);
@@ -217,13 +235,23 @@ export class IncomingChanges {
             this.#host.logger.debug({ path, result }, 'brought to disk');
           }
         } catch (error) {
+          const full = noRoom(error);
+          if (full && onNoRoom !== undefined) {
+            onNoRoom(path);
+            continue;
+          }
           const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
-          if (attempts <= MAX_RETRIES) this.#retry.set(path, { attempts, at: Date.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
+          // No room is never given up on: the retry that finds room again brings the file down.
+          const retrying = full || attempts <= MAX_RETRIES;
+          const delay = Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
+          if (retrying) this.#retry.set(path, { attempts, at: Date.now() + delay });
           else this.#retry.delete(path);
+          if (full) this.#noRoom.add(path);
+          else this.#noRoom.delete(path);
           this.#host.logger.warn({ path, attempts, err: (error as Error).message }, 'could not bring a path to disk');
           this.#problems.set(
             path,
-            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${attempts <= MAX_RETRIES ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
+            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${retrying ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
           );
         }
       }
