@@ -7,7 +7,7 @@
 // Needs root (a tmpfs of its own).
 import { randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,11 +77,67 @@ describe.skipIf(!asRoot)('a full disk on the receiving side', () => {
     const wait = await b.cli(['sync', 'wait', '--timeout', '60']);
     expect(wait.code, wait.stderr).toBe(4);
     expect(wait.stderr).toMatch(/disk full: 1 file waiting for room here/);
-    // Room again (the 30 MiB file deleted on A): the other arrives, without a restart.
+    // Room again (the 30 MiB file deleted on A): the other arrives, without a restart, in the round
+    // that frees the room (not at its next retry).
     await rm(join(a.dir, 'big30.bin'));
+    await waitFor('B to have both files', async () => ((await onDisk('one.bin', one)) && (await onDisk('two.bin', two))) || undefined, 60_000);
     await allInSync([a, b], 120);
     expect(await onDisk('one.bin', one)).toBe(true);
     expect(await onDisk('two.bin', two)).toBe(true);
     expect(await treeOf(b.dir)).toEqual(await treeOf(a.dir));
   }, 400_000);
 });
+
+describe.skipIf(!asRoot)('a full home on the receiving side (its store)', () => {
+  it('stores what fits one at a time, says disk full meanwhile, and takes the rest once there is room', async () => {
+    const w = await openSyncWorld('strata-sync-home-full-');
+    const c = w.workstation('wsC');
+    let homeMounted = false;
+    try {
+      const a2 = w.workstation('wsA');
+      await mkdir(a2.dir, { recursive: true });
+      await writeFile(join(a2.dir, 'notes.txt'), 'notes\n');
+      await mkdir(c.home, { recursive: true });
+      await run('mount', ['-t', 'tmpfs', '-o', 'size=96m', 'strata-test-home-full', c.home]);
+      homeMounted = true;
+      await a2.start();
+      await c.start();
+      expect((await a2.cli(['init', a2.dir, '--server', w.url, '--project', w.projectId])).code).toBe(0);
+      expect((await c.cli(['clone', w.url, w.projectId, c.dir])).code).toBe(0);
+      await allInSync([a2, c]);
+      // Leave 30 MiB free on C's home: one 20 MiB file fits in its store, two do not.
+      await c.stop();
+      const fs = await statfs(c.home);
+      const filler = join(c.home, 'filler');
+      await writeFile(filler, Buffer.alloc(Math.max(0, fs.bavail * fs.bsize - 30 * MiB)));
+      const one = randomBytes(20 * MiB);
+      const two = randomBytes(20 * MiB);
+      await Promise.all([writeFile(join(a2.dir, 'one.bin'), one), writeFile(join(a2.dir, 'two.bin'), two)]);
+      await allInSync([a2]);
+      await c.start();
+      const stuck = await waitFor(
+        "C's status to say its disk is full",
+        async () => {
+          const [project] = await c.syncStatus();
+          return reasonsOf(project).some((r) => r.code === 'WRITE_FAILED' && /disk full: 1 file waiting/.test(r.message)) ? project : undefined;
+        },
+        120_000,
+      );
+      expect(stuck!.sync.inSync).toBe(false);
+      const wait = await c.cli(['sync', 'wait', '--timeout', '60']);
+      expect(wait.code, wait.stderr).toBe(4);
+      expect(wait.stderr).toMatch(/disk full: 1 file waiting for room here/);
+      // Room again on C's disk: the rest comes down within the 10 s retry, without a restart.
+      await rm(filler);
+      await waitFor('C to have both files', async () => ((await readFile(join(c.dir, 'two.bin')).catch(() => null))?.equals(two) && (await readFile(join(c.dir, 'one.bin')).catch(() => null))?.equals(one)) || undefined, 60_000);
+      await allInSync([a2, c], 120);
+      expect((await readFile(join(c.dir, 'one.bin'))).equals(one)).toBe(true);
+      expect((await readFile(join(c.dir, 'two.bin'))).equals(two)).toBe(true);
+    } finally {
+      await c.stop().catch(() => undefined);
+      if (homeMounted) await run('umount', ['-l', c.home]).catch(() => undefined);
+      await w.dispose();
+    }
+  }, 400_000);
+});
+

@@ -21,7 +21,7 @@ import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { uploadDataset } from './dataset-upload.js';
-import { downloadMissing, uploadMissing } from './transfer.js';
+import { downloadMissing, noRoom, uploadMissing } from './transfer.js';
 import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 import { localRetentionChanged, syncRetention } from './retention-sync.js';
@@ -47,13 +47,6 @@ const UNREACHABLE_RETRY_CAP_MS = 3_000;
 /** A pull this home's disk had no room for is tried again at least this often (room may come back any time). */
 const NO_ROOM_RETRY_CAP_MS = 10_000;
 
-/** The disk (or the quota) had no room: the error or anything it was caused by is ENOSPC or EDQUOT. */
-function noRoom(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e !== undefined && e !== null && depth < 5; e = e.cause as typeof e, depth++) {
-    if (e.code === 'ENOSPC' || e.code === 'EDQUOT') return true;
-  }
-  return false;
-}
 
 export type SyncState = 'starting' | 'syncing' | 'idle' | 'offline' | 'paused' | 'held' | 'stopped';
 

@@ -106,6 +106,7 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
   };
   // Small contents many to a request (issue 38: a clone of 5,000 files was 5,000 requests), up to
   // BATCH_BYTES each; a large one streams on its own, verified as the store takes it.
+  const noRoomAgain: Array<() => Promise<void>> = [];
   let batch: ContentHash[] = [];
   let batchBytes = 0;
   const flush = () => {
@@ -126,14 +127,27 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
       batchBytes += size;
       continue;
     }
-    run(async () => {
+    const fetchOne = async () => {
       // The store hashes as it writes and keeps nothing that is not `hash`.
       const result = await store.put(await remote.read(versionId, signal), { expectedHash: hash });
       downloaded += result.size;
+    };
+    run(async () => {
+      try {
+        await fetchOne();
+      } catch (error) {
+        // Side by side they may not fit where one alone does: tried again one at a time below.
+        if (!noRoom(error)) throw error;
+        noRoomAgain.push(fetchOne);
+      }
     });
   }
   flush();
   await queue.onIdle();
+  for (const fetchOne of noRoomAgain) {
+    if (signal.aborted) break;
+    await fetchOne().catch((error: unknown) => failures.push(error));
+  }
   for (const [manifestHash, versionId] of datasets) {
     if (signal.aborted) break;
     try {
@@ -216,3 +230,13 @@ async function absentShards(store: ContentStore, manifest: DatasetManifest): Pro
   return absent;
 }
 
+/** The disk (or the quota) had no room: the error or anything it was caused by is ENOSPC or EDQUOT. */
+export function noRoom(error: unknown): boolean {
+  // The store's STORAGE_ERROR carries the errno as its cause (loose objects) or in details.code (the pack writer's).
+  type Failure = { code?: unknown; cause?: unknown; details?: { code?: unknown } } | undefined;
+  for (let e = error as Failure, depth = 0; e !== undefined && e !== null && depth < 5; e = e.cause as Failure, depth++) {
+    const code = e.details?.code ?? e.code;
+    if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || code === 'ENOSPC' || code === 'EDQUOT') return true;
+  }
+  return false;
+}

@@ -3,6 +3,7 @@
 // from the project's history (engine-feed.ts) and brought to disk path by path (materialize.ts):
 // 100 ms after this process's engine announces a change, every poll interval for changes made by
 // other processes, and at once after the start-up scan.
+import { statfs } from 'node:fs/promises';
 import { compareUtf8 } from '../../engine/paths.js';
 import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
@@ -59,6 +60,8 @@ export class IncomingChanges {
   readonly #problems = new Map<string, string>();
   /** of those, the paths that did not fit on the disk (sync's verdict says "disk full") */
   readonly #noRoom = new Set<string>();
+  /** the directory's free bytes when a path last did not fit (more since: room came back, retry now) */
+  #freeAtNoRoom = 0;
 
   constructor(deps: IncomingDeps) {
     this.#deps = deps;
@@ -100,6 +103,16 @@ export class IncomingChanges {
     if (this.#announced || this.#following !== null) return true;
     const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
     return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
+  }
+
+  /** Free bytes of the directory's filesystem for this user (0 when it cannot be told). */
+  async #freeBytes(): Promise<number> {
+    try {
+      const fs = await statfs(this.#host.dir);
+      return fs.bavail * fs.bsize;
+    } catch {
+      return 0;
+    }
   }
 
   /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
@@ -147,8 +160,11 @@ export class IncomingChanges {
         const now = Date.now();
         // Paths that failed before go one at a time, after the new ones (issue 38: two 15 MB files
         // retried together on a disk with 20 MB free failed together forever; one of them fits).
-        const retries = [...this.#retry].filter(([path, retry]) => retry.at <= now && !paths.has(path)).map(([path]) => path);
         if (paths.size > 0) await this.#materializeAll([...paths]);
+        // Room came back (this round removed files, or the disk has more free than at the failure):
+        // what did not fit is tried now, not at its next retry (`sync wait` stops at a full disk).
+        const roomBack = this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom;
+        const retries = [...this.#retry].filter(([path, retry]) => (retry.at <= now || (roomBack && this.#noRoom.has(path))) && !paths.has(path)).map(([path]) => path);
         if (retries.length > 0) await this.#materializeEach(retries, 1, null);
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {
@@ -246,7 +262,10 @@ export class IncomingChanges {
           const delay = Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
           if (retrying) this.#retry.set(path, { attempts, at: Date.now() + delay });
           else this.#retry.delete(path);
-          if (full) this.#noRoom.add(path);
+          if (full) {
+            this.#noRoom.add(path);
+            this.#freeAtNoRoom = await this.#freeBytes();
+          }
           else this.#noRoom.delete(path);
           this.#host.logger.warn({ path, attempts, err: (error as Error).message }, 'could not bring a path to disk');
           this.#problems.set(
