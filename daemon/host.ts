@@ -108,7 +108,7 @@ export interface IncomingStatus {
   /** changes recorded in the engine are being (or about to be) brought to disk */
   busy: boolean;
   /** paths the project has that could not be written here (a full disk, a permission), and one of them */
-  notOnDisk: { count: number; example: string | null };
+  notOnDisk: { count: number; example: string | null; diskFull?: number };
 }
 
 export interface ProjectHost {

@@ -19,7 +19,7 @@ import { createSnapshot, diffSnapshots, getSnapshot, listSnapshots, snapshotEntr
 import { adoptSyncedVersions, feedPosition, syncKnownVersions, syncOutbox, syncOutboxStats } from './commands/sync-adopt.js';
 import { syncChanges } from './commands/sync-feed.js';
 import { recordSyncedSnapshot, snapshotFeed } from './commands/sync-snapshots.js';
-import { composeObjects, missingObjects, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
+import { composeObjects, missingObjects, objectsToRead, openObject, putDatasetContent, putObject, putObjects } from './commands/sync-objects.js';
 import { applySyncedVersions } from './commands/sync-versions.js';
 import { addTag, listTags, removeTag } from './commands/tags.js';
 import { writeFile } from './commands/write-file.js';
@@ -87,6 +87,7 @@ export function createEngine(deps: EngineDeps): Engine {
     putObject: (input) => putObject(ctx, input),
     putObjects: (input) => putObjects(ctx, input),
     openObject: (input) => openObject(ctx, input),
+    objectsToRead: (input) => objectsToRead(ctx, input),
     syncKnownVersions: (input) => syncKnownVersions(ctx, input),
     composeObjects: (input) => composeObjects(ctx, input),
     recordSyncedSnapshot: (input) => changing(input.projectId, recordSyncedSnapshot(ctx, input)),

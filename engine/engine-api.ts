@@ -242,6 +242,8 @@ export interface Engine {
   putObjects(input: { projectId: string; objects: Array<{ hash: string; data: Uint8Array }> }): Promise<{ stored: number; bytes: number }>;
   /** One content the project has (references or was sent), streamed and verified; CONTENT_NOT_FOUND otherwise. */
   openObject(input: { projectId: string; hash: string }): Promise<{ stream: Readable; size: number }>;
+  /** Contents the project has, by hash, checked as openObject checks one (CONTENT_NOT_FOUND, BATCH_TOO_LARGE): their sizes, to stream one by one. */
+  objectsToRead(input: { projectId: string; hashes: string[] }): Promise<Array<{ hash: ContentHash; size: number }>>;
   /** Objects rebuilt from content the project has plus new bytes (sync's delta upload), each verified. */
   composeObjects(input: { projectId: string; objects: ComposedObject[]; literal: Uint8Array }): Promise<{ stored: number; bytes: number; literalBytes: number }>;
   /** Of these version ids (at most 1,000), those the project already has (a pull skips its own, read back). */

@@ -32,6 +32,7 @@ export const ERROR_CATALOGUE = {
   CONTENT_NOT_FOUND: { status: 404, message: 'Content not found in the store' },
   CONTENT_HASH_MISMATCH: { status: 422, message: 'The uploaded bytes do not hash to the hash they were sent as' },
   TOO_MANY_HASHES: { status: 422, message: 'Too many hashes in one request' },
+  BATCH_TOO_LARGE: { status: 422, message: 'The objects asked for add up to more bytes than one batch carries (ask for fewer, or read a large one on its own)' },
   SNAPSHOT_PINS_MISSING: { status: 422, message: 'The snapshot pins versions the project does not have (send them first, or send it as partial)' },
   CONTENT_NOT_AVAILABLE: { status: 422, message: 'The project neither references this content nor was sent it' },
   VERSION_ID_TAKEN: { status: 409, message: 'The version id is used by another version' },

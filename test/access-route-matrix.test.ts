@@ -114,6 +114,7 @@ const ROUTES: Record<string, Route> = {
   'post /v1/projects/{projectId}/sync/objects/missing': { level: project('write'), body: { hashes: [HASH] } },
   'post /v1/projects/{projectId}/sync/versions': { level: project('write'), body: { workstation: 'matrix', versions: [] } },
   'get /v1/projects/{projectId}/sync/objects/{hash}': { level: project('read') },
+  'post /v1/projects/{projectId}/sync/objects/read': { level: project('read'), body: { hashes: [HASH] } },
   'post /v1/projects/{projectId}/sync/snapshots': {
     level: project('write'),
     body: { snapshotId: '01a20000-0000-7000-8000-000000000000', message: 'm', timestamp: '2026-11-26T00:00:00.000Z', entries: [], partial: true },

@@ -99,7 +99,7 @@ describe('in sync, from facts', () => {
       expect(stuck!.sync.inSync).toBe(false);
       const wait = await d.cli(['sync', 'wait', '--timeout', '60']);
       expect(wait.code, wait.stderr).toBe(4);
-      expect(wait.stderr).toMatch(/could not be written here, e\.g\. "big\.bin"/);
+      expect(wait.stderr).toMatch(/disk full: 1 file waiting for room here.*, e\.g\. "big\.bin"/);
       // The file gone on A: nothing is missing here any more.
       await rm(join(a.dir, 'big.bin'));
       await allInSync([a, d]);

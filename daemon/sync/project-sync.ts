@@ -21,7 +21,7 @@ import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { uploadDataset } from './dataset-upload.js';
-import { downloadMissing, uploadMissing } from './transfer.js';
+import { downloadMissing, noRoom, uploadMissing } from './transfer.js';
 import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 import { localRetentionChanged, syncRetention } from './retention-sync.js';
@@ -47,6 +47,9 @@ const HELD_RECHECK_MS = 30_000;
  * workstation was back in sync 44 s after the restart; a refused connection costs nothing to retry.
  */
 const UNREACHABLE_RETRY_CAP_MS = 3_000;
+/** A pull this home's disk had no room for is tried again at least this often (room may come back any time). */
+const NO_ROOM_RETRY_CAP_MS = 10_000;
+
 
 export type SyncState = 'starting' | 'syncing' | 'idle' | 'offline' | 'paused' | 'held' | 'stopped';
 
@@ -167,6 +170,8 @@ export class ProjectSync {
   #lastError: SyncStatus['lastError'] = null;
   /** the loop whose failure #lastError is: its next success clears it */
   #lastErrorOf: 'push' | 'pull' | null = null;
+  /** the server's contents this home's store had no room for at the last pull (sync's verdict: disk full) */
+  #storeFull: { files: number; example: string | null } | null = null;
   #pruning: Promise<void> | null = null;
   #pruneAgain = false;
   #queue: SyncStatus['queue'] = { versions: 0, bytes: 0, oldestAt: null, oldestAgeSeconds: null };
@@ -280,8 +285,15 @@ export class ProjectSync {
   #facts(held: HeldDeletes | null): SyncFacts {
     const paused = this.#paused;
     const offline = this.#offline && this.#lastError !== null ? { message: this.#lastError.message, retryAt: this.#lastError.retryAt } : this.#offline ? { message: 'no answer', retryAt: null } : null;
+    const host = this.#deps.hostFacts();
+    const full = this.#storeFull;
     return {
-      ...this.#deps.hostFacts(),
+      ...host,
+      // Contents the store could not take are files that cannot be written here either.
+      notOnDisk:
+        full === null
+          ? host.notOnDisk
+          : { count: host.notOnDisk.count + full.files, example: host.notOnDisk.example ?? full.example, diskFull: (host.notOnDisk.diskFull ?? 0) + full.files },
       starting: this.#remote !== null && this.#loops.length === 0 && !this.#stop.signal.aborted,
       stoppedLoop: this.#stop.signal.aborted ? 'loops' : this.#stoppedLoop,
       paused,
@@ -531,9 +543,20 @@ export class ProjectSync {
     // the store about each of 100,000 paged the object pack into memory).
     const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });
     const unknown = items.filter((item) => !known.has(item.versionId));
-    const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
-    this.#stats.downloadedBytes += downloaded.bytes;
-    this.#stats.downloadedObjects += downloaded.objects;
+    try {
+      const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+      this.#stats.downloadedBytes += downloaded.bytes;
+      this.#stats.downloadedObjects += downloaded.objects;
+    } catch (error) {
+      if (noRoom(error)) {
+        // What did not fit, for status; what did is kept, and the retry fetches only the rest.
+        const absent: string[] = [];
+        for (const item of unknown) if (item.contentHash !== null && !item.dataset && !(await this.#deps.store.has(item.contentHash))) absent.push(item.path);
+        this.#storeFull = { files: Math.max(1, absent.length), example: absent[0] ?? unknown[0]?.path ?? null };
+      }
+      throw error;
+    }
+    this.#storeFull = null;
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
     this.#noteAdopted(outcomes, items);
@@ -634,7 +657,7 @@ export class ProjectSync {
       this.#log.warn({ attempt, retryAt }, `${loop}: ${error.message}; retrying`);
       return wait;
     }
-    const wait = backoffMs(attempt);
+    const wait = noRoom(error) ? Math.min(backoffMs(attempt), NO_ROOM_RETRY_CAP_MS) : backoffMs(attempt);
     const retryAt = new Date(Date.now() + wait).toISOString();
     this.#lastError = { at, message: (error as Error).message, retryAt };
     this.#log.error({ attempt, retryAt, err: (error as Error).message }, `${loop} failed; retrying`);

@@ -115,9 +115,46 @@ export class Remote {
 
   /** A version's bytes, streamed (the caller verifies them against the record's hash as it stores them). */
   async read(versionId: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
-    const response = await this.#request('GET', `/fs/read?versionId=${encodeURIComponent(versionId)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
-    if (response.body === null) return (async function* () {})();
-    return response.body as unknown as AsyncIterable<Uint8Array>;
+    return this.#receive(`/fs/read?versionId=${encodeURIComponent(versionId)}`, signal);
+  }
+
+  /**
+   * Many small contents in one request (POST sync/objects/read): yields each as its frame arrives,
+   * in the order asked. An answer that names another hash, or ends inside or before an object, is a
+   * failure to retry (a connection cut midway); what was yielded before it stands.
+   */
+  async *readBatch(hashes: string[], signal?: AbortSignal): AsyncGenerator<{ hash: string; data: Buffer }> {
+    const response = await this.#request('POST', '/sync/objects/read', {
+      body: JSON.stringify({ hashes }),
+      headers: { 'content-type': 'application/json' },
+      ...(signal ? { signal } : {}),
+      // At most a few MiB: the whole answer within the per-request timeout (a stalled server is retried).
+      timeoutMs: this.#timeoutMs,
+    });
+    const cut = (why: string) => new RemoteError('retry', `the server's batch of contents ${why}`, null, null);
+    let pending = Buffer.alloc(0);
+    let next = 0;
+    const body = (response.body ?? (async function* () {})()) as AsyncIterable<Uint8Array>;
+    try {
+      for await (const chunk of body) {
+        pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
+        for (;;) {
+          const newline = pending.indexOf(10);
+          if (newline === -1) break;
+          const header = /^(\S{1,100}) (\d{1,10})$/.exec(pending.subarray(0, newline).toString('latin1'));
+          if (header === null || header[1] !== hashes[next]) throw cut(`is not what was asked for (object ${next})`);
+          const size = Number(header[2]);
+          if (pending.length < newline + 1 + size) break;
+          yield { hash: header[1]!, data: Buffer.from(pending.subarray(newline + 1, newline + 1 + size)) };
+          next += 1;
+          pending = pending.subarray(newline + 1 + size);
+        }
+      }
+    } catch (error) {
+      if (signal?.aborted || error instanceof RemoteError) throw error;
+      throw cut(`was cut off (${(error as Error).message})`);
+    }
+    if (next !== hashes.length || pending.length > 0) throw cut(`ended after ${next} of ${hashes.length} objects`);
   }
 
   /** Whether the server's project has this snapshot (a snapshot pulled from it, or pushed before a cut). */
@@ -178,9 +215,50 @@ export class Remote {
 
   /** Content the project has, by hash (a dataset's manifest or shard); the caller verifies it as it stores it. */
   async object(hash: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
-    const response = await this.#request('GET', `/sync/objects/${encodeURIComponent(hash)}`, { ...(signal ? { signal } : {}), timeoutMs: 0 });
-    if (response.body === null) return (async function* () {})();
-    return response.body as unknown as AsyncIterable<Uint8Array>;
+    return this.#receive(`/sync/objects/${encodeURIComponent(hash)}`, signal);
+  }
+
+  /**
+   * A streamed GET over node:http, for the same reason as #send: through fetch's web streams a clone
+   * of a 300 MB dataset came down at ~20 MB/s on a loaded machine. Resolves once the server answered
+   * 2xx (its body, as Buffers); a quiet connection is cut after the per-request timeout.
+   */
+  async #receive(path: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    const authorization = await this.#authorization();
+    const url = new URL(`${this.#base}${path}`);
+    return new Promise((resolve, reject) => {
+      const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
+        method: 'GET',
+        headers: { authorization },
+        ...(signal ? { signal } : {}),
+        timeout: this.#timeoutMs,
+      });
+      const unreachable = (error: Error) =>
+        signal?.aborted || error instanceof RemoteError ? error : new RemoteError('retry', `the server is unreachable (${(error as NodeJS.ErrnoException).code ?? error.message})`, null, null);
+      request.on('timeout', () => request.destroy(new Error('the connection went quiet')));
+      request.on('error', (error) => reject(unreachable(error)));
+      request.on('response', (response) => {
+        const status = response.statusCode ?? 0;
+        if (status >= 200 && status < 300) {
+          // Past the answer, a failure of the body (cut, quiet) surfaces in the consumer's iteration, classified the same way.
+          resolve(
+            (async function* () {
+              try {
+                for await (const chunk of response) yield chunk as Buffer;
+              } catch (error) {
+                throw unreachable(error as Error);
+              }
+            })(),
+          );
+          return;
+        }
+        const pieces: Buffer[] = [];
+        response.on('data', (piece: Buffer) => pieces.push(piece));
+        response.on('error', (error) => reject(unreachable(error)));
+        response.on('end', () => reject(failure(status, Buffer.concat(pieces).toString('utf8'), (response.headers['retry-after'] as string | undefined) ?? null)));
+      });
+      request.end();
+    });
   }
 
   async #json<T>(method: string, path: string, json: unknown, signal?: AbortSignal): Promise<T> {

@@ -29,7 +29,7 @@ export interface SyncFacts {
   /** watch mode: the project's changes (pulled ones among them) are not all on disk yet */
   diskBehind: boolean;
   /** paths the project has that could not be written here, and why (a full disk, a permission) */
-  notOnDisk: { count: number; example: string | null };
+  notOnDisk: { count: number; example: string | null; /** of them, those the disk had no room for (ENOSPC, EDQUOT) */ diskFull?: number };
   /** this workstation's own mass-delete guard tripped: it records no deletion and applies nothing incoming */
   localGuard: { missing: number; since: string | null } | null;
   /** the incoming mass-delete guard holds the server's deletions of these many files */
@@ -102,7 +102,11 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
       true,
     );
   }
-  if (facts.notOnDisk.count > 0) add('WRITE_FAILED', `${files(facts.notOnDisk.count)} of the project could not be written here${example(facts.notOnDisk.example)}`, true);
+  if (facts.notOnDisk.count > 0) {
+    const full = facts.notOnDisk.diskFull ?? 0;
+    const why = full > 0 ? `disk full: ${files(full)} waiting for room here (tried again until they fit)${full < facts.notOnDisk.count ? `, and ${files(facts.notOnDisk.count - full)} more` : ''}` : `${files(facts.notOnDisk.count)} of the project could not be written here`;
+    add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, true);
+  }
   if (facts.refused.count > 0) add('REFUSED', `the server refused ${versions(facts.refused.count)} made here${example(facts.refused.example)}; change or delete the file to try again`, true);
   for (const [reason, count] of Object.entries(facts.skipped)) {
     if (count > 0) add('SKIPPED', `${versions(count)} from the server cannot be taken here (${reason})`, true);

@@ -1,7 +1,8 @@
 // Moving contents for sync (issue 14): up, only what the server project lacks — small contents many
 // to a request, a large one streamed on its own — and down, only what this store lacks, each verified
-// against its hash as the store takes it. At most four transfers at once; the first failure fails
-// the call (the caller retries the whole page: what already arrived is not sent again).
+// against its hash as the store takes it, small ones many to a request too. At most four transfers at
+// once; a failure fails the call once the others are done (the caller retries the whole page: what
+// already arrived is not sent again).
 import PQueue from 'p-queue';
 import { type DatasetManifest, parseManifest } from '../../engine/datasets/manifest.js';
 import { streamUntilError } from '../../engine/datasets/stream-until-error.js';
@@ -14,6 +15,8 @@ const CONCURRENCY = 4;
 /** Contents up to this size travel in batches of up to BATCH_BYTES (POST sync/objects). */
 const SMALL_OBJECT_BYTES = 1024 * 1024;
 const BATCH_BYTES = 4 * 1024 * 1024;
+/** At most this many contents per batch download (the server's limit is 1,000). */
+const BATCH_OBJECTS = 1000;
 /** A dataset the other side lacks this share of (by bytes) travels whole, in one stream. */
 export const WHOLE_DATASET_SHARE = 0.9;
 
@@ -85,35 +88,105 @@ async function readAll(store: ContentStore, hashes: ContentHash[]): Promise<Arra
 export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
   let downloaded = 0;
   let objects = 0;
-  const wanted = new Map<ContentHash, string>();
+  const wanted = new Map<ContentHash, { versionId: string; size: number }>();
   const datasets = new Map<ContentHash, string>();
   for (const item of items) {
     if (item.contentHash === null || wanted.has(item.contentHash) || datasets.has(item.contentHash)) continue;
     if (item.dataset) datasets.set(item.contentHash, item.versionId);
-    else if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, item.versionId);
+    else if (!(await store.has(item.contentHash))) wanted.set(item.contentHash, { versionId: item.versionId, size: item.size });
   }
   const queue = new PQueue({ concurrency: CONCURRENCY });
+  // A failure does not stop the others (issue 38: two files that did not fit together were retried
+  // together forever): what arrives is kept, and the retry of the page fetches only the rest.
   const failures: unknown[] = [];
-  const fetch = (hash: ContentHash, open: () => Promise<AsyncIterable<Uint8Array>>) => {
-    const download = queue.add(async () => {
-      if (failures.length > 0) return;
+  const run = (task: () => Promise<void>) => {
+    queue
+      .add(async () => {
+        if (!signal.aborted) await task();
+      })
+      .catch((error: unknown) => failures.push(error));
+  };
+  // Small contents many to a request (issue 38: a clone of 5,000 files was 5,000 requests), up to
+  // BATCH_BYTES each; a large one streams on its own, verified as the store takes it.
+  const noRoomAgain: Array<() => Promise<void>> = [];
+  let batch: ContentHash[] = [];
+  let batchBytes = 0;
+  const flush = () => {
+    const taken = batch;
+    batch = [];
+    batchBytes = 0;
+    if (taken.length > 0) {
+      run(async () => {
+        const batchDone = await downloadBatch(remote, store, taken, signal);
+        downloaded += batchDone.bytes;
+        objects += batchDone.objects;
+      });
+    }
+  };
+  for (const [hash, { versionId, size }] of wanted) {
+    if (size <= SMALL_OBJECT_BYTES) {
+      if (batchBytes + size > BATCH_BYTES || batch.length >= BATCH_OBJECTS) flush();
+      batch.push(hash);
+      batchBytes += size;
+      continue;
+    }
+    const fetchOne = async () => {
       // The store hashes as it writes and keeps nothing that is not `hash`.
-      const result = await store.put(await open(), { expectedHash: hash });
+      const result = await store.put(await remote.read(versionId, signal), { expectedHash: hash });
       downloaded += result.size;
       objects++;
+    };
+    run(async () => {
+      try {
+        await fetchOne();
+      } catch (error) {
+        // Side by side they may not fit where one alone does: tried again one at a time below.
+        if (!noRoom(error)) throw error;
+        noRoomAgain.push(fetchOne);
+      }
     });
-    download.catch((error: unknown) => failures.push(error));
-  };
-  for (const [hash, versionId] of wanted) fetch(hash, () => remote.read(versionId, signal));
+  }
+  flush();
   await queue.onIdle();
+  for (const fetchOne of noRoomAgain) {
+    if (signal.aborted) break;
+    await fetchOne().catch((error: unknown) => failures.push(error));
+  }
   for (const [manifestHash, versionId] of datasets) {
-    if (failures.length > 0) break;
-    const dataset = await downloadDataset(remote, store, manifestHash, versionId, signal);
-    downloaded += dataset.bytes;
-    objects += dataset.objects;
+    if (signal.aborted) break;
+    try {
+      const dataset = await downloadDataset(remote, store, manifestHash, versionId, signal);
+      downloaded += dataset.bytes;
+      objects += dataset.objects;
+    } catch (error) {
+      failures.push(error);
+    }
   }
   if (failures.length > 0) throw failures[0];
   return { bytes: downloaded, objects };
+}
+
+/**
+ * One batch of small contents: stored together (one durable commit), each checked against the hash it
+ * was asked for. A batch that cannot be stored whole (a full disk) is stored one object at a time, so
+ * what fits is kept and the retry asks only for the rest.
+ */
+async function downloadBatch(remote: Remote, store: ContentStore, hashes: ContentHash[], signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
+  const objects: Array<{ hash: string; data: Buffer }> = [];
+  for await (const object of remote.readBatch(hashes, signal)) objects.push(object);
+  let results: Awaited<ReturnType<ContentStore['putBuffers']>>;
+  try {
+    results = await store.putBuffers(objects.map((o) => o.data));
+  } catch (error) {
+    for (const object of objects) {
+      // Each that fits is kept; the batch's own failure is the one reported.
+      await store.putBuffer(object.data, { expectedHash: object.hash as ContentHash }).catch(() => undefined);
+    }
+    throw error;
+  }
+  const wrong = results.findIndex((result, i) => result.hash !== objects[i]!.hash);
+  if (wrong !== -1) throw new Error(`the server sent bytes hashing to ${results[wrong]!.hash} as ${objects[wrong]!.hash}`);
+  return { bytes: results.reduce((sum, result) => sum + result.size, 0), objects: results.length };
 }
 
 /**
@@ -169,3 +242,13 @@ async function absentShards(store: ContentStore, manifest: DatasetManifest): Pro
   return absent;
 }
 
+/** The disk (or the quota) had no room: the error or anything it was caused by is ENOSPC or EDQUOT. */
+export function noRoom(error: unknown): boolean {
+  // The store's STORAGE_ERROR carries the errno as its cause (loose objects) or in details.code (the pack writer's).
+  type Failure = { code?: unknown; cause?: unknown; details?: { code?: unknown } } | undefined;
+  for (let e = error as Failure, depth = 0; e !== undefined && e !== null && depth < 5; e = e.cause as Failure, depth++) {
+    const code = e.details?.code ?? e.code;
+    if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || code === 'ENOSPC' || code === 'EDQUOT') return true;
+  }
+  return false;
+}

@@ -3,6 +3,7 @@
 // from the project's history (engine-feed.ts) and brought to disk path by path (materialize.ts):
 // 100 ms after this process's engine announces a change, every poll interval for changes made by
 // other processes, and at once after the start-up scan.
+import { statfs } from 'node:fs/promises';
 import { compareUtf8 } from '../../engine/paths.js';
 import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
@@ -16,6 +17,14 @@ const NUDGE_MS = 100;
 /** A path that failed is tried again after 0.5 s, 1 s, 2 s, … this many times. */
 const MAX_RETRIES = 8;
 const RETRY_BASE_MS = 500;
+/** A path that did not fit on the disk is tried again at least this often, however long it takes. */
+const DISK_FULL_RETRY_CAP_MS = 10_000;
+
+/** The disk (or the user's quota) had no room for it: room may come back, and one at a time may fit. */
+function noRoom(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
 /** Paths read at a time from the engine and from the index when every path is compared. */
 const PAGE = 1_000;
 
@@ -50,6 +59,10 @@ export class IncomingChanges {
   readonly #retry = new Map<string, { attempts: number; at: number }>();
   /** per path, why it is not on disk as the project has it (shown in status until it is) */
   readonly #problems = new Map<string, string>();
+  /** of those, the paths that did not fit on the disk (sync's verdict says "disk full") */
+  readonly #noRoom = new Set<string>();
+  /** the directory's free bytes when a path last did not fit (more since: room came back, retry now) */
+  #freeAtNoRoom = 0;
 
   constructor(deps: IncomingDeps) {
     this.#deps = deps;
@@ -78,7 +91,7 @@ export class IncomingChanges {
       applied: this.#applied,
       last: this.#last,
       busy: this.#announced || this.#following !== null,
-      notOnDisk: { count: this.#problems.size, example: failed.done ? null : failed.value },
+      notOnDisk: { count: this.#problems.size, example: failed.done ? null : failed.value, diskFull: this.#noRoom.size },
     };
   }
 
@@ -91,6 +104,16 @@ export class IncomingChanges {
     if (this.#announced || this.#following !== null) return true;
     const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
     return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
+  }
+
+  /** Free bytes of the directory's filesystem for this user (0 when it cannot be told). */
+  async #freeBytes(): Promise<number> {
+    try {
+      const fs = await statfs(this.#host.dir);
+      return fs.bavail * fs.bsize;
+    } catch {
+      return 0;
+    }
   }
 
   /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
@@ -136,7 +159,6 @@ export class IncomingChanges {
         const read = await this.#feed.read();
         const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
         const now = Date.now();
-        for (const [path, retry] of this.#retry) if (retry.at <= now) paths.add(path);
         if (paths.size > 0) {
           // Files moved elsewhere are renamed here, not written again (moves-on-disk.ts).
           const moved = await moveOnDisk(this.#host, [...paths], this.#deps.withPath);
@@ -145,8 +167,15 @@ export class IncomingChanges {
             this.#problems.delete(path);
             this.#retry.delete(path);
           }
+          // Paths that failed before go one at a time, after the new ones (issue 38: two 15 MB files
+          // retried together on a disk with 20 MB free failed together forever; one of them fits).
           await this.#materializeAll([...paths].filter((path) => !moved.has(path)));
         }
+        // Room came back (this round removed files, or the disk has more free than at the failure):
+        // what did not fit is tried now, not at its next retry (`sync wait` stops at a full disk).
+        const roomBack = this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom;
+        const retries = [...this.#retry].filter(([path, retry]) => (retry.at <= now || (roomBack && this.#noRoom.has(path))) && !paths.has(path)).map(([path]) => path);
+        if (retries.length > 0) await this.#materializeEach(retries, 1, null);
         if (!this.#stopped) this.#feed.save(read.newest);
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
@@ -200,11 +229,15 @@ export class IncomingChanges {
     // A file that became a directory, or the reverse, can only be written once its old self is gone,
     // which another path of the same batch does: what was in the way gets a second, sequential pass.
     const blocked: string[] = [];
-    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path));
+    const full: string[] = [];
+    await this.#materializeEach(paths, MATERIALIZE_CONCURRENCY, (path) => blocked.push(path), (path) => full.push(path));
     if (blocked.length > 0) await this.#materializeEach(blocked, 1, null);
+    // Written side by side they did not fit; one at a time, some may (the rest waits for room).
+    if (full.length > 0) await this.#materializeEach(full, 1, null);
   }
 
-  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null): Promise<void> {
+  /** `onNoRoom`: a path the disk had no room for is handed back (for a pass of its own) instead of scheduled for a retry. */
+  async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null, onNoRoom?: (path: string) => void): Promise<void> {
     const queue = [...paths];
     const work = async () => {
       for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
@@ -218,6 +251,7 @@ export class IncomingChanges {
         try {
           const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn));
           this.#retry.delete(path);
+          this.#noRoom.delete(path);
           if (problem === null) this.#problems.delete(path);
           else this.#problems.set(path, problem);
           if (blocked) onBlocked!(path);
@@ -227,13 +261,26 @@ export class IncomingChanges {
             this.#host.logger.debug({ path, result }, 'brought to disk');
           }
         } catch (error) {
+          const full = noRoom(error);
+          if (full && onNoRoom !== undefined) {
+            onNoRoom(path);
+            continue;
+          }
           const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
-          if (attempts <= MAX_RETRIES) this.#retry.set(path, { attempts, at: Date.now() + RETRY_BASE_MS * 2 ** (attempts - 1) });
+          // No room is never given up on: the retry that finds room again brings the file down.
+          const retrying = full || attempts <= MAX_RETRIES;
+          const delay = Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
+          if (retrying) this.#retry.set(path, { attempts, at: Date.now() + delay });
           else this.#retry.delete(path);
+          if (full) {
+            this.#noRoom.add(path);
+            this.#freeAtNoRoom = await this.#freeBytes();
+          }
+          else this.#noRoom.delete(path);
           this.#host.logger.warn({ path, attempts, err: (error as Error).message }, 'could not bring a path to disk');
           this.#problems.set(
             path,
-            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${attempts <= MAX_RETRIES ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
+            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${retrying ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
           );
         }
       }

@@ -49,11 +49,23 @@ export type MaterializeResult =
 export const INCOMING_DIR = join('.strata', 'incoming');
 
 /**
- * The mtime a written file gets: this much in the past, so its index row is not "racily clean"
- * (examine.ts re-hashes a file whose mtime is within 50 ms of being recorded) and its own events do
- * not make the watcher read a restored multi-GB file again. A later write by anyone gets a newer one.
+ * A written file's mtime is never later than this much before now, so its index row is not "racily
+ * clean" (examine.ts re-hashes a file whose mtime is within 50 ms of being recorded) and its own
+ * events do not make the watcher read a restored multi-GB file again. A later write by anyone gets a
+ * newer one.
  */
 const WRITTEN_MTIME_AGE_MS = 100;
+
+/**
+ * The mtime a file brought to disk gets: its version's time (issue 38: a pulled file had the time of
+ * the pull, and make, rsync and backup tools compare mtimes), or a moment ago when that time is later
+ * (another machine's clock ahead of this one's).
+ */
+export function writtenMtime(entry: Pick<Entry, 'timestamp'>, nowMs = Date.now()): Date {
+  const at = Date.parse(entry.timestamp);
+  const latest = nowMs - WRITTEN_MTIME_AGE_MS;
+  return new Date(Number.isFinite(at) ? Math.min(at, latest) : latest);
+}
 
 /** Brings one path on disk to the engine's current state for it. Callers serialize calls per path. */
 export async function materialize(host: HostContext, path: string, warn: (message: string) => void): Promise<MaterializeResult> {
@@ -206,7 +218,7 @@ async function placeFile(host: HostContext, at: BeneathDir, name: string, entry:
       const mode = Number(existing.mode & 0o7777n);
       await chmod(temp, entry.executable ? mode | ((mode & 0o444) >> 2) : mode & ~0o111);
     }
-    const mtime = new Date(Date.now() - WRITTEN_MTIME_AGE_MS);
+    const mtime = writtenMtime(entry);
     await utimes(temp, mtime, mtime);
     await rename(temp, at.entry(name));
   } catch (error) {
@@ -228,7 +240,7 @@ async function placeLink(host: HostContext, at: BeneathDir, name: string, entry:
   try {
     // The target as bytes, exactly as stored (a Buffer: no re-encoding of non-UTF-8 names).
     await symlink(linkTarget, temp);
-    const mtime = new Date(Date.now() - WRITTEN_MTIME_AGE_MS);
+    const mtime = writtenMtime(entry);
     await lutimes(temp, mtime, mtime);
     await rename(temp, at.entry(name));
   } catch (error) {

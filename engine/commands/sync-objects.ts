@@ -89,6 +89,36 @@ export async function openObject(ctx: EngineContext, input: { projectId: string;
   return { stream: await ctx.store.open(hash), size: info.size };
 }
 
+/** Small contents per batch read (sync's batch download), and their total bytes: as for batch uploads. */
+export const MAX_READ_BATCH_OBJECTS = MAX_BATCH_OBJECTS;
+export const MAX_READ_BATCH_BYTES = MAX_BATCH_BYTES;
+
+/**
+ * Many contents the project has, by hash, for one streamed answer (a pulling workstation's batch
+ * download: one request per few MiB of small files instead of one per file). Each hash is checked
+ * exactly as openObject checks one: a hash the project neither references nor was sent is
+ * CONTENT_NOT_FOUND (naming it and its index), whatever the shared store holds, and nothing is sent.
+ * Only sizes are looked up here; the caller opens each object as it streams it (never all at once).
+ */
+export async function objectsToRead(ctx: EngineContext, input: { projectId: string; hashes: string[] }): Promise<Array<{ hash: ContentHash; size: number }>> {
+  await ctx.requireProject(input.projectId);
+  if (input.hashes.length > MAX_READ_BATCH_OBJECTS) {
+    throw new StrataError('TOO_MANY_HASHES', { details: { max: MAX_READ_BATCH_OBJECTS, given: input.hashes.length } });
+  }
+  const hashes = input.hashes.map((hash, i) => parseContentHash(hash, `hashes[${i}]`));
+  const unavailable = new Set(await ctx.repository.versions.unavailableObjects(input.projectId, [...new Set(hashes)]));
+  const found: Array<{ hash: ContentHash; size: number }> = [];
+  let bytes = 0;
+  for (const [index, hash] of hashes.entries()) {
+    const info = unavailable.has(hash) ? null : await ctx.store.stat(hash);
+    if (info === null) throw new StrataError('CONTENT_NOT_FOUND', { details: { hash, index } });
+    bytes += info.size;
+    if (bytes > MAX_READ_BATCH_BYTES) throw new StrataError('BATCH_TOO_LARGE', { details: { maxBytes: MAX_READ_BATCH_BYTES, index } });
+    found.push({ hash, size: info.size });
+  }
+  return found;
+}
+
 /**
  * A dataset sent whole (a first push): the assembled bytes are cut with the manifest's own chunker
  * parameters as they arrive, which makes the manifest's shards in one pack file (one fsync, not one
