@@ -47,6 +47,7 @@ describe('control API routes', () => {
       'get /v1/projects/{projectId}/history/{versionId}/rename',
       'post /v1/projects/{projectId}/history/restore',
       'post /v1/projects/{projectId}/sync/objects/missing',
+      'post /v1/projects/{projectId}/sync/objects/read',
       'post /v1/projects/{projectId}/sync/versions',
       'get /v1/projects/{projectId}/sync/objects/{hash}',
       'post /v1/projects/{projectId}/sync/snapshots',
