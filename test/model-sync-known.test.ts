@@ -1,6 +1,6 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
-// must be true. They fail today, so they are skipped unless STRATA_MODEL_KNOWN=1; whoever fixes one
-// makes it run always (and checks that it failed before the fix):
+// must be true. Fixed ones run always; the ones that still fail are skipped unless
+// STRATA_MODEL_KNOWN=1, and whoever fixes one moves it up (checking that it failed before the fix):
 //
 //   STRATA_MODEL_KNOWN=1 npx vitest run test/model-sync-known.test.ts
 import { mkdir, rm, writeFile } from 'node:fs/promises';
@@ -28,7 +28,7 @@ async function apart(): Promise<string[]> {
   return out;
 }
 
-describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')('sync model: known defects', () => {
+describe('sync model: defects found and fixed', () => {
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {
     // Seeds 1000 and 1001 of bench/model-sync.ts. C's mount keeps showing the empty directory `d`,
     // its engine has the file, and `sync status` says inSync: true (`sync wait` exits 0).
@@ -45,7 +45,9 @@ describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')('sync model: known de
     else expect(sync.reasons.length).toBeGreaterThan(0);
     expect(await apart()).toEqual([]);
   });
+});
 
+describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')('sync model: known defects', () => {
   it('a file pushed where the server has a directory (made a conflict copy there) leaves the pushing workstation', { timeout: 400_000 }, async () => {
     // Seed 2000 of bench/model-sync.ts. With the server down, B replaces the directory `a` by a
     // file and A edits `a/a`. Back online, the server keeps `a/a` and records B's file as

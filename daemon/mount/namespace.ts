@@ -66,7 +66,7 @@ export class Namespace {
    * them: the thread commits before its answer (with the version ids) reaches us, so such a record is
    * probably ours. Judged again at the next poll, once the path has no request in flight.
    */
-  private deferred: Array<{ versionId: string; path: string }> = [];
+  private deferred: Array<{ versionId: string; path: string; contentHash?: string | null }> = [];
   /** set by the mount when captures run in another thread (capture-thread.ts) */
   ownInFlight: (path: string) => boolean = () => false;
   /**
@@ -289,7 +289,7 @@ export class Namespace {
   }
 
   private async poll(): Promise<void> {
-    const fresh: Array<{ versionId: string; path: string }> = [];
+    const fresh: Array<{ versionId: string; path: string; contentHash?: string | null }> = [];
     let after = this.lastSeq;
     let complete = false;
     while (fresh.length < FEED_MAX) {
@@ -325,9 +325,27 @@ export class Namespace {
         this.deferred.push(record);
         continue;
       }
+      if (record.contentHash != null) this.fileReplacesEmptyDir(record.path);
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
     }
+  }
+
+  /**
+   * A file another workstation wrote where this mount keeps an empty directory of its own (`mkdir d`
+   * here, a file `d` there): the directory held nothing, so the file takes its place, as watch mode
+   * does on disk. Kept, the mount showed the directory while the engine had the file and sync said
+   * "in sync" (the sync model's seeds 1000, 1001). A directory with anything below it stays.
+   */
+  private fileReplacesEmptyDir(path: string): void {
+    if (!this.explicitDirs.has(path)) return;
+    const prefix = `${path}/`;
+    for (const dir of this.explicitDirs) if (dir.startsWith(prefix)) return;
+    for (const node of this.nodes.keys()) if (node.startsWith(prefix)) return;
+    if (this.dirs.get(path)?.size) return;
+    this.removeExplicitDir(path);
+    this.dirs.delete(path);
+    this.invalidate(path);
   }
 
   private async load(dir: string): Promise<Map<string, Kind>> {
