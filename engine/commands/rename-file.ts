@@ -3,7 +3,7 @@ import type { WriteResult } from '../engine-api.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import type { VersionCommitResult } from '../ports/metadata-repository.js';
-import type { Actor, VersionRecord } from '../types.js';
+import type { Actor, Entry, VersionRecord } from '../types.js';
 import { assertWritablePath } from './write-file.js';
 
 /**
@@ -24,19 +24,7 @@ export async function renameFile(
   if (target && !input.overwrite) throw new StrataError('PATH_EXISTS', { details: { path: to, field: 'to' } });
   if (!target) await assertWritablePath(ctx, input.projectId, to);
 
-  const tombstone = ctx.newVersion({ projectId: input.projectId, path: from, contentHash: null, size: 0, actor: input.actor, kind: 'delete' });
-  const created = ctx.newVersion({
-    projectId: input.projectId,
-    path: to,
-    contentHash: source.contentHash,
-    size: source.size,
-    actor: input.actor,
-    kind: 'write',
-    restoredFrom: null,
-    executable: source.executable,
-    symlink: source.symlink,
-    dataset: source.dataset,
-  });
+  const { tombstone, created } = renameRecords(ctx, input.projectId, input.actor, from, to, source);
   // The content is referenced by `source` until the tombstone commits, and by `created` after it, in
   // the same transaction; no GC lock is needed.
   const results = await ctx.batcher.submitAtomic([
@@ -78,19 +66,7 @@ export async function renameFiles(
     if (!source) throw new StrataError('PATH_NOT_FOUND', { details: { path: from, field: 'from' } });
     const target = await ctx.repository.versions.getEntry(input.projectId, to);
     if (!target) await assertWritablePath(ctx, input.projectId, to);
-    const tombstone = ctx.newVersion({ projectId: input.projectId, path: from, contentHash: null, size: 0, actor: input.actor, kind: 'delete' });
-    const created = ctx.newVersion({
-      projectId: input.projectId,
-      path: to,
-      contentHash: source.contentHash,
-      size: source.size,
-      actor: input.actor,
-      kind: 'write',
-      restoredFrom: null,
-      executable: source.executable,
-      symlink: source.symlink,
-      dataset: source.dataset,
-    });
+    const { tombstone, created } = renameRecords(ctx, input.projectId, input.actor, from, to, source);
     commits.push({ record: tombstone, expectedCurrent: source.versionId }, { record: created, expectedCurrent: target ? target.versionId : null, checkPath: true });
     records.push({ tombstone, created });
   }
@@ -103,4 +79,22 @@ export async function renameFiles(
     const entry = (results[2 * i + 1] as Extract<VersionCommitResult, { ok: true }>).entry!;
     return { deleted: tombstone, created: { entry, version: created } };
   });
+}
+
+/** A rename's two records: the tombstone at `from`, and `source`'s content at `to`. */
+function renameRecords(ctx: EngineContext, projectId: string, actor: Actor, from: string, to: string, source: Entry): { tombstone: VersionRecord; created: VersionRecord } {
+  const tombstone = ctx.newVersion({ projectId, path: from, contentHash: null, size: 0, actor, kind: 'delete' });
+  const created = ctx.newVersion({
+    projectId,
+    path: to,
+    contentHash: source.contentHash,
+    size: source.size,
+    actor,
+    kind: 'write',
+    restoredFrom: null,
+    executable: source.executable,
+    symlink: source.symlink,
+    dataset: source.dataset,
+  });
+  return { tombstone, created };
 }
