@@ -36,26 +36,17 @@ export async function uploadMissing(remote: Remote, store: ContentStore, sizes: 
   for (let i = 0; i < hashes.length && failures.length === 0; i += 1000) {
     const missing = (await remote.missing(hashes.slice(i, i + 1000), signal)) as ContentHash[];
     // Small contents travel many to a request; a large one streams on its own.
-    let batch: ContentHash[] = [];
-    let batchBytes = 0;
-    const flush = () => {
-      const taken = batch;
-      batch = [];
-      batchBytes = 0;
-      if (taken.length > 0) {
-        enqueue(async () => {
-          const objects = await readAll(store, taken);
-          await remote.uploadBatch(objects, signal);
-          uploaded += objects.reduce((sum, o) => sum + o.data.length, 0);
-        });
-      }
-    };
+    const batches = smallBatches(Number.POSITIVE_INFINITY, (taken) =>
+      enqueue(async () => {
+        const objects = await readAll(store, taken);
+        await remote.uploadBatch(objects, signal);
+        uploaded += objects.reduce((sum, o) => sum + o.data.length, 0);
+      }),
+    );
     for (const hash of missing) {
       const size = sizes.get(hash) ?? Number.POSITIVE_INFINITY;
       if (size <= SMALL_OBJECT_BYTES) {
-        if (batchBytes + size > BATCH_BYTES) flush();
-        batch.push(hash);
-        batchBytes += size;
+        batches.add(hash, size);
         continue;
       }
       enqueue(async () => {
@@ -70,11 +61,34 @@ export async function uploadMissing(remote: Remote, store: ContentStore, sizes: 
         uploaded += info.size;
       });
     }
-    flush();
+    batches.flush();
   }
   await queue.onIdle();
   if (failures.length > 0) throw failures[0];
   return uploaded;
+}
+
+/**
+ * Small contents grouped into requests of at most BATCH_BYTES and `maxObjects` each: `add` hands each
+ * full batch to `send`, `flush` the last one.
+ */
+function smallBatches(maxObjects: number, send: (hashes: ContentHash[]) => void): { add(hash: ContentHash, size: number): void; flush(): void } {
+  let batch: ContentHash[] = [];
+  let batchBytes = 0;
+  const flush = () => {
+    const taken = batch;
+    batch = [];
+    batchBytes = 0;
+    if (taken.length > 0) send(taken);
+  };
+  return {
+    add(hash, size) {
+      if (batchBytes + size > BATCH_BYTES || batch.length >= maxObjects) flush();
+      batch.push(hash);
+      batchBytes += size;
+    },
+    flush,
+  };
 }
 
 /** Small contents to send, read once (off the event loop, past the store's caches, where it can). */
@@ -109,25 +123,16 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
   // Small contents many to a request (issue 38: a clone of 5,000 files was 5,000 requests), up to
   // BATCH_BYTES each; a large one streams on its own, verified as the store takes it.
   const noRoomAgain: Array<() => Promise<void>> = [];
-  let batch: ContentHash[] = [];
-  let batchBytes = 0;
-  const flush = () => {
-    const taken = batch;
-    batch = [];
-    batchBytes = 0;
-    if (taken.length > 0) {
-      run(async () => {
-        const batchDone = await downloadBatch(remote, store, taken, signal);
-        downloaded += batchDone.bytes;
-        objects += batchDone.objects;
-      });
-    }
-  };
+  const batches = smallBatches(BATCH_OBJECTS, (taken) =>
+    run(async () => {
+      const batchDone = await downloadBatch(remote, store, taken, signal);
+      downloaded += batchDone.bytes;
+      objects += batchDone.objects;
+    }),
+  );
   for (const [hash, { versionId, size }] of wanted) {
     if (size <= SMALL_OBJECT_BYTES) {
-      if (batchBytes + size > BATCH_BYTES || batch.length >= BATCH_OBJECTS) flush();
-      batch.push(hash);
-      batchBytes += size;
+      batches.add(hash, size);
       continue;
     }
     const fetchOne = async () => {
@@ -146,7 +151,7 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
       }
     });
   }
-  flush();
+  batches.flush();
   await queue.onIdle();
   for (const fetchOne of noRoomAgain) {
     if (signal.aborted) break;
