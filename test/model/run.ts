@@ -99,15 +99,31 @@ export async function runModel(options: ModelRunOptions): Promise<ModelRunReport
     const [steps] = details.counterexample;
     // The last failing run is the shrunk one; replay it once more for its own disagreements.
     const again = await runSequence(options.mode, steps);
-    const disagreements = again.failures.length > 0 ? again.failures : lastFailures;
-    failure = [
-      `model (${options.mode}) failed: STRATA_MODEL_SEED=${details.seed} STRATA_MODEL_PATH=${details.counterexamplePath ?? ''}`,
-      `shrunk ${details.numShrinks} time(s) to ${steps.length} step(s)${again.failures.length === 0 ? ' (this replay passed: the failure depends on timing)' : ''}; as run:`,
-      ...again.transcript.map((line, i) => `  ${i + 1}. ${line}`),
-      `as data: ${JSON.stringify(steps)}`,
-      'disagreements:',
-      ...disagreements.map((line) => `  ${line}`),
-    ].join('\n');
+    failure = failureReport(`model (${options.mode})`, details, steps, again, lastFailures).text;
   }
   return { mode: options.mode, seed, ...totals, failed: details.failed, failure, interrupted: outOfTime };
+}
+
+/**
+ * What a failed model run prints: the seed and path that reproduce it, the shrunk sequence as the
+ * replay `again` ran it, and the disagreements (the replay's, or the last failing run's when the
+ * replay passed).
+ */
+export function failureReport(
+  model: string,
+  details: { seed: number; counterexamplePath: string | null; numShrinks: number },
+  steps: unknown[],
+  again: { failures: string[]; transcript: string[] },
+  lastFailures: string[],
+): { text: string; disagreements: string[] } {
+  const disagreements = again.failures.length > 0 ? again.failures : lastFailures;
+  const text = [
+    `${model} failed: STRATA_MODEL_SEED=${details.seed} STRATA_MODEL_PATH=${details.counterexamplePath ?? ''}`,
+    `shrunk ${details.numShrinks} time(s) to ${steps.length} step(s)${again.failures.length === 0 ? ' (this replay passed: the failure depends on timing)' : ''}; as run:`,
+    ...again.transcript.map((line, i) => `  ${i + 1}. ${line}`),
+    `as data: ${JSON.stringify(steps)}`,
+    'disagreements:',
+    ...disagreements.map((line) => `  ${line}`),
+  ].join('\n');
+  return { text, disagreements };
 }

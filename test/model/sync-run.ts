@@ -6,6 +6,7 @@
 //   node dist/bench/model-sync.js --seed 123
 
 import fc from 'fast-check';
+import { failureReport } from './run.js';
 import { runSyncSequence, type SyncSequenceStats } from './sync.js';
 import { type SyncStep, syncSequenceArbitrary } from './sync-steps.js';
 
@@ -80,16 +81,9 @@ export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncMo
     const [steps] = details.counterexample;
     // Replayed once more for its own transcript and disagreements (timing may make it pass).
     const again = await runSyncSequence(steps, model);
-    const disagreements = again.failures.length > 0 ? again.failures : lastFailures;
-    firstDisagreement = disagreements[0]?.split('\n')[0] ?? null;
-    failure = [
-      `sync model failed: STRATA_MODEL_SEED=${details.seed} STRATA_MODEL_PATH=${details.counterexamplePath ?? ''}`,
-      `shrunk ${details.numShrinks} time(s) to ${steps.length} step(s)${again.failures.length === 0 ? ' (this replay passed: the failure depends on timing)' : ''}; as run:`,
-      ...again.transcript.map((line, i) => `  ${i + 1}. ${line}`),
-      `as data: ${JSON.stringify(steps)}`,
-      'disagreements:',
-      ...disagreements.map((line) => `  ${line}`),
-    ].join('\n');
+    const report = failureReport('sync model', details, steps, again, lastFailures);
+    firstDisagreement = report.disagreements[0]?.split('\n')[0] ?? null;
+    failure = report.text;
   }
   return { seed, ...totals, failed: details.failed, failure, firstDisagreement, interrupted: outOfTime };
 }
