@@ -30,7 +30,7 @@ async function apart(): Promise<string[]> {
 
 describe('sync model: defects found and fixed', () => {
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {
-    // Seeds 1000 and 1001 of bench/model-sync.ts. C's mount keeps showing the empty directory `d`,
+    // Seeds 1000 and 1001 of bench/sync-model.ts. C's mount keeps showing the empty directory `d`,
     // its engine has the file, and `sync status` says inSync: true (`sync wait` exits 0).
     world = await openModelWorld({ workstations: 3, mount: true });
     const [a, , c] = world.stations as [Station, Station, Station];
@@ -49,7 +49,7 @@ describe('sync model: defects found and fixed', () => {
 
 describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')('sync model: known defects', () => {
   it('a file pushed where the server has a directory (made a conflict copy there) leaves the pushing workstation', { timeout: 400_000 }, async () => {
-    // Seed 2000 of bench/model-sync.ts. With the server down, B replaces the directory `a` by a
+    // Seed 2000 of bench/sync-model.ts. With the server down, B replaces the directory `a` by a
     // file and A edits `a/a`. Back online, the server keeps `a/a` and records B's file as
     // `a (conflict wsB …)`, but B keeps its file `a` and skips `a/a` for ever ("'a' is a file, so
     // 'a/a' cannot be created below it", needs the user) while A and C are in sync.

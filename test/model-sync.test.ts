@@ -2,7 +2,7 @@
 // (two watching, one a mounted clone) and one `strata serve`, interleaved with faults and
 // observation points, checked for truth, convergence, no loss and fsck (test/model/sync.ts). Seeded
 // and shrinking: a failure prints STRATA_MODEL_SEED (and STRATA_MODEL_PATH) to replay it;
-// STRATA_MODEL_SEED=random explores. The long run is bench/model-sync.ts.
+// STRATA_MODEL_SEED=random explores. The long run is bench/sync-model.ts.
 
 import { describe, expect, it } from 'vitest';
 import { runSyncModel } from './model/sync-run.js';

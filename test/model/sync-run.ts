@@ -1,9 +1,9 @@
 // Runs the sync model (sync.ts) under fast-check: seeded, shrinking, bounded in time, as run.ts runs
 // the single-workstation one. Shared by the short run (test/model-sync.test.ts) and the long one
-// (bench/model-sync.ts). A failure prints the seed, the replay path and the shrunk sequence:
+// (bench/sync-model.ts). A failure prints the seed, the replay path and the shrunk sequence:
 //
 //   STRATA_MODEL_SEED=123 [STRATA_MODEL_PATH=0:1:4] npx vitest run test/model-sync.test.ts
-//   node dist/bench/model-sync.js --seed 123
+//   node dist/bench/sync-model.js --seed 123
 
 import fc from 'fast-check';
 import { failureReport } from './run.js';

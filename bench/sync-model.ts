@@ -4,9 +4,9 @@
 // (within a budget: a sequence costs about a minute of real processes) and printed with its seed,
 // and the run goes on from the next seed, so one defect does not hide the others.
 //
-//   node dist/bench/model-sync.js [--minutes 20] [--steps 30] [--sequences 500] [--seed N]
+//   node dist/bench/sync-model.js [--minutes 20] [--steps 30] [--sequences 500] [--seed N]
 //                                 [--workstations 3] [--no-mount] [--strict] [--shrink-budget 4] [--verbose]
-// Result: bench/results/model-sync.json.
+// Result: bench/results/sync-model.json.
 
 import { runSyncModel } from '../test/model/sync-run.js';
 import { machineInfo, writeResult } from './lib/env.js';
@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     ],
   );
   for (const failure of failures) process.stdout.write(`\nseed ${failure.seed}: ${failure.first}\n`);
-  writeResult('model-sync', { machine: machineInfo(), steps, workstations, mount, minutes, ...totals, failures });
+  writeResult('sync-model', { machine: machineInfo(), steps, workstations, mount, minutes, ...totals, failures });
   if (failures.length > 0 && process.exitCode === undefined) process.exitCode = 1;
 }
 
