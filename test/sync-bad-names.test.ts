@@ -3,8 +3,10 @@
 // on A left nothing in status, the log, history, the server or B, and `sync wait` said "in sync".
 // Now it travels byte-exactly (recorded with U+EF80-U+EFFF for its stray bytes, engine/raw-names.ts),
 // and a name that cannot be recorded at all keeps the workstation out of sync, named.
+import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allInSync, fsckFailures, openSyncWorld, type SyncProject, type SyncWorld, waitFor, type Workstation } from './sync-harness.js';
 
@@ -115,5 +117,26 @@ describe('a name that is not valid UTF-8', () => {
     await rename(join(a.dir, reserved), join(a.dir, 'renamed.txt'));
     await allInSync([a, b]);
     expect(await readFile(join(b.dir, 'renamed.txt'), 'utf8')).toBe('r');
+  }, 240_000);
+
+  it('a mounted clone shows the very bytes, and a name the mount takes in bytes reaches the watched workstations', async () => {
+    const c = world.workstation('wsC');
+    try {
+      await c.start();
+      const clone = await c.cli(['clone', world.url, world.projectId, c.dir, '--mount']);
+      expect(clone.code, clone.stderr).toBe(0);
+      await allInSync([a, b, c]);
+      // The mount lists A's name as its bytes (it once showed the private-use characters as UTF-8).
+      expect(await namesIn(c.dir)).toEqual(await namesIn(a.dir));
+      expect(await readFile(at(c.dir, BAD), 'utf8')).toBe('x');
+
+      const made = Buffer.from('d\xe9bit.csv', 'latin1');
+      await writeFile(at(c.dir, made), 'from the mount');
+      await allInSync([c, a, b]);
+      for (const ws of [a, b]) expect(await readFile(at(ws.dir, made), 'utf8')).toBe('from the mount');
+      expect(await namesIn(a.dir)).toEqual(await namesIn(c.dir));
+    } finally {
+      await promisify(execFile)('fusermount3', ['-uz', c.dir], { timeout: 10_000 }).catch(() => undefined);
+    }
   }, 240_000);
 });

@@ -113,49 +113,22 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   conn->max_read = 0;
 }
 
-// Names that are not valid UTF-8 (issue 38 item 4). JS gets names as strings: napi_create_string_utf8
-// turns each stray byte into U+FFFD, so `bad\xff\xfe.txt` was created, versioned and synced as
-// `bad\uFFFD\uFFFD.txt`, every such name of a directory collided, and the name the tool gave was not the
-// one it could list. The project cannot record these names (engine paths are Unicode), so they never
-// reach JS: creating one fails with EILSEQ ("Invalid or incomplete multibyte or wide character"), as
-// on filesystems that enforce UTF-8 names, and looking one up finds nothing (no such name can exist
-// here). Symbolic link targets are checked the same way. RFC 3629: no overlongs, surrogates or
-// code points above U+10FFFF, exactly what JS's own decoder accepts.
-static int utf8_valid(const char *text) {
-  const unsigned char *s = (const unsigned char *)text;
-  while (*s != 0) {
-    unsigned char c = *s;
-    int n;
-    unsigned char lo = 0x80, hi = 0xbf;
-    if (c < 0x80) n = 0;
-    else if (c >= 0xc2 && c <= 0xdf) n = 1;
-    else if (c == 0xe0) { n = 2; lo = 0xa0; }
-    else if (c == 0xed) { n = 2; hi = 0x9f; }
-    else if (c >= 0xe1 && c <= 0xef) n = 2;
-    else if (c == 0xf0) { n = 3; lo = 0x90; }
-    else if (c >= 0xf1 && c <= 0xf3) n = 3;
-    else if (c == 0xf4) { n = 3; hi = 0x8f; }
-    else return 0;
-    s += 1;
-    for (int k = 0; k < n; k++, s++) {
-      unsigned char lo_k = k == 0 ? lo : 0x80, hi_k = k == 0 ? hi : 0xbf;
-      if (*s < lo_k || *s > hi_k) return 0;
-    }
+// Names reach JS in the project's own form (names.c): a stray byte 0xHH as U+EF00+0xHH. A name that
+// form cannot hold (its own text has U+EF80-U+EFFF) names nothing here: a new name -> EILSEQ ("Invalid
+// or incomplete multibyte or wide character"), an existing one (lookup, unlink, rmdir, a rename's
+// source) -> ENOENT. NAME_IN declares the mapped name `var` or answers the request and returns.
+#define NAME_BUF 1024
+#define NAME_IN(var, name, err)                                  \
+  char var##_buf[NAME_BUF];                                      \
+  const char *var = name_in(name, var##_buf, sizeof var##_buf);  \
+  if (var == NULL) {                                             \
+    fuse_reply_err(req, err);                                    \
+    return;                                                      \
   }
-  return 1;
-}
-
-// The answer to a request naming a path that cannot exist here: a new name -> EILSEQ, an existing
-// one (lookup, unlink, rmdir, a rename's source) -> ENOENT. 1 when answered.
-static int refuse_name(fuse_req_t req, const char *name, int err) {
-  if (name == NULL || utf8_valid(name)) return 0;
-  fuse_reply_err(req, err);
-  return 1;
-}
 
 static void ll_lookup(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  if (refuse_name(req, name, ENOENT)) return;
-  dispatch(req, OP_LOOKUP, (double)parent, 0, 0, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, ENOENT);
+  dispatch(req, OP_LOOKUP, (double)parent, 0, 0, mapped, NULL, NULL, 0);
 }
 static void ll_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
   dispatch(req, OP_FORGET, (double)ino, (double)nlookup, 0, NULL, NULL, NULL, 0);
@@ -198,33 +171,40 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 }
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino) { dispatch(req, OP_READLINK, (double)ino, 0, 0, NULL, NULL, NULL, 0); }
 static void ll_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev) {
-  if (refuse_name(req, name, EILSEQ)) return;
-  dispatch(req, OP_MKNOD, (double)parent, mode, (double)rdev, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, EILSEQ);
+  dispatch(req, OP_MKNOD, (double)parent, mode, (double)rdev, mapped, NULL, NULL, 0);
 }
 static void ll_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode) {
-  if (refuse_name(req, name, EILSEQ)) return;
-  dispatch(req, OP_MKDIR, (double)parent, mode, 0, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, EILSEQ);
+  dispatch(req, OP_MKDIR, (double)parent, mode, 0, mapped, NULL, NULL, 0);
 }
 static void ll_unlink(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  if (refuse_name(req, name, ENOENT)) return;
-  dispatch(req, OP_UNLINK, (double)parent, 0, 0, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, ENOENT);
+  dispatch(req, OP_UNLINK, (double)parent, 0, 0, mapped, NULL, NULL, 0);
 }
 static void ll_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name) {
-  if (refuse_name(req, name, ENOENT)) return;
-  dispatch(req, OP_RMDIR, (double)parent, 0, 0, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, ENOENT);
+  dispatch(req, OP_RMDIR, (double)parent, 0, 0, mapped, NULL, NULL, 0);
 }
 static void ll_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name) {
-  if (refuse_name(req, name, EILSEQ) || refuse_name(req, link, EILSEQ)) return;
-  dispatch(req, OP_SYMLINK, (double)parent, 0, 0, name, link, NULL, 0);
+  NAME_IN(mapped, name, EILSEQ);
+  // A link's target is its content, bytes already; JS takes it as a string, so a target that is not
+  // UTF-8 is still refused rather than stored changed.
+  if (!utf8_valid(link)) {
+    fuse_reply_err(req, EILSEQ);
+    return;
+  }
+  dispatch(req, OP_SYMLINK, (double)parent, 0, 0, mapped, link, NULL, 0);
 }
 static void ll_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent, const char *newname,
                       unsigned int flags) {
-  if (refuse_name(req, name, ENOENT) || refuse_name(req, newname, EILSEQ)) return;
-  dispatch(req, OP_RENAME, (double)parent, (double)newparent, flags, name, newname, NULL, 0);
+  NAME_IN(from, name, ENOENT);
+  NAME_IN(to, newname, EILSEQ);
+  dispatch(req, OP_RENAME, (double)parent, (double)newparent, flags, from, to, NULL, 0);
 }
 static void ll_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname) {
-  if (refuse_name(req, newname, EILSEQ)) return;
-  dispatch(req, OP_LINK, (double)ino, (double)newparent, 0, newname, NULL, NULL, 0);
+  NAME_IN(mapped, newname, EILSEQ);
+  dispatch(req, OP_LINK, (double)ino, (double)newparent, 0, mapped, NULL, NULL, 0);
 }
 static void ll_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi) {
   dispatch(req, OP_OPEN, (double)ino, fi->flags, 0, NULL, NULL, NULL, 0);
@@ -296,8 +276,8 @@ static void ll_access(fuse_req_t req, fuse_ino_t ino, int mask) {
   dispatch(req, OP_ACCESS, (double)ino, mask, 0, NULL, NULL, NULL, 0);
 }
 static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, struct fuse_file_info *fi) {
-  if (refuse_name(req, name, EILSEQ)) return;
-  dispatch(req, OP_CREATE, (double)parent, mode, fi->flags, name, NULL, NULL, 0);
+  NAME_IN(mapped, name, EILSEQ);
+  dispatch(req, OP_CREATE, (double)parent, mode, fi->flags, mapped, NULL, NULL, 0);
 }
 
 const struct fuse_lowlevel_ops LL_OPS = {

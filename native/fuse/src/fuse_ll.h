@@ -27,6 +27,11 @@ enum {
 
 #define SCRATCH_LEN 16
 
+// names.c: names that are not UTF-8, in the project's form on the JS side and as bytes to the kernel.
+const char *name_in(const char *name, char *out, size_t outsz);
+void name_out(char *name);
+int utf8_valid(const char *text);
+
 // attrs.c: attributes answered without JS (see there for when that is coherent).
 typedef struct attr_table attr_table_t;
 attr_table_t *attr_table_new(void);

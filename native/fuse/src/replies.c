@@ -222,6 +222,7 @@ static napi_value js_reply_dir(napi_env env, napi_callback_info info) {
     if (napi_get_element(env, argv[1], (uint32_t)i, &v) != napi_ok ||
         napi_get_value_string_utf8(env, v, name, sizeof name, &len) != napi_ok)
       break;
+    name_out(name);
     size_t need = fuse_add_direntry(req, buf + used, size - used, name, &st, (off_t)(i + 1));
     if (need > size - used) break;
     used += need;
@@ -287,7 +288,10 @@ static napi_value js_invalidate(napi_env env, napi_callback_info info) {
   n->ino = (fuse_ino_t)num(env, argv[1]);
   napi_valuetype t;
   napi_typeof(env, argv[2], &t);
-  if (t == napi_string) n->name = string_arg(env, argv[2]);
+  if (t == napi_string) {
+    n->name = string_arg(env, argv[2]);
+    if (n->name != NULL) name_out(n->name);  // the kernel's name: bytes (names.c)
+  }
   CHECK(napi_create_promise(env, &n->deferred, &promise));
   CHECK(napi_create_string_utf8(env, "StrataFuseInvalidate", NAPI_AUTO_LENGTH, &resource_name));
   CHECK(napi_create_async_work(env, NULL, resource_name, notify_execute, notify_complete, n, &n->work));
