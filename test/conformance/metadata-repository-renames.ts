@@ -22,6 +22,19 @@ export function renameConformance(repo: RepositoryGetter): void {
       expect(await repo().versions.renameSource(OTHER_PROJECT, moved!.versionId)).toBeNull();
     });
 
+    it('finds each pair of many renames committed at once (engine renameFiles: a directory moved)', async () => {
+      const make = recordMaker();
+      const sources = await commitAll(repo(), [1, 2, 3].map((n) => make.write(`big/f${n}.dat`, `data ${n}`)));
+      const pairs = [1, 2, 3].map((n) => [make.remove(`big/f${n}.dat`)!, make.write(`big2/f${n}.dat`, `data ${n}`)!] as const);
+      await repo().versions.commit(
+        pairs.flatMap(([tombstone, moved]) => [{ record: tombstone }, { record: moved }]),
+        { atomic: true },
+      );
+      for (const [i, [tombstone, moved]] of pairs.entries()) {
+        expect(await repo().versions.renameSource(PROJECT, moved.versionId)).toStrictEqual({ tombstone, source: sources[i] });
+      }
+    });
+
     it('is not a rename: other content, another actor, or another commit in between', async () => {
       const make = recordMaker();
       await commitAll(repo(), [make.write('a', 'same'), make.write('b', 'same'), make.write('c', 'same')]);
