@@ -6,6 +6,7 @@ import { access, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closedPort } from './cli-harness.js';
 import { allInSync, openSyncWorld, type SyncProject, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
 const run = promisify(execFile);
@@ -20,8 +21,20 @@ const exists = (path: string) => access(path).then(
   () => false,
 );
 
+let metricsPort = 0;
+/** GET sync/changes requests the server answered so far (all workstations), from its metrics. */
+async function changeRequests(): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { signal: AbortSignal.timeout(10_000) })).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('strata_http_requests_total{') && line.includes('method="GET"') && line.includes('route="/v1/projects/:projectId/sync/changes"')) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
 beforeAll(async () => {
-  world = await openSyncWorld('strata-sync-truth-');
+  metricsPort = await closedPort();
+  world = await openSyncWorld('strata-sync-truth-', { serveEnv: { STRATA_METRICS_LISTEN: `127.0.0.1:${metricsPort}` } });
   a = world.workstation('wsA');
   b = world.workstation('wsB');
   await mkdir(join(a.dir, 'data'), { recursive: true });
@@ -71,6 +84,13 @@ describe('in sync, from facts', () => {
     const held = await b.cli(['sync', 'wait', '--timeout', '60']);
     expect(held.code, held.stderr).toBe(4);
     expect(held.stderr).toMatch(/held by the incoming delete guard: the server's changes delete 30 files/);
+    // While held, B asks the server again every 30 s, not at once: it re-read the held pages ~2.6 times a
+    // second until confirmed (issue 38 item 2). A rate needs a window: 10 s of it, B left alone (a
+    // status or wait would wake its pull), A long-polling meanwhile (at most one request of its own).
+    const before = await changeRequests();
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    const after = await changeRequests();
+    expect(after - before).toBeLessThanOrEqual(3);
     expect((await b.cli(['sync', 'confirm'], { cwd: b.dir })).code).toBe(0);
     await allInSync([a, b]);
     expect(await treeOf(a.dir)).toEqual(await treeOf(b.dir));
