@@ -125,6 +125,9 @@ async function phases(root: string, source: string, label: string) {
     await syncWait(homeA, server.apiKey);
   });
   const firstRequests = diff(await server.requests(), beforeFirst);
+  // The daemon's CPU seconds (user + system) for the phase: less at the mercy of a loaded machine
+  // than its wall time (the daemon did nothing else since it started).
+  const firstCpuSeconds = a.cpuSeconds();
   await a.stop();
   execFileSync('sync');
   // clone: rsync -a pulling the tree from an rsync daemon, then strata clone + sync wait
@@ -143,10 +146,11 @@ async function phases(root: string, source: string, label: string) {
   });
   const cloneRequests = diff(await server.requests(), beforeClone);
   // The clone is what was sent: same bytes at every path.
+  const cloneCpuSeconds = b.cpuSeconds();
   execFileSync('diff', ['-r', '-q', '--exclude=.strata', source, dirB]);
   await b.stop();
   await server.stop();
-  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, rsyncSeconds, cloneSeconds, cloneRequests };
+  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, firstCpuSeconds, rsyncSeconds, cloneSeconds, cloneRequests, cloneCpuSeconds };
 }
 
 /** rsync -a from an rsync daemon serving `source` into `target` (the daemon's module is read-only here: same tree). */
@@ -194,6 +198,7 @@ async function main(): Promise<void> {
     rows.push(['  the big file alone: first sync', big.firstSeconds.toFixed(2), `rsync -a --fsync ${big.rsyncFsyncSeconds.toFixed(2)}`, ratio(big.rsyncFsyncSeconds, big.firstSeconds), String(total(big.firstRequests))]);
   }
   printTable(`${files} files of 1–20 KiB (${Math.round(bytes / 1024 ** 2)} MiB)${bigMib > 0 ? ` + one ${bigMib} MiB file` : ''}, loopback`, ['strata', 'seconds', 'peer seconds', 'speed vs peer', 'server requests'], rows);
+  console.log(`daemon CPU seconds (user + system): clone ${whole.cloneCpuSeconds.toFixed(2)}, first sync ${whole.firstCpuSeconds.toFixed(2)}`);
   console.log('clone requests by route:', whole.cloneRequests);
   console.log('first-sync requests by route:', whole.firstRequests);
   writeResult('sync-clone', { machine: machineInfo(), files, bytes, bigMib, whole, big });

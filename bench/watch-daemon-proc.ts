@@ -4,7 +4,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 
@@ -54,6 +54,8 @@ export async function startDaemonProc(home: string): Promise<DaemonProc> {
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('daemon did not start')), 60_000);
     child.stderr!.on('data', (chunk: Buffer) => {
+      // BENCH_DAEMON_LOG=FILE keeps every daemon's log lines (to read a slow phase's timeline).
+      if (process.env['BENCH_DAEMON_LOG']) appendFileSync(process.env['BENCH_DAEMON_LOG'], chunk);
       buffer += chunk.toString();
       let nl = buffer.indexOf('\n');
       while (nl !== -1) {

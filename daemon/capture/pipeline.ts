@@ -164,7 +164,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     if (outcome.conflictCopy === undefined) ownVersions.add(version.versionId);
     // Bounded: an id the feed never asks about (it read the record before we got here) must not stay
     // forever. Forgetting one only costs the feed a stat comparison.
-    if (ownVersions.size > MAX_OWN_VERSIONS) ownVersions.delete(ownVersions.values().next().value!);
+    while (ownVersions.size > MAX_OWN_VERSIONS) ownVersions.delete(ownVersions.values().next().value!);
     stats.lastVersion = { path: version.path, versionId: version.versionId, kind: version.kind, timestamp: version.timestamp };
     // The path's earlier failures are over (a full disk with room again): `strata status` listed them
     // long after the file was versioned.
@@ -401,7 +401,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         serial(second, () =>
           limited(async (): Promise<CaptureOutcome> => {
             try {
-              const { created } = await renames.rename(from, to);
+              const { deleted, created } = await renames.rename(from, to);
+              // The old name's tombstone is this directory's own doing too: the engine feed leaves it
+              // out (a 2,000-file directory rename had the feed stat 2,000 old names for nothing).
+              ownVersions.add(deleted.versionId);
               return recorded({ kind: 'versioned', version: created.version, entry: created.entry });
             } catch (error) {
               if (isStrataError(error, 'PATH_NOT_FOUND')) return { kind: 'absent' };

@@ -529,6 +529,7 @@ export class ProjectSync {
     const { items } = page;
     if (items.length === 0) return 'applied';
     const { engine, projectId } = this.#deps;
+    const startedAt = Date.now();
     const deletions = await this.#deletionsIn(remote, page);
     if (deletions === 'settling') return 'deferred';
     const { page: deletes, ahead } = deletions;
@@ -557,8 +558,10 @@ export class ProjectSync {
       throw error;
     }
     this.#storeFull = null;
+    const downloadedAt = Date.now();
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
     const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
+    this.#log.debug({ versions: items.length, fetched: unknown.length, downloadMs: downloadedAt - startedAt, adoptMs: Date.now() - downloadedAt }, 'pulled a page');
     this.#noteAdopted(outcomes, items);
     return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';
   }

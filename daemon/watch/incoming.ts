@@ -9,6 +9,7 @@ import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
 import { type MaterializeResult, materialize } from './materialize.js';
 import { moveOnDisk } from './moves-on-disk.js';
+import { OpenDirs } from './open-dirs.js';
 
 /** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
 const MATERIALIZE_CONCURRENCY = 16;
@@ -159,6 +160,7 @@ export class IncomingChanges {
         const read = await this.#feed.read();
         const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
         const now = Date.now();
+        const applied = this.#applied;
         if (paths.size > 0) {
           // Files moved elsewhere are renamed here, not written again (moves-on-disk.ts).
           const moved = await moveOnDisk(this.#host, [...paths], this.#deps.withPath);
@@ -177,6 +179,7 @@ export class IncomingChanges {
         const retries = [...this.#retry].filter(([path, retry]) => (retry.at <= now || (roomBack && this.#noRoom.has(path))) && !paths.has(path)).map(([path]) => path);
         if (retries.length > 0) await this.#materializeEach(retries, 1, null);
         if (!this.#stopped) this.#feed.save(read.newest);
+        if (paths.size > 0) this.#host.logger.debug({ paths: paths.size, applied: this.#applied - applied, ms: Date.now() - now }, 'brought project changes to disk');
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
       } finally {
@@ -239,6 +242,8 @@ export class IncomingChanges {
   /** `onNoRoom`: a path the disk had no room for is handed back (for a pass of its own) instead of scheduled for a retry. */
   async #materializeEach(paths: string[], concurrency: number, onBlocked: ((path: string) => void) | null, onNoRoom?: (path: string) => void): Promise<void> {
     const queue = [...paths];
+    // Each directory is opened once for the round, not two or three times per path (open-dirs.ts).
+    const dirs = new OpenDirs(this.#host.dir);
     const work = async () => {
       for (let path = queue.shift(); path !== undefined; path = queue.shift()) {
         if (this.#stopped) return;
@@ -249,7 +254,7 @@ export class IncomingChanges {
           else blocked = true;
         };
         try {
-          const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn));
+          const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn, dirs));
           this.#retry.delete(path);
           this.#noRoom.delete(path);
           if (problem === null) this.#problems.delete(path);
@@ -285,7 +290,11 @@ export class IncomingChanges {
         }
       }
     };
-    await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
+    try {
+      await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, work));
+    } finally {
+      await dirs.close();
+    }
   }
 }
 

@@ -30,6 +30,8 @@ import { INCOMING_TEMP_PREFIX } from '../capture/ignore.js';
 import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
+import type { OpenDirs } from './open-dirs.js';
+import { placeSmallFile, SMALL_FILE_BYTES } from './place-small.js';
 import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
 import { removeEmptyTree } from './in-the-way.js';
 
@@ -67,13 +69,16 @@ export function writtenMtime(entry: Pick<Entry, 'timestamp'>, nowMs = Date.now()
   return new Date(Number.isFinite(at) ? Math.min(at, latest) : latest);
 }
 
-/** Brings one path on disk to the engine's current state for it. Callers serialize calls per path. */
-export async function materialize(host: HostContext, path: string, warn: (message: string) => void): Promise<MaterializeResult> {
+/**
+ * Brings one path on disk to the engine's current state for it. Callers serialize calls per path.
+ * `dirs`: the directories of a round of many paths, each opened once for all of them (open-dirs.ts);
+ * without it, each is opened for this path and closed again.
+ */
+export async function materialize(host: HostContext, path: string, warn: (message: string) => void, dirs?: OpenDirs): Promise<MaterializeResult> {
   if (host.capture.isIgnored(path)) return 'skipped';
   const { dir, name } = split(path);
   const entry = await host.engine.stat({ projectId: host.projectId, path });
-  const parent = await openBeneath(host.dir, dir, { create: false });
-  try {
+  return inDir(host, dirs, dir, false, async (parent) => {
     if (parent.kind === 'link') {
       // Nothing below a link is the project's: there is nothing to remove there, and nothing is written.
       if (entry === null) {
@@ -83,9 +88,18 @@ export async function materialize(host: HostContext, path: string, warn: (messag
       refuse(warn, path, parent);
       return 'skipped';
     }
-    return await bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn);
+    return bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn, dirs);
+  });
+}
+
+/** `task` with directory `dir` opened beneath the project (from `dirs` when the round keeps them open). */
+async function inDir<T>(host: HostContext, dirs: OpenDirs | undefined, dir: string, create: boolean, task: (beneath: Beneath) => Promise<T>): Promise<T> {
+  if (dirs !== undefined) return dirs.use(dir, { create }, task);
+  const beneath = await openBeneath(host.dir, dir, { create });
+  try {
+    return await task(beneath);
   } finally {
-    if (parent.kind === 'dir') await parent.dir.close();
+    if (beneath.kind === 'dir') await beneath.dir.close();
   }
 }
 
@@ -93,7 +107,7 @@ export async function materialize(host: HostContext, path: string, warn: (messag
  * The path's directory is `at` (null: it does not exist, or a file is in its place), reached without
  * links; `wanted` is the engine's entry for the path.
  */
-async function bringToDisk(host: HostContext, path: string, name: string, at: BeneathDir | null, wanted: Entry | null, warn: (message: string) => void): Promise<MaterializeResult> {
+async function bringToDisk(host: HostContext, path: string, name: string, at: BeneathDir | null, wanted: Entry | null, warn: (message: string) => void, dirs: OpenDirs | undefined): Promise<MaterializeResult> {
   let entry = wanted;
   const st = at === null ? null : await lstatOrNull(at.entry(name));
   const row = host.state.index.get(host.projectId, path);
@@ -103,12 +117,14 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
       return 'same';
     }
     // A directory holding only directories holds no data (in-the-way.ts): the file takes its place.
-    if (!st.isDirectory() || !(await removeEmptyTree(at!.entry(name)))) {
+    const removed = st.isDirectory() && (await removeEmptyTree(at!.entry(name)));
+    if (removed) dirs?.removedDirectories();
+    if (!removed) {
       warn(`could not bring ${JSON.stringify(path)} from the project to disk: a ${st.isDirectory() ? 'directory' : 'non-regular file'} is in its place`);
       return 'skipped';
     }
     if (row) host.state.index.remove(host.projectId, path);
-    await writeEntry(host, path, entry!, null, warn);
+    await writeEntry(host, path, entry!, null, warn, dirs);
     return 'written';
   }
   const versioned = st !== null && row !== undefined && (await unchangedSinceIndexed(host.dir, path, row, st));
@@ -159,14 +175,14 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
     host.state.index.remove(host.projectId, path);
     // unlink through the directory's descriptor: a link is removed itself, never what it points to.
     await unlink(at!.entry(name)).catch(ignoreCode('ENOENT'));
-    await removeEmptyParents(host.dir, path);
+    if (await removeEmptyParents(host.dir, path)) dirs?.removedDirectories();
     return 'removed';
   }
   if (versioned && row!.contentHash === entry.contentHash && row!.executable === entry.executable && row!.symlink === entry.symlink) {
     if (row!.versionId !== entry.versionId) host.state.index.put(host.projectId, { ...row!, versionId: entry.versionId });
     return 'same';
   }
-  await writeEntry(host, path, entry, st, warn);
+  await writeEntry(host, path, entry, st, warn, dirs);
   return 'written';
 }
 
@@ -184,31 +200,32 @@ function putRow(host: HostContext, path: string, st: BigIntStats, entry: Entry):
   host.state.index.put(host.projectId, { path, ...statRow(st), contentHash: entry.contentHash, versionId: entry.versionId } satisfies IndexRow);
 }
 
-async function writeEntry(host: HostContext, path: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void): Promise<void> {
+async function writeEntry(host: HostContext, path: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void, dirs: OpenDirs | undefined): Promise<void> {
   const { dir, name } = split(path);
-  const target = await openBeneath(host.dir, dir, { create: true });
-  if (target.kind !== 'dir') {
-    if (target.kind === 'link') refuse(warn, path, target);
-    else warn(`could not bring ${JSON.stringify(path)} from the project to disk: a file is where its directory should be`);
-    return;
-  }
-  try {
-    const written = entry.symlink ? await placeLink(host, target.dir, name, entry) : await placeFile(host, target.dir, name, entry, existing, warn);
-    if (!written) return;
-    putRow(host, path, await lstat(target.dir.entry(name), { bigint: true }), entry);
-  } finally {
-    await target.dir.close();
-  }
+  await inDir(host, dirs, dir, true, async (target) => {
+    if (target.kind !== 'dir') {
+      if (target.kind === 'link') refuse(warn, path, target);
+      else warn(`could not bring ${JSON.stringify(path)} from the project to disk: a file is where its directory should be`);
+      return;
+    }
+    const written = entry.symlink ? await placeLink(host, target.dir, name, entry) : await inDir(host, dirs, INCOMING_DIR, true, (incoming) => placeFile(host, incoming, target.dir, name, entry, existing, warn));
+    if (written === false) return;
+    // A small file's stat was taken before its rename (the same inode, size, mode and mtime).
+    putRow(host, path, written === true ? await lstat(target.dir.entry(name), { bigint: true }) : written, entry);
+  });
 }
 
-/** A file: written whole in `.strata/incoming/`, fsynced, renamed over whatever is at the name (a link included: the link is replaced). */
-async function placeFile(host: HostContext, at: BeneathDir, name: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void): Promise<boolean> {
-  const incoming = await openBeneath(host.dir, INCOMING_DIR, { create: true });
+/**
+ * A file: written whole in `.strata/incoming/`, fsynced, renamed over whatever is at the name (a link
+ * included: the link is replaced). The written file's stat for a small one, true for a streamed one.
+ */
+async function placeFile(host: HostContext, incoming: Beneath, at: BeneathDir, name: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void): Promise<BigIntStats | boolean> {
   if (incoming.kind !== 'dir') {
     warn(`could not bring ${JSON.stringify(at.path === '' ? name : `${at.path}/${name}`)} from the project to disk: ${INCOMING_DIR} is not a directory (${incoming.kind} at ${JSON.stringify(incoming.at)})`);
     return false;
   }
   const temp = incoming.dir.entry(`${randomBytes(8).toString('hex')}.part`);
+  if (host.store !== undefined && !entry.dataset && entry.size <= SMALL_FILE_BYTES) return placeSmallFile(host.store, temp, at, name, entry, existing);
   try {
     const { stream } = await host.engine.readFile({ projectId: host.projectId, versionId: entry.versionId });
     // flush: fsync before close — the rename below must never expose a file whose bytes are not down.
@@ -224,8 +241,6 @@ async function placeFile(host: HostContext, at: BeneathDir, name: string, entry:
   } catch (error) {
     await unlink(temp).catch(() => undefined);
     throw error;
-  } finally {
-    await incoming.dir.close();
   }
   return true;
 }
@@ -250,21 +265,24 @@ async function placeLink(host: HostContext, at: BeneathDir, name: string, entry:
   return true;
 }
 
-/** `rm` of the last file of a directory in the engine leaves no directory there either. */
-export async function removeEmptyParents(root: string, path: string): Promise<void> {
+/** `rm` of the last file of a directory in the engine leaves no directory there either. True when one was removed. */
+export async function removeEmptyParents(root: string, path: string): Promise<boolean> {
+  let removed = false;
   for (let dir = split(path).dir; dir !== ''; dir = split(dir).dir) {
     const { dir: above, name } = split(dir);
     const parent = await openBeneath(root, above, { create: false });
-    if (parent.kind !== 'dir') return;
+    if (parent.kind !== 'dir') return removed;
     try {
       // rmdir through the parent's descriptor: a link in the directory's place is not a directory (ENOTDIR), and stays.
       await rmdir(parent.dir.entry(name));
+      removed = true;
     } catch {
-      return; // not empty (or gone, or not a directory): stop here
+      return removed; // not empty (or gone, or not a directory): stop here
     } finally {
       await parent.dir.close();
     }
   }
+  return removed;
 }
 
 function ignoreCode(code: string): (error: NodeJS.ErrnoException) => void {
