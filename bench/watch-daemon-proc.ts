@@ -4,8 +4,8 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 
 export interface VersionLine {
@@ -49,6 +49,9 @@ export async function startDaemonProc(home: string): Promise<DaemonProc> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const versions: VersionLine[] = [];
+  // BENCH_DAEMON_LOGS=DIR keeps each daemon's log (DIR/<home's name>.log) to time phases afterwards.
+  const logDir = process.env['BENCH_DAEMON_LOGS'];
+  if (logDir !== undefined) child.stderr!.pipe(createWriteStream(join(logDir, `${basename(home)}.log`)));
   let buffer = '';
   let url = '';
   const ready = new Promise<void>((resolve, reject) => {
