@@ -258,13 +258,7 @@ export interface Engine {
   /** The snapshot chain after `afterSeq`, oldest first (at most 1,000). */
   snapshotFeed(input: { projectId: string; afterSeq: number; limit: number }): Promise<{ items: Snapshot[]; more: boolean }>;
   /** A dataset's assembled bytes, cut into the shards its (already sent) manifest lists; what arrived whole counts even on failure. */
-  putDatasetContent(input: {
-    projectId: string;
-    manifestHash: string;
-    content: AsyncIterable<Uint8Array>;
-    maxBytes?: number;
-    part?: { from: number; count: number };
-  }): Promise<{ size: number; shards: number; newShards: number }>;
+  putDatasetContent(input: { projectId: string; manifestHash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number }): Promise<{ size: number; shards: number; newShards: number }>;
   /**
    * Versions a workstation made, applied in order with their own ids and timestamps (sync/versions):
    * a known id is a duplicate; a path that moved on since the version's base gets a conflict copy

@@ -179,42 +179,6 @@ describe('sync objects', () => {
     expect(tooLong.statusCode).toBe(413);
   });
 
-  it('a dataset sent in parts at once (runs of its shards, from + count) is cut per part; a wrong part is refused, the right one counts', async () => {
-    const bytes = randomBytes(8 * 1024 * 1024);
-    const scratch = await mkdtemp(join(tmpdir(), 'strata-sync-dataset-parts-'));
-    let manifest: Buffer;
-    let shards: Array<{ hash: string; size: number }>;
-    try {
-      await writeFile(join(scratch, 'run.bin'), bytes);
-      const cut = await chunkFile(join(scratch, 'run.bin'), DEFAULT_CHUNKER_PARAMS);
-      shards = cut.chunks.map((c) => ({ hash: c.hash, size: c.size }));
-      manifest = encodeManifest({ format: MANIFEST_FORMAT, chunker: DEFAULT_CHUNKER_PARAMS, size: cut.size, hash: cut.hash, shards: cut.chunks.map((c) => ({ hash: c.hash, size: c.size })) });
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
-    }
-    expect(shards.length).toBeGreaterThan(3);
-    const manifestHash = hashBuffer(manifest);
-    expect((await upload(project, manifestHash, manifest.toString('latin1'))).statusCode).toBeLessThan(300);
-    const half = Math.floor(shards.length / 2);
-    const split = shards.slice(0, half).reduce((sum, shard) => sum + shard.size, 0);
-    const sendPart = (from: number, count: number, payload: Buffer) =>
-      h.request('PUT', `/v1/projects/${project}/sync/datasets/${manifestHash}?from=${from}&count=${count}`, { payload, headers: { 'content-type': 'application/octet-stream' } });
-    // Other bytes of the first part's length sent as it: not its shards.
-    const wrong = await sendPart(0, half, randomBytes(split));
-    expect(wrong.statusCode).toBe(422);
-    expect(wrong.json().error.code).toBe('CONTENT_HASH_MISMATCH');
-    // A part past the manifest's shards, or from without count: refused.
-    const past = await sendPart(half, shards.length, bytes.subarray(split));
-    expect(past.json().error.code).toBe('INVALID_ARGUMENT');
-    expect((await h.request('PUT', `/v1/projects/${project}/sync/datasets/${manifestHash}?from=0`, { payload: bytes, headers: { 'content-type': 'application/octet-stream' } })).statusCode).toBe(400);
-    // Both parts at once: every shard is the project's.
-    const [first, second] = await Promise.all([sendPart(0, half, bytes.subarray(0, split)), sendPart(half, shards.length - half, bytes.subarray(split))]);
-    expect(first!.statusCode, first!.body).toBe(200);
-    expect(second!.statusCode, second!.body).toBe(200);
-    expect(first!.json()).toMatchObject({ size: split });
-    expect(await missing(project, [...new Set(shards.map((shard) => shard.hash))])).toEqual([]);
-  });
-
   it('composes objects from content the project has plus new bytes, each verified; a copy of content it lacks is refused', async () => {
     const base = Buffer.from('0123456789'.repeat(1000));
     const baseHash = hashBuffer(base);

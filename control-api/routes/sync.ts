@@ -247,14 +247,10 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
     child.put(
       '/v1/projects/:projectId/sync/datasets/:manifestHash',
       {
-        schema: {
-          params: Type.Object({ projectId: Id, manifestHash: Hash }, closed),
-          // A part: only the manifest's shards [from, from + count), so a client can send a large dataset in several streams at once.
-          querystring: Type.Object({ from: Type.Optional(Type.Integer({ minimum: 0 })), count: Type.Optional(Type.Integer({ minimum: 1 })) }, closed),
-        },
+        schema: { params: Type.Object({ projectId: Id, manifestHash: Hash }, closed) },
         config: {
           doc: {
-            summary: "Upload a dataset's assembled bytes (or, with from and count, those of a run of its shards); the server cuts them into its manifest's shards (what arrived whole counts even if cut off)",
+            summary: "Upload a dataset's assembled bytes; the server cuts them into its manifest's shards (what arrived whole counts even if cut off)",
             tags,
             response: Type.Object({ size: Type.Integer(), shards: Type.Integer(), newShards: Type.Integer() }),
             consumes: 'application/octet-stream',
@@ -267,15 +263,7 @@ export function registerSyncRoutes(app: App, deps: RouteDeps): void {
         if (declared > maxUploadBytes) throw new StrataError('BODY_TOO_LARGE', { details: { maxBytes: maxUploadBytes } });
         const body: unknown = request.body;
         const content = isAsyncIterable(body) ? body : (async function* () {})();
-        const { from, count } = request.query as { from?: number; count?: number };
-        if ((from === undefined) !== (count === undefined)) throw new StrataError('INVALID_QUERY', { message: 'from and count go together', details: { field: from === undefined ? 'from' : 'count', reason: 'required' } });
-        return engine.putDatasetContent({
-          projectId: project.projectId,
-          manifestHash: request.params.manifestHash,
-          content,
-          maxBytes: maxUploadBytes,
-          ...(from === undefined || count === undefined ? {} : { part: { from, count } }),
-        });
+        return engine.putDatasetContent({ projectId: project.projectId, manifestHash: request.params.manifestHash, content, maxBytes: maxUploadBytes });
       },
     );
 

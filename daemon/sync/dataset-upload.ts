@@ -19,7 +19,7 @@ import type { ComposedObject } from '../../engine/commands/sync-objects.js';
 import type { ContentHash } from '../../engine/types.js';
 import { type DeltaPart, deltaParts, literalBytes } from './delta.js';
 import { type Remote, RemoteError } from './remote.js';
-import { PARALLEL_MIN_BYTES, STREAMS, splitShards, uploadMissing, WHOLE_DATASET_SHARE } from './transfer.js';
+import { uploadMissing, WHOLE_DATASET_SHARE } from './transfer.js';
 
 /** Old bytes around a changed shard that a delta may copy from, on each side. */
 const WINDOW_SLACK = 1024 * 1024;
@@ -64,29 +64,12 @@ export async function uploadDataset(remote: Remote, store: ContentStore, upload:
       await remote.uploadBatch([{ hash: manifestHash, data: bytes }], signal);
       sent += bytes.length;
     }
-    if (store.objectSpan === undefined) {
-      const stream = await upload.openAssembled();
-      try {
-        await remote.uploadDataset(manifestHash, manifest.size, stream, signal);
-      } finally {
-        stream.destroy();
-      }
-      return sent + manifest.size;
+    const stream = store.objectSpan === undefined ? await upload.openAssembled() : rawAssembled(store, manifest);
+    try {
+      await remote.uploadDataset(manifestHash, manifest.size, stream, signal);
+    } finally {
+      stream.destroy();
     }
-    // In parts at once, shard runs of about equal bytes: the server cuts and checks each on its own
-    // chunking thread (one stream kept one of them, and one core, busy while the other idled).
-    const parts = splitShards(manifest.shards, manifest.size >= PARALLEL_MIN_BYTES ? STREAMS : 1);
-    let from = 0;
-    const results = await Promise.allSettled(
-      parts.map((part) => {
-        const range = { from, count: part.shards.length };
-        from += part.shards.length;
-        const stream = rawAssembled(store, part.shards);
-        return remote.uploadDataset(manifestHash, part.size, stream, signal, parts.length === 1 ? undefined : range).finally(() => stream.destroy());
-      }),
-    );
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
     return sent + manifest.size;
   }
   const whole = new Map(missingShards);
@@ -113,12 +96,12 @@ const READ_BYTES = 1024 * 1024;
  * the manifest. Reading through the store's verifying reader cost the daemon as much CPU as the
  * upload itself.
  */
-function rawAssembled(store: ContentStore, shards: DatasetManifest['shards']): Readable {
+function rawAssembled(store: ContentStore, manifest: DatasetManifest): Readable {
   async function* bytes(): AsyncGenerator<Buffer> {
     let handle: FileHandle | null = null;
     let file: string | null = null;
     try {
-      for (const shard of shards) {
+      for (const shard of manifest.shards) {
         const span = await store.objectSpan!(shard.hash);
         if (span === null) {
           yield* (await store.open(shard.hash)) as AsyncIterable<Buffer>;

@@ -79,10 +79,8 @@ export class Remote {
   }
 
   /** A dataset's assembled bytes (its manifest sent before): the server cuts them into the manifest's shards. */
-  /** A dataset's assembled bytes, or with `part` only those of its shards [from, from + count). */
-  async uploadDataset(manifestHash: string, size: number, content: Readable, signal?: AbortSignal, part?: { from: number; count: number }): Promise<void> {
-    const query = part === undefined ? '' : `?from=${part.from}&count=${part.count}`;
-    await this.#send('PUT', `/sync/datasets/${encodeURIComponent(manifestHash)}${query}`, content, size, signal);
+  async uploadDataset(manifestHash: string, size: number, content: Readable, signal?: AbortSignal): Promise<void> {
+    await this.#send('PUT', `/sync/datasets/${encodeURIComponent(manifestHash)}`, content, size, signal);
   }
 
   /**
@@ -116,9 +114,8 @@ export class Remote {
   }
 
   /** A version's bytes, streamed (the caller verifies them against the record's hash as it stores them). */
-  /** A version's bytes, or bytes [range.start, range.end] of them (the server must answer 206). */
-  async read(versionId: string, signal?: AbortSignal, range?: { start: number; end: number }): Promise<AsyncIterable<Uint8Array>> {
-    return this.#receive(`/fs/read?versionId=${encodeURIComponent(versionId)}`, signal, range);
+  async read(versionId: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
+    return this.#receive(`/fs/read?versionId=${encodeURIComponent(versionId)}`, signal);
   }
 
   /**
@@ -226,13 +223,13 @@ export class Remote {
    * of a 300 MB dataset came down at ~20 MB/s on a loaded machine. Resolves once the server answered
    * 2xx (its body, as Buffers); a quiet connection is cut after the per-request timeout.
    */
-  async #receive(path: string, signal?: AbortSignal, range?: { start: number; end: number }): Promise<AsyncIterable<Uint8Array>> {
+  async #receive(path: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
     const authorization = await this.#authorization();
     const url = new URL(`${this.#base}${path}`);
     return new Promise((resolve, reject) => {
       const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
         method: 'GET',
-        headers: range === undefined ? { authorization } : { authorization, range: `bytes=${range.start}-${range.end}` },
+        headers: { authorization },
         ...(signal ? { signal } : {}),
         timeout: this.#timeoutMs,
       });
@@ -242,12 +239,6 @@ export class Remote {
       request.on('error', (error) => reject(unreachable(error)));
       request.on('response', (response) => {
         const status = response.statusCode ?? 0;
-        if (range !== undefined && status === 200) {
-          // The whole instead of the part asked for: not what the caller can use.
-          response.destroy();
-          reject(new RemoteError('retry', 'the server answered a range request with the whole content', null, null));
-          return;
-        }
         if (status >= 200 && status < 300) {
           // Past the answer, a failure of the body (cut, quiet) surfaces in the consumer's iteration, classified the same way.
           resolve(

@@ -211,25 +211,13 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
   let missing = await absentShards(store, manifest);
   const missingBytes = missing.reduce((sum, shard) => sum + shard.size, 0);
   if (store.putDatasetStream !== undefined && missingBytes >= manifest.size * WHOLE_DATASET_SHARE) {
-    // In STREAMS byte ranges at once, each cut at its shards and checked against them on its own
-    // chunking thread: one stream kept one thread (and one core) busy, the other idle. Cut off midway,
-    // the shards that arrived whole are kept: the retry fetches only the rest.
-    const parts = splitShards(manifest.shards, manifest.size >= PARALLEL_MIN_BYTES ? STREAMS : 1);
-    const results = await Promise.allSettled(
-      parts.map(async (part) => {
-        const range = parts.length === 1 ? undefined : { start: part.start, end: part.start + part.size - 1 };
-        const stream = streamUntilError(await remote.read(versionId, signal, range));
-        const ingest = await store.putDatasetStream!(stream.source, manifest.chunker, { expect: { hash: manifest.hash, shards: part.shards } });
-        downloaded += ingest.size;
-        if (stream.failure() !== undefined) throw stream.failure();
-        // Exactly the part's shards, whether the store cut where the manifest says or searched for the cuts.
-        const exact = ingest.shards.length === part.shards.length && ingest.shards.every((shard, i) => shard.hash === part.shards[i]!.hash && shard.size === part.shards[i]!.size);
-        if (!exact) throw new Error(`the bytes of dataset version ${versionId} from byte ${part.start} are not its shards`);
-      }),
-    );
+    // Cut off midway, the shards that arrived whole are kept: the retry fetches only the rest.
+    const stream = streamUntilError(await remote.read(versionId, signal));
+    const ingest = await store.putDatasetStream(stream.source, manifest.chunker, { expect: { hash: manifest.hash, shards: manifest.shards } });
+    downloaded += ingest.size;
     objects++;
-    const failed = results.find((result) => result.status === 'rejected');
-    if (failed !== undefined) throw failed.reason;
+    if (stream.failure() !== undefined) throw stream.failure();
+    if (ingest.hash !== manifest.hash) throw new Error(`the bytes of dataset version ${versionId} hash to ${ingest.hash}, not ${manifest.hash}`);
     missing = await absentShards(store, manifest);
   }
   const queue = new PQueue({ concurrency: CONCURRENCY });
@@ -246,28 +234,6 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
   await queue.onIdle();
   if (failures.length > 0) throw failures[0];
   return { bytes: downloaded, objects };
-}
-
-/** A whole dataset travels in this many streams at once (a store has two chunking threads)... */
-export const STREAMS = 2;
-/** ...when it is at least this large. */
-export const PARALLEL_MIN_BYTES = 16 * 1024 * 1024;
-
-/** The shards in `count` runs of about equal bytes, each with where it starts in the dataset. */
-export function splitShards(shards: DatasetManifest['shards'], count: number): Array<{ start: number; size: number; shards: DatasetManifest['shards'] }> {
-  const total = shards.reduce((sum, shard) => sum + shard.size, 0);
-  const parts: Array<{ start: number; size: number; shards: DatasetManifest['shards'] }> = [];
-  let current = { start: 0, size: 0, shards: [] as DatasetManifest['shards'] };
-  for (const shard of shards) {
-    if (current.shards.length > 0 && parts.length < count - 1 && current.start + current.size >= (total * (parts.length + 1)) / count) {
-      parts.push(current);
-      current = { start: current.start + current.size, size: 0, shards: [] };
-    }
-    current.shards.push(shard);
-    current.size += shard.size;
-  }
-  parts.push(current);
-  return parts;
 }
 
 async function absentShards(store: ContentStore, manifest: DatasetManifest): Promise<Array<{ hash: ContentHash; size: number }>> {

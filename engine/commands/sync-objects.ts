@@ -128,14 +128,7 @@ export async function objectsToRead(ctx: EngineContext, input: { projectId: stri
  */
 export async function putDatasetContent(
   ctx: EngineContext,
-  input: {
-    projectId: string;
-    manifestHash: string;
-    content: AsyncIterable<Uint8Array>;
-    maxBytes?: number;
-    /** the bytes are only the manifest's shards [from, from + count) (a client sends a large dataset in parts at once) */
-    part?: { from: number; count: number };
-  },
+  input: { projectId: string; manifestHash: string; content: AsyncIterable<Uint8Array>; maxBytes?: number },
 ): Promise<{ size: number; shards: number; newShards: number }> {
   await ctx.requireProject(input.projectId);
   const manifestHash = parseContentHash(input.manifestHash, 'manifestHash');
@@ -152,18 +145,10 @@ export async function putDatasetContent(
   if (ctx.store.putDatasetStream === undefined) throw new StrataError('INTERNAL', { message: 'This content store cannot store datasets' });
   // Shards new to the project, not to the shared store (see putObject's `created`).
   const lacking = new Set(await ctx.repository.versions.unavailableObjects(input.projectId, [...new Set(manifest.shards.map((shard) => shard.hash))]));
-  const part = input.part ?? { from: 0, count: manifest.shards.length };
-  if (!Number.isSafeInteger(part.from) || !Number.isSafeInteger(part.count) || part.from < 0 || part.count < 1 || part.from + part.count > manifest.shards.length) {
-    throw new StrataError('INVALID_ARGUMENT', { message: `The manifest has ${manifest.shards.length} shards: no part ${part.from}+${part.count}`, details: { field: 'part' } });
-  }
-  const shards = manifest.shards.slice(part.from, part.from + part.count);
-  const partBytes = shards.reduce((sum, shard) => sum + shard.size, 0);
   const stream = streamUntilError(input.content);
-  // Cut at the manifest's shards and each piece checked against its shard (no whole-content hash:
-  // the shards and the manifest's own hash prove the whole); `hash` is the manifest's when all matched.
   const ingest = await ctx.store.putDatasetStream(stream.source, manifest.chunker, {
-    maxBytes: Math.min(partBytes, input.maxBytes ?? Number.POSITIVE_INFINITY),
-    expect: { hash: manifest.hash, shards },
+    maxBytes: Math.min(manifest.size, input.maxBytes ?? Number.POSITIVE_INFINITY),
+    expect: { hash: manifest.hash, shards: manifest.shards },
   });
   const listed = new Map(manifest.shards.map((shard) => [shard.hash, shard.size]));
   const at = ctx.now();
@@ -173,11 +158,7 @@ export async function putDatasetContent(
     arrived.map((hash) => ({ contentHash: hash, size: listed.get(hash)!, at })),
   );
   if (stream.failure() !== undefined) throw stream.failure();
-  // The bytes are the manifest's (or the part's) when they are exactly its shards: whether the store
-  // cut them where the manifest says or searched for the cuts itself (the content-defined cuts of a run
-  // of shards are those shards), and whether or not it hashed the whole.
-  const exact = ingest.shards.length === shards.length && ingest.shards.every((shard, i) => shard.hash === shards[i]!.hash && shard.size === shards[i]!.size);
-  if (!exact) {
+  if (ingest.hash !== manifest.hash) {
     throw new StrataError('CONTENT_HASH_MISMATCH', { message: 'The bytes sent are not the dataset the manifest describes', details: { expected: manifest.hash, actual: ingest.hash } });
   }
   return { size: ingest.size, shards: arrived.length, newShards: arrived.filter((hash) => lacking.has(hash)).length };
