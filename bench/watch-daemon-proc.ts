@@ -4,8 +4,8 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createWriteStream, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 
 export interface VersionLine {
@@ -49,13 +49,14 @@ export async function startDaemonProc(home: string): Promise<DaemonProc> {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const versions: VersionLine[] = [];
+  // BENCH_DAEMON_LOGS=DIR keeps each daemon's log (DIR/<home's name>.log) to time phases afterwards.
+  const logDir = process.env['BENCH_DAEMON_LOGS'];
+  if (logDir !== undefined) child.stderr!.pipe(createWriteStream(join(logDir, `${basename(home)}.log`)));
   let buffer = '';
   let url = '';
   const ready = new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('daemon did not start')), 60_000);
     child.stderr!.on('data', (chunk: Buffer) => {
-      // BENCH_DAEMON_LOG=FILE keeps every daemon's log lines (to read a slow phase's timeline).
-      if (process.env['BENCH_DAEMON_LOG']) appendFileSync(process.env['BENCH_DAEMON_LOG'], chunk);
       buffer += chunk.toString();
       let nl = buffer.indexOf('\n');
       while (nl !== -1) {

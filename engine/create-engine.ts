@@ -1,3 +1,4 @@
+import { writeVersionFile } from './commands/write-version-file.js';
 import { deleteFile } from './commands/delete-file.js';
 import { fsck } from './commands/fsck.js';
 import { gc } from './commands/gc.js';
@@ -43,6 +44,7 @@ export function createEngine(deps: EngineDeps): Engine {
     listProjects: (orgId) => ctx.repository.projects.list(orgId),
     writeFile: (input) => changing(input.projectId, writeFile(ctx, input)),
     readFile: (input) => readFile(ctx, input),
+    writeVersionFile: (input) => writeVersionFile(ctx, input),
     deleteFile: (input) => changing(input.projectId, deleteFile(ctx, input)),
     renameFile: (input) => changing(input.projectId, renameFile(ctx, input)),
     renameFiles: (input) => changing(input.projectId, renameFiles(ctx, input)),

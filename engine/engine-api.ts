@@ -168,6 +168,11 @@ export interface Engine {
   /** Streams the current content (or a version's). PATH_NOT_FOUND if deleted/absent. */
   /** `path`, `versionId` or both (then the version must be of that path). `range` reads part of it. */
   readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
+  /**
+   * A version's content into a new file `target` (must not exist), durable when this resolves; copied
+   * and checked off the event loop where the store can (commands/write-version-file.ts).
+   */
+  writeVersionFile(input: { projectId: string; versionId: string; target: string; mode: number }): Promise<{ size: number }>;
   deleteFile(input: { projectId: string; path: string; actor: Actor; baseVersionId?: string | null }): Promise<{ version: VersionRecord }>;
   renameFile(input: { projectId: string; from: string; to: string; actor: Actor; overwrite?: boolean }): Promise<{ deleted: VersionRecord; created: WriteResult }>;
   /** Several renames (overwriting) in one atomic commit: all or none (commands/rename-file.ts renameFiles). */

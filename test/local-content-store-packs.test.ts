@@ -202,6 +202,57 @@ describe('local content store: shard packs', () => {
     expect(await readdir(join(root, 'tmp'))).toEqual([]);
   });
 
+  it("cuts a stream that must be a known manifest at that manifest's shards: the manifest's hash when every piece matches, another when one does not", async () => {
+    const data = Buffer.concat([bytes(5 * 1024 * 1024, 41), bytes(777, 42)]);
+    // The manifest's shards come from the other side (here: another store), where the cut search made them.
+    const otherRoot = await mkdtemp(join(tmpdir(), 'strata-packs-other-'));
+    const other = await createLocalContentStore({ root: otherRoot });
+    let made: DatasetIngest;
+    try {
+      await writeFile(join(otherRoot, 'src.bin'), data);
+      made = await other.putDatasetFile!(join(otherRoot, 'src.bin'), PARAMS);
+    } finally {
+      await other.close();
+      await rm(otherRoot, { recursive: true, force: true });
+    }
+    const expectManifest = { hash: made.hash, shards: made.shards };
+    async function* pieces(of: Buffer) {
+      // odd piece sizes: cuts fall inside pieces and on their edges
+      for (let i = 0; i < of.length; i += 65_537) yield of.subarray(i, Math.min(i + 65_537, of.length));
+    }
+    // one byte changed in the third shard: the first two are kept, the result is not the manifest
+    const tampered = Buffer.from(data);
+    const third = made.shards[0]!.size + made.shards[1]!.size + 10;
+    tampered[third] = tampered[third]! ^ 0xff;
+    const bad = await store.putDatasetStream!(pieces(tampered), PARAMS, { expect: expectManifest });
+    expect(bad.hash).not.toBe(made.hash);
+    expect(bad.shards.slice(0, 2)).toEqual(made.shards.slice(0, 2));
+    expect(await store.has(made.shards[0]!.hash)).toBe(true);
+    expect(await store.has(made.shards[2]!.hash)).toBe(false);
+    // cut short, or longer than the manifest: not the manifest either
+    expect((await store.putDatasetStream!(pieces(data.subarray(0, data.length - 1)), PARAMS, { expect: expectManifest })).hash).not.toBe(made.hash);
+    expect((await store.putDatasetStream!(pieces(Buffer.concat([data, bytes(5, 43)])), PARAMS, { expect: expectManifest })).hash).not.toBe(made.hash);
+    // the right bytes: the manifest's hash and shards, each stored and readable
+    const good = await store.putDatasetStream!(pieces(data), PARAMS, { expect: expectManifest });
+    expect(good.hash).toBe(made.hash);
+    expect(good.shards).toEqual(made.shards);
+    let offset = 0;
+    for (const shard of good.shards) {
+      expect((await store.readBuffer(shard.hash)).equals(data.subarray(offset, offset + shard.size))).toBe(true);
+      offset += shard.size;
+    }
+    expect(await readdir(join(root, 'tmp'))).toEqual([]);
+    // Cut where the manifest says, not where the cut search would: fixed 300 KiB pieces come back as those pieces.
+    const fixed: Array<{ hash: ContentHash; size: number }> = [];
+    for (let at = 0; at < data.length; at += 300 * 1024) {
+      const piece = data.subarray(at, Math.min(at + 300 * 1024, data.length));
+      fixed.push({ hash: hashBuffer(piece), size: piece.length });
+    }
+    const cutAsTold = await store.putDatasetStream!(pieces(data), PARAMS, { expect: { hash: made.hash, shards: fixed } });
+    expect(cutAsTold.shards).toEqual(fixed);
+    expect(cutAsTold.hash).toBe(made.hash);
+  });
+
   it('at open, removes packs no row names whose writer is gone, and keeps indexed ones', async () => {
     const result = await ingest('d.bin', bytes(1024 * 1024, 36));
     const orphan = `2147483646-${randomUUID()}.pack`; // no such pid

@@ -4,7 +4,7 @@
 // shards it changed, both ways; the server and B record it as a dataset too.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { open, readFile, writeFile } from 'node:fs/promises';
+import { lstat, open, readFile, writeFile } from 'node:fs/promises';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -62,11 +62,11 @@ for (const storage of SERVER_STORAGES) {
       }
     }, 60_000);
 
-    async function history(ws: Workstation | null, path: string): Promise<Array<{ versionId: string; dataset?: boolean; size: number }>> {
+    async function history(ws: Workstation | null, path: string): Promise<Array<{ versionId: string; dataset?: boolean; size: number; timestamp: string }>> {
       const args = ['history', path, '--json'];
       const result = ws === null ? await world.serverCli([...args, '--project', world.projectId]) : await ws.cli(args, { cwd: ws.dir });
       expect(result.code, result.stderr).toBe(0);
-      return parseJson<{ items: Array<{ versionId: string; dataset?: boolean; size: number }> }>(result).items;
+      return parseJson<{ items: Array<{ versionId: string; dataset?: boolean; size: number; timestamp: string }> }>(result).items;
     }
 
     async function sameFileOnB(expected: Buffer): Promise<void> {
@@ -85,6 +85,10 @@ for (const storage of SERVER_STORAGES) {
         expect(onServer).toMatchObject({ versionId: onA!.versionId, dataset: true, size: SIZE });
         expect(onB).toMatchObject({ versionId: onA!.versionId, dataset: true, size: SIZE });
         expect(await readFile(join(b.dir, 'notes.txt'), 'utf8')).toBe('runs\n');
+        // Brought to disk from B's store by a chunking thread: the version's time as mtime, like any pulled file.
+        const made = Date.parse((await history(a, 'data/run1.bin'))[0]!.timestamp);
+        const mtime = (await lstat(join(b.dir, 'data', 'run1.bin'))).mtimeMs;
+        expect(Math.abs(mtime - made), `mtime ${new Date(mtime).toISOString()}, version ${new Date(made).toISOString()}`).toBeLessThan(2);
       }, 240_000);
 
       it('an edit in the middle sends only what changed: up as a delta of the changed shards, down those shards', async () => {

@@ -220,7 +220,7 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
   if (store.putDatasetStream !== undefined && missingBytes >= manifest.size * WHOLE_DATASET_SHARE) {
     // Cut off midway, the shards that arrived whole are kept: the retry fetches only the rest.
     const stream = streamUntilError(await remote.read(versionId, signal));
-    const ingest = await store.putDatasetStream(stream.source, manifest.chunker);
+    const ingest = await store.putDatasetStream(stream.source, manifest.chunker, { expect: { hash: manifest.hash, shards: manifest.shards } });
     downloaded += ingest.size;
     objects++;
     if (stream.failure() !== undefined) throw stream.failure();

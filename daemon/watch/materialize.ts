@@ -21,10 +21,8 @@
 // whether it was there before or appears while the write is under way.
 import { randomBytes } from 'node:crypto';
 import type { BigIntStats } from 'node:fs';
-import { createWriteStream } from 'node:fs';
 import { chmod, lstat, lutimes, rename, rmdir, symlink, unlink, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pipeline } from 'node:stream/promises';
 import type { Entry } from '../../engine/types.js';
 import { INCOMING_TEMP_PREFIX } from '../capture/ignore.js';
 import type { HostContext } from '../host.js';
@@ -224,12 +222,13 @@ async function placeFile(host: HostContext, incoming: Beneath, at: BeneathDir, n
     warn(`could not bring ${JSON.stringify(at.path === '' ? name : `${at.path}/${name}`)} from the project to disk: ${INCOMING_DIR} is not a directory (${incoming.kind} at ${JSON.stringify(incoming.at)})`);
     return false;
   }
-  const temp = incoming.dir.entry(`${randomBytes(8).toString('hex')}.part`);
+  const temp = incoming.dir.ownEntry(`${randomBytes(8).toString('hex')}.part`);
   if (host.store !== undefined && !entry.dataset && entry.size <= SMALL_FILE_BYTES) return placeSmallFile(host.store, temp, at, name, entry, existing);
   try {
-    const { stream } = await host.engine.readFile({ projectId: host.projectId, versionId: entry.versionId });
-    // flush: fsync before close — the rename below must never expose a file whose bytes are not down.
-    await pipeline(stream, createWriteStream(temp, { mode: entry.executable ? 0o777 : 0o666, flush: true }));
+    // Durable when it resolves — the rename below must never expose a file whose bytes are not down.
+    // Copied from the store and checked on a chunking thread (a pulled 500 MiB dataset was read back
+    // through verifying streams on the event loop and piped here).
+    await host.engine.writeVersionFile({ projectId: host.projectId, versionId: entry.versionId, target: temp, mode: entry.executable ? 0o777 : 0o666 });
     if (existing?.isFile()) {
       // Keep the user's permissions; only the exec bit is versioned. (A link's 0777 is no file's mode.)
       const mode = Number(existing.mode & 0o7777n);

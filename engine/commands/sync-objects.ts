@@ -146,7 +146,10 @@ export async function putDatasetContent(
   // Shards new to the project, not to the shared store (see putObject's `created`).
   const lacking = new Set(await ctx.repository.versions.unavailableObjects(input.projectId, [...new Set(manifest.shards.map((shard) => shard.hash))]));
   const stream = streamUntilError(input.content);
-  const ingest = await ctx.store.putDatasetStream(stream.source, manifest.chunker, { maxBytes: Math.min(manifest.size, input.maxBytes ?? Number.POSITIVE_INFINITY) });
+  const ingest = await ctx.store.putDatasetStream(stream.source, manifest.chunker, {
+    maxBytes: Math.min(manifest.size, input.maxBytes ?? Number.POSITIVE_INFINITY),
+    expect: { hash: manifest.hash, shards: manifest.shards },
+  });
   const listed = new Map(manifest.shards.map((shard) => [shard.hash, shard.size]));
   const at = ctx.now();
   const arrived = [...new Set(ingest.shards.map((shard) => shard.hash))].filter((hash) => listed.has(hash));

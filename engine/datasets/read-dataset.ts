@@ -7,6 +7,8 @@ import type { ReadRange } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import { type DatasetManifest, parseManifest, ShardIndex } from './manifest.js';
 
+const READ_AHEAD_BYTES = 8 * 1024 * 1024;
+
 export async function loadManifest(ctx: EngineContext, manifestHash: ContentHash): Promise<DatasetManifest> {
   return parseManifest(await ctx.store.readBuffer(manifestHash), manifestHash);
 }
@@ -24,5 +26,9 @@ export async function openDataset(ctx: EngineContext, manifestHash: ContentHash,
       yield* stream as AsyncIterable<Uint8Array>;
     }
   }
-  return Readable.from(assemble(), { objectMode: false });
+  // Read ahead up to READ_AHEAD_BYTES: a consumer in another process (a sync client over loopback)
+  // then finds megabytes ready each time it is scheduled, instead of one shard piece per wake-up of
+  // this process. On a loaded 2-core machine, a 500 MiB pull with no read-ahead ran at ~30 MB/s,
+  // every stage of it mostly idle, waiting for the other to be scheduled.
+  return Readable.from(assemble(), { objectMode: false, highWaterMark: READ_AHEAD_BYTES });
 }

@@ -32,6 +32,18 @@ export interface DatasetFileOptions {
   maxBytes?: number;
 }
 
+export interface DatasetStreamOptions {
+  maxBytes?: number;
+  /**
+   * The manifest the bytes must be (a pulled dataset; an upload whose manifest came first). A store may
+   * cut at its shards' sizes and check each piece against its shard's hash instead of searching for
+   * cut points and hashing the whole again; the result's `hash` is then `expect.hash` when every
+   * piece matched, else the hash of the first piece that did not (never `expect.hash`). Pieces that
+   * match are kept either way. A store may also ignore it and chunk as usual.
+   */
+  expect?: { hash: ContentHash; shards: ReadonlyArray<{ hash: ContentHash; size: number }> };
+}
+
 export interface DatasetIngest {
   /** BLAKE3 of the whole file, and its size */
   hash: ContentHash;
@@ -110,6 +122,12 @@ export interface ContentStore {
   /** Optional: objectSpan for many objects at once (a dataset's shards), in their order. */
   objectSpans?(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>>;
   /**
+   * Optional: creates `target` (which must not exist) with `mode`, holding the objects' bytes in order,
+   * each checked against its hash, fsynced; off the event loop. False (and no file) when some object is
+   * not kept in a file this can read from (the caller streams it instead).
+   */
+  writeObjectsTo?(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean>;
+  /**
    * Optional: store a local file as content-defined shards, each an ordinary object; only shards not
    * stored yet are written. Chunking and hashing run off the event loop. If the file changes while
    * it is read, a shard fails its hash check and the call rejects with CONTENT_CORRUPT, storing no
@@ -120,7 +138,7 @@ export interface ContentStore {
    * Optional (with putDatasetFile): the same for a stream (an upload), cut as it arrives; only shards
    * not stored yet are written. BODY_TOO_LARGE past maxBytes, storing nothing.
    */
-  putDatasetStream?(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: { maxBytes?: number }): Promise<DatasetIngest>;
+  putDatasetStream?(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: DatasetStreamOptions): Promise<DatasetIngest>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */

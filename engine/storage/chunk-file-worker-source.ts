@@ -35,8 +35,38 @@ try {
   // Not permitted or not supported: run at normal priority.
 }
 
+// With job.cuts (the shard sizes of a manifest the bytes must match: a pulled dataset, or an upload
+// whose manifest came first), the chunks are cut where the manifest says instead of searched for.
+function fixedCuts(sizes) {
+  let next = 0;
+  let cut = 0;
+  let pos = 0;
+  return {
+    push(view) {
+      const ends = [];
+      pos += view.length;
+      while (next < sizes.length && cut + sizes[next] <= pos) {
+        cut += sizes[next];
+        next += 1;
+        ends.push(cut);
+      }
+      return ends;
+    },
+    // What is left (a short last shard, or bytes past the manifest's size) is one more chunk, which
+    // matches no shard.
+    finish() {
+      const ends = pos > cut ? [pos] : [];
+      next = 0;
+      cut = 0;
+      pos = 0;
+      return ends;
+    },
+  };
+}
+
 async function openChunker(job) {
   const { minSize, avgSize, maxSize } = job;
+  if (Array.isArray(job.cuts)) return fixedCuts(job.cuts);
   if (job.addonPath !== null) {
     const { Chunker } = require(job.addonPath);
     return new Chunker(minSize, avgSize, maxSize);
@@ -92,7 +122,8 @@ function closePack(pack) {
 // the same copy into the same few pages, which were never going to reach the disk.
 function createCutter(job, chunker, pack) {
   let open = 0;
-  const whole = new Blake3Hasher();
+  // With cuts, each chunk is checked against its shard's hash: a whole-content hash would only say again what they do.
+  const whole = Array.isArray(job.cuts) ? null : new Blake3Hasher();
   // One hasher for every chunk, reset after each: a new native hasher per chunk (~2 KB each, freed
   // only when the thread's GC gets to their small JS wrappers) piled up with the file's length.
   const piece = new Blake3Hasher();
@@ -118,7 +149,7 @@ function createCutter(job, chunker, pack) {
   };
   return {
     feed(view) {
-      whole.update(view);
+      if (whole !== null) whole.update(view);
       let from = 0;
       for (const end of chunker.push(view)) {
         add(view.subarray(from, end - pos));
@@ -131,7 +162,7 @@ function createCutter(job, chunker, pack) {
     finish() {
       for (const end of chunker.finish()) close(end);
       if (pack !== null) fs.ftruncateSync(pack.fd, pack.bytes);
-      return { chunks, hash: 'blake3:' + whole.digest('hex'), size: pos, packBytes: pack === null ? 0 : pack.bytes };
+      return { chunks, hash: whole === null ? null : 'blake3:' + whole.digest('hex'), size: pos, packBytes: pack === null ? 0 : pack.bytes };
     },
   };
 }
@@ -243,7 +274,7 @@ async function handleSession(m) {
 // One job at a time per thread: the caller holds the thread for a whole file or session, and a
 // session's messages are answered in order.
 parentPort.on('message', (m) => {
-  const work = m.op === 'file' ? runFile(m) : handleSession(m);
+  const work = m.op === 'file' ? runFile(m) : m.op === 'assemble' ? Promise.resolve(runAssemble(m)) : handleSession(m);
   work.then((result) => {
     if (Array.isArray(result)) parentPort.postMessage({ id: m.id, buf: result[1], ...result[0] }, [result[1]]);
     else parentPort.postMessage({ id: m.id, ...result });

@@ -3,20 +3,24 @@
 // Measured with 4 concurrent 256 MiB uploads over loopback HTTP, spooled then chunked: 2.0–2.7 s; see
 // docs/benchmarks.md for this path.
 //
-// The main thread copies incoming pieces (a socket delivers ~64 KiB at a time) into 1 MiB buffers and
+// The main thread copies incoming pieces (a socket delivers ~64 KiB at a time) into BLOCK_BYTES buffers and
 // transfers them to the thread, which sends each back once cut and hashed. At most WINDOW buffers are
 // out at once: awaiting write() is the back-pressure that stops the upload from being read faster than
-// it is chunked, so memory per session stays at (WINDOW + 1) MiB.
+// it is chunked, so memory per session stays at (WINDOW + 1) blocks (16 MiB).
 import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { chunkerParams } from '../datasets/chunker-params.js';
 import { jsChunkerModuleUrl, loadNativeChunker, nativeChunkerPath } from '../datasets/gear-chunker.js';
 import { StrataError } from '../errors.js';
+import type { ContentHash } from '../types.js';
 import type { ChunkFileResult, ChunkStaging, WorkerFailure, WorkerReply } from './chunk-file.js';
 import { toError } from './chunk-file.js';
 import { acquireChunkThread, type ChunkReply, type ChunkThread, releaseChunkThread } from './chunk-threads.js';
 
-const BLOCK_BYTES = 1 << 20;
-const WINDOW = 2;
+// 4 MiB blocks, three out at once: each hand-off to the thread (and its reply) is a wake-up that waits
+// for a core on a loaded machine; with 1 MiB blocks and two out, a 500 MiB upload or pull left both
+// the thread and the event loop mostly idle, waiting on each other.
+const BLOCK_BYTES = 4 << 20;
+const WINDOW = 3;
 
 export class ChunkSession {
   private block: Uint8Array | null = null;
@@ -32,7 +36,12 @@ export class ChunkSession {
   ) {}
 
   /** Starts a session on a pooled thread (waiting for one if both are busy). */
-  static async open(params: ChunkerParams, options: { stage?: ChunkStaging } = {}): Promise<ChunkSession> {
+  /**
+   * With `cuts` (a manifest's shard sizes, in order), chunks end where those say instead of where the
+   * cut search would put them, and no whole-content hash is made (the result's `hash` is null): the
+   * caller checks each chunk against its shard instead.
+   */
+  static async open(params: ChunkerParams, options: { stage?: ChunkStaging; cuts?: number[] } = {}): Promise<ChunkSession> {
     const checked = chunkerParams(params);
     const addonPath = nativeChunkerPath();
     if (addonPath !== null) loadNativeChunker(addonPath);
@@ -47,6 +56,7 @@ export class ChunkSession {
         addonPath,
         jsModuleUrl: jsChunkerModuleUrl(),
         stage: options.stage ?? null,
+        cuts: options.cuts ?? null,
       });
       failIfError(reply);
     } catch (error) {
@@ -73,8 +83,8 @@ export class ChunkSession {
     }
   }
 
-  /** The chunks, the whole hash and size; the session is over either way. */
-  async end(): Promise<ChunkFileResult> {
+  /** The chunks, the whole hash (null with `cuts`) and size; the session is over either way. */
+  async end(): Promise<Omit<ChunkFileResult, 'hash'> & { hash: ContentHash | null }> {
     this.assertOpen();
     try {
       if (this.block !== null && this.fill > 0) await this.dispatch();
@@ -84,7 +94,7 @@ export class ChunkSession {
       return {
         params: this.params,
         chunks: reply.chunks ?? [],
-        hash: reply.hash!,
+        hash: reply.hash ?? null,
         size: reply.size ?? 0,
         implementation: this.native ? 'native' : 'js',
         packBytes: reply.packBytes ?? 0,

@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { StrataError } from '../errors.js';
+import { ASSEMBLE_WORKER_SOURCE } from './assemble-worker-source.js';
 import { CHUNK_FILE_WORKER_SOURCE } from './chunk-file-worker-source.js';
 
 const MAX_THREADS = Math.max(1, Math.min(2, availableParallelism()));
@@ -72,7 +73,7 @@ export function acquireChunkThread(): Promise<ChunkThread> {
   if (threads < MAX_THREADS) {
     threads += 1;
     const require = createRequire(import.meta.url);
-    const worker = new Worker(CHUNK_FILE_WORKER_SOURCE, {
+    const worker = new Worker(CHUNK_FILE_WORKER_SOURCE + ASSEMBLE_WORKER_SOURCE, {
       eval: true,
       workerData: { blakeModulePath: require.resolve('@napi-rs/blake-hash'), sqliteModulePath: require.resolve('better-sqlite3') },
     });

@@ -15,11 +15,12 @@ import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
-import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
 import { adoptFile, objectFile } from './local-content-store-adopt.js';
+import { assembleFile } from './assemble-file.js';
 import { putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
 import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
@@ -134,9 +135,9 @@ class LocalContentStore implements ContentStore {
     return putDatasetFile(sink, absolutePath, params, options);
   }
 
-  async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: { maxBytes?: number } = {}): Promise<DatasetIngest> {
+  async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<DatasetIngest> {
     this.assertOpen();
-    return putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY);
+    return putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY, options.expect);
   }
 
   async objectFile(hash: ContentHash): Promise<string | null> {
@@ -150,6 +151,25 @@ class LocalContentStore implements ContentStore {
     if (this.ctx.pack.stat(valid) !== null) return null;
     const info = await this.ctx.loose.stat(valid);
     return info === null ? null : { file: this.ctx.loose.pathOf(valid), offset: 0, size: info.size };
+  }
+
+  async writeObjectsTo(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean> {
+    this.assertOpen();
+    for (let attempt = 0; ; attempt++) {
+      const spans = await this.objectSpans(objects.map((object) => object.hash));
+      if (spans.some((span) => span === null)) return false;
+      try {
+        await assembleFile(
+          spans.map((span, i) => ({ ...span!, hash: objects[i]!.hash })),
+          target,
+          mode,
+        );
+        return true;
+      } catch (error) {
+        // A pack compacted (moved) between locating a span and opening it: look them up once more.
+        if (attempt > 0 || !isNotFound(error)) throw error;
+      }
+    }
   }
 
   async objectSpans(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>> {

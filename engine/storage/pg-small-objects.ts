@@ -17,7 +17,7 @@ import { open as openFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
-import type { ContentStore, DatasetFileOptions, DatasetIngest, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import type { ObjectGuard } from '../ports/object-guard.js';
 import type { ContentHash } from '../types.js';
 import { resume } from '../small-content.js';
@@ -76,7 +76,7 @@ class SmallObjectTier implements ContentStore {
       this.putDatasetFile = (path: string, params: ChunkerParams, opts?: DatasetFileOptions) => large.putDatasetFile!(path, params, opts);
     }
     if (large.putDatasetStream !== undefined) {
-      this.putDatasetStream = (source: AsyncIterable<Uint8Array>, params: ChunkerParams, opts?: { maxBytes?: number }) => large.putDatasetStream!(source, params, opts);
+      this.putDatasetStream = (source: AsyncIterable<Uint8Array>, params: ChunkerParams, opts?: DatasetStreamOptions) => large.putDatasetStream!(source, params, opts);
     }
     if (large.compact !== undefined) this.compact = () => large.compact!();
   }
@@ -92,7 +92,7 @@ class SmallObjectTier implements ContentStore {
   // Datasets' shards are cut to hundreds of KiB: the bucket's (a short last shard there too, which
   // `has`/`open` find like any other object).
   readonly putDatasetFile?: (path: string, params: ChunkerParams, options?: DatasetFileOptions) => Promise<DatasetIngest>;
-  readonly putDatasetStream?: (source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: { maxBytes?: number }) => Promise<DatasetIngest>;
+  readonly putDatasetStream?: (source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: DatasetStreamOptions) => Promise<DatasetIngest>;
   readonly compact?: () => Promise<{ bytesFreed: number }>;
 
   /**
