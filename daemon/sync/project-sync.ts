@@ -558,7 +558,7 @@ export class ProjectSync {
     }
     this.#storeFull = null;
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
-    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
+    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions, refused: this.#refused.versionIds() });
     this.#noteAdopted(outcomes, items);
     return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';
   }
