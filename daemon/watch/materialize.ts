@@ -31,7 +31,7 @@ import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
 import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
-import { removeEmptyTree } from './in-the-way.js';
+import { removeEmptyTree, removeVersionedFileInTheWay } from './in-the-way.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -72,7 +72,9 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   if (host.capture.isIgnored(path)) return 'skipped';
   const { dir, name } = split(path);
   const entry = await host.engine.stat({ projectId: host.projectId, path });
-  const parent = await openBeneath(host.dir, dir, { create: false });
+  let parent = await openBeneath(host.dir, dir, { create: false });
+  // A versioned file where the project has a directory now makes way (in-the-way.ts).
+  if (parent.kind === 'file' && entry !== null && (await removeVersionedFileInTheWay(host, parent.at))) parent = await openBeneath(host.dir, dir, { create: false });
   try {
     if (parent.kind === 'link') {
       // Nothing below a link is the project's: there is nothing to remove there, and nothing is written.
