@@ -307,6 +307,18 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
         return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
       }
+      const fileAbove = isStrataError(error, 'PATH_EXISTS') ? error.details?.['conflictingPath'] : undefined;
+      if (copies !== undefined && typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`)) {
+        // The other way round (seed 5000 of the model): `rm b; mkdir b; echo x > b/a` here while the
+        // project's `b` changed elsewhere — the deletion of `b` gave way, and `b/a` could not be
+        // versioned below the file. It goes below a conflict copy of the directory's name, as the
+        // server keeps such a file (sync-versions.ts); the directory then makes way (in-the-way.ts).
+        const copy = (await freeConflictCopy(fileAbove, copies.workstation)) + path.slice(fileAbove.length);
+        result = await write(copy, null);
+        logger.warn({ path, copy }, 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory');
+        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+        return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+      }
       if (!isStrataError(error, 'STALE_BASE_VERSION')) throw error;
       if (copies === undefined) {
         if (restoreWins === undefined || editedAtMs === undefined) throw error;

@@ -119,3 +119,42 @@ export async function removeVersionedFileInTheWay(host: HostContext, path: strin
     await parent.dir.close();
   }
 }
+
+/**
+ * The directory at `path` (`abs`, reached without links) stands where the project now has a file:
+ * it is removed if everything below it is content history has — each file's index row matches it
+ * and the project has no file at its path (it was kept below a conflict copy's name,
+ * capture/pipeline.ts) — and then holds nothing but directories; true when it was. Otherwise
+ * nothing is removed. Seed 5000 of the sync model: `rm b; mkdir b; echo x > b/a` while `b` changed
+ * elsewhere left the directory in the way of the project's `b` for good.
+ */
+export async function removeVersionedTreeInTheWay(host: HostContext, path: string, abs: string | Buffer): Promise<boolean> {
+  const files: Array<{ abs: string | Buffer; rel: string }> = [];
+  const queue: Array<{ abs: string | Buffer; rel: string }> = [{ abs, rel: path }];
+  for (let walked = 0; queue.length > 0; walked++) {
+    if (walked >= MAX_WALK) return false;
+    const dir = queue.shift()!;
+    for (const child of await listRaw(dir.abs)) {
+      const recorded = encodeName(child);
+      if (recorded === null) return false;
+      const entry = { abs: under(dir.abs, child), rel: `${dir.rel}/${recorded}` };
+      const st = await lstatOrNull(entry.abs);
+      if (st === null) continue;
+      if (st.isDirectory()) {
+        queue.push(entry);
+        continue;
+      }
+      const row = host.state.index.get(host.projectId, entry.rel);
+      if (row === undefined || !(st.isFile() || st.isSymbolicLink()) || !(await unchangedSinceIndexed(host.dir, entry.rel, row, st))) return false;
+      if ((await host.engine.stat({ projectId: host.projectId, path: entry.rel })) !== null) return false;
+      files.push(entry);
+    }
+  }
+  for (const file of files) {
+    await unlink(file.abs).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    host.state.index.remove(host.projectId, file.rel);
+  }
+  return removeEmptyTree(abs);
+}

@@ -31,7 +31,7 @@ import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
 import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
-import { removeEmptyTree, removeVersionedFileInTheWay } from './in-the-way.js';
+import { removeVersionedFileInTheWay, removeVersionedTreeInTheWay } from './in-the-way.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -104,8 +104,9 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
       if (row) host.state.index.remove(host.projectId, path);
       return 'same';
     }
-    // A directory holding only directories holds no data (in-the-way.ts): the file takes its place.
-    if (!st.isDirectory() || !(await removeEmptyTree(at!.entry(name)))) {
+    // A directory holding only directories, or only files history has that the project no longer
+    // has there, holds no data that is not kept (in-the-way.ts): the file takes its place.
+    if (!st.isDirectory() || !(await removeVersionedTreeInTheWay(host, path, at!.entry(name)))) {
       warn(`could not bring ${JSON.stringify(path)} from the project to disk: a ${st.isDirectory() ? 'directory' : 'non-regular file'} is in its place`);
       return 'skipped';
     }
