@@ -275,8 +275,11 @@ export interface Engine {
   syncOutboxStats(input: { projectId: string; afterSeq: number }): Promise<{ count: number; bytes: number; oldest: string | null }>;
   /** Sync's retention hold: versions made here after `afterSeq` (not on the server yet) are never pruned (null: none). */
   holdRetention(projectId: string, afterSeq: number | null): void;
-  /** Versions pulled from the server, recorded here with their own ids (sync-adopt.ts); stops at the first deferred one. */
-  adoptSyncedVersions(input: { projectId: string; pushedSeq: number; versions: PulledVersion[] }): Promise<AdoptOutcome[]>;
+  /**
+   * Versions pulled from the server, recorded here with their own ids (sync-adopt.ts); stops at the
+   * first deferred one. `refused`: versions made here that the server refused (never made way for).
+   */
+  adoptSyncedVersions(input: { projectId: string; pushedSeq: number; versions: PulledVersion[]; refused?: readonly string[] }): Promise<AdoptOutcome[]>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

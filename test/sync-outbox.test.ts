@@ -111,6 +111,43 @@ describe('engine: the sync outbox and pulled versions', () => {
     expect(copy?.contentHash).toBe(mine.contentHash);
   });
 
+  it('a pushed file where the server keeps a directory makes way for it (the server kept the file as a conflict copy)', async () => {
+    // The sync model's defect 2 (seed 2000): offline, this workstation replaced the directory `a` by
+    // a file, another edited `a/a`. The server kept `a/a` and the file as `a (conflict …)`; the file
+    // `a` stayed here and `a/a` was skipped for good ("'a' is a file, so 'a/a' cannot be created below it").
+    await write('a/a', 'v1');
+    await t.engine.deleteFile({ projectId: t.projectId, path: 'a/a', actor: alice });
+    const mine = await write('a', 'file a here');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const theirs = await remote('a/a', 'edited there');
+    const asCopy = { record: { ...mine, path: 'a (conflict wsB 2026-11-25 1000)' }, current: true };
+    const outcomes = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [theirs, asCopy] });
+    expect(outcomes.map((o) => o.result)).toEqual(['adopted', 'copied']);
+    expect((await t.engine.stat({ projectId: t.projectId, path: 'a/a' }))?.versionId).toBe(theirs.record.versionId);
+    expect(await t.engine.stat({ projectId: t.projectId, path: 'a' })).toBeNull();
+    // Nothing lost: the file's bytes are the copy's, and its version stays in the path's history.
+    expect((await t.engine.stat({ projectId: t.projectId, path: asCopy.record.path }))?.contentHash).toBe(mine.contentHash);
+    const history = (await t.engine.history({ projectId: t.projectId, path: 'a', limit: 10 })).items;
+    expect(history.map((v) => v.contentHash)).toEqual([null, mine.contentHash]);
+    // The way made is not this workstation's change to push.
+    expect((await outbox(pushedSeq)).every((i) => i.pulled)).toBe(true);
+  });
+
+  it('a file not on the server (refused, or not pushed yet) does not make way', async () => {
+    await write('a/a', 'v1');
+    await t.engine.deleteFile({ projectId: t.projectId, path: 'a/a', actor: alice });
+    const mine = await write('a', 'file a here');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const refused = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a/a', 'edited there')], refused: [mine.versionId] });
+    expect(refused.map((o) => o.result)).toEqual(['skipped']);
+    expect((await t.engine.stat({ projectId: t.projectId, path: 'a' }))?.versionId).toBe(mine.versionId);
+    // Not pushed yet: pushed first (the server decides), not skipped for good.
+    const again = await write('a', 'edited again, not pushed');
+    const unpushed = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a/b', 'new there')] });
+    expect(unpushed.map((o) => o.result)).toEqual(['deferred']);
+    expect((await t.engine.stat({ projectId: t.projectId, path: 'a' }))?.versionId).toBe(again.versionId);
+  });
+
   it('retention never prunes what is not on the server yet', async () => {
     const versions = [];
     for (let i = 0; i < 5; i++) versions.push(await write('fit.m', `v${i}`));

@@ -294,6 +294,31 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     try {
       result = await write(path, copies?.writeBase(path) ?? (editedAtMs === undefined ? undefined : restoreWins?.writeBase(path)));
     } catch (error) {
+      if (copies !== undefined && isStrataError(error, 'PATH_IS_DIRECTORY')) {
+        // The sync model's defect 4 (seed 4000): this directory replaced the directory `c` by a file
+        // while the project got files below `c` from elsewhere (pulled, or written through the API)
+        // that were never on this disk; the deletions of the ones it had gave way, and the file could
+        // not be versioned at all ('c' is a directory): it was on no version anywhere, and `c/a`
+        // could not be brought to disk. It is kept as a conflict copy, as an edit against another
+        // edit is; the disk's file then makes way for the directory (in-the-way.ts).
+        const copy = await freeConflictCopy(path, copies.workstation);
+        result = await write(copy, null);
+        logger.warn({ path, copy }, 'this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy');
+        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+        return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+      }
+      const fileAbove = isStrataError(error, 'PATH_EXISTS') ? error.details?.['conflictingPath'] : undefined;
+      if (copies !== undefined && typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`)) {
+        // The other way round (seed 5000 of the model): `rm b; mkdir b; echo x > b/a` here while the
+        // project's `b` changed elsewhere — the deletion of `b` gave way, and `b/a` could not be
+        // versioned below the file. It goes below a conflict copy of the directory's name, as the
+        // server keeps such a file (sync-versions.ts); the directory then makes way (in-the-way.ts).
+        const copy = (await freeConflictCopy(fileAbove, copies.workstation)) + path.slice(fileAbove.length);
+        result = await write(copy, null);
+        logger.warn({ path, copy }, 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory');
+        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+        return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+      }
       if (!isStrataError(error, 'STALE_BASE_VERSION')) throw error;
       if (copies === undefined) {
         if (restoreWins === undefined || editedAtMs === undefined) throw error;

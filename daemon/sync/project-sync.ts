@@ -470,6 +470,9 @@ export class ProjectSync {
     while (!signal.aborted) {
       try {
         this.#pulling = caughtUp;
+        // What was pushed when the server was asked: the page's `current` flags say nothing of a push
+        // that landed after it answered (see #applyPage).
+        const pushedAtRead = this.#pushedSeq;
         const page = await remote.changes(this.#pullCursor, { limit: PULL_BATCH, waitMs: caughtUp ? LONG_POLL_MS : 0, signal });
         this.#pulling = false;
         if (page.items.length > 0 || page.more) this.#serverAhead = true;
@@ -477,7 +480,7 @@ export class ProjectSync {
         this.#offline = false;
         if (this.#paused?.startsWith('the server refused')) this.#paused = null;
         this.#recovered('pull');
-        const applied = await this.#applyPage(remote, page);
+        const applied = await this.#applyPage(remote, page, pushedAtRead);
         if (applied === 'held') {
           // Nothing changes here until the user confirms (which wakes this loop) or the server's
           // changes do: looked at again after a while, not read again at once (it re-read the held
@@ -488,10 +491,11 @@ export class ProjectSync {
           continue;
         }
         if (applied === 'deferred') {
-          // A path here has a change the server has not had: let the push go first.
+          // A path here has a change the server has not had when the page was read: let the push go
+          // first (if it has not since: then the page is read again at once).
           this.#serverAhead = true;
           caughtUp = false;
-          await this.#waitForPush(2_000);
+          if (this.#pushedSeq === pushedAtRead) await this.#waitForPush(2_000);
           continue;
         }
         this.#pullCursor = page.cursor;
@@ -524,8 +528,17 @@ export class ProjectSync {
   /**
    * 'deferred': stopped at a version deferred for the push; 'held': the delete guard holds the page.
    * Either way the cursor stays and the page is read again.
+   *
+   * `pushedAtRead`, the push's position when the page was asked for, decides which paths wait for
+   * the push, not the position now (the sync model's defect 3, seed 3000): B's `chmod +x c/a`, made
+   * offline while C deleted `c/a`, was pushed while B's pull was reading a page whose C's deletion was
+   * the server's current `c/a`; the push then brought the file back on the server (an edit beats a
+   * delete), the page was applied with the push's new position, so `c/a` no longer waited for it and
+   * the deletion, current when read but not any more, was adopted over B's own version: B had no
+   * `c/a` while the server had B's, and said in sync. Read before the push, the page is deferred and
+   * read again, and its flags then know the push.
    */
-  async #applyPage(remote: Remote, page: ChangesPage): Promise<'applied' | 'deferred' | 'held'> {
+  async #applyPage(remote: Remote, page: ChangesPage, pushedAtRead: number): Promise<'applied' | 'deferred' | 'held'> {
     const { items } = page;
     if (items.length === 0) return 'applied';
     const { engine, projectId } = this.#deps;
@@ -560,7 +573,7 @@ export class ProjectSync {
     this.#storeFull = null;
     const downloadedAt = Date.now();
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
-    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: this.#pushedSeq, versions });
+    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: pushedAtRead, versions, refused: this.#refused.versionIds() });
     this.#log.debug({ versions: items.length, fetched: unknown.length, downloadMs: downloadedAt - startedAt, adoptMs: Date.now() - downloadedAt }, 'pulled a page');
     this.#noteAdopted(outcomes, items);
     return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';

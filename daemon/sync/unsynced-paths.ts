@@ -44,6 +44,11 @@ export class UnsyncedPaths {
     return counts;
   }
 
+  /** The versions listed (a pull never makes way for a file the server refused: it is on no server version). */
+  versionIds(): string[] {
+    return [...this.#entries.values()].map((entry) => entry.versionId);
+  }
+
   add(path: string, entry: UnsyncedPath): void {
     this.#entries.delete(path);
     this.#entries.set(path, entry);

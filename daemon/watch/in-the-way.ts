@@ -6,10 +6,12 @@
 // captured yet — cannot be replaced without losing them: the restore is refused before it records
 // anything (ProjectHost.checkWritable), naming what is in the way.
 
-import { lstat, readdir, rmdir } from 'node:fs/promises';
+import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
 import { StrataError } from '../../engine/errors.js';
 import { encodeName, showNameBytes } from '../../engine/raw-names.js';
 import { openBeneath } from '../beneath.js';
+import type { HostContext } from '../host.js';
+import { lstatOrNull, unchangedSinceIndexed } from './examine.js';
 
 /** Directories below a directory at most (a restore is refused rather than walking a huge tree). */
 const MAX_WALK = 10_000;
@@ -88,4 +90,71 @@ export async function removeEmptyTree(abs: string | Buffer): Promise<boolean> {
     if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
     throw error;
   }
+}
+
+/**
+ * The file or link at `path` stands where the project now has a directory (a path below it is to be
+ * brought to disk): it is removed if it is content history has — its index row matches it — and the
+ * project has no file at `path` any more; true when it was (or is gone already). Anything else is
+ * left, and the path below waits (materialize warns). The sync model's defect 4: a file that
+ * replaced a directory here, kept as a conflict copy because the project had files below that
+ * directory from elsewhere (capture/pipeline.ts), stayed in the way of those files for good.
+ */
+export async function removeVersionedFileInTheWay(host: HostContext, path: string): Promise<boolean> {
+  const row = host.state.index.get(host.projectId, path);
+  if (row === undefined || (await host.engine.stat({ projectId: host.projectId, path })) !== null) return false;
+  const { dir, name } = split(path);
+  const parent = await openBeneath(host.dir, dir, { create: false });
+  if (parent.kind !== 'dir') return false;
+  try {
+    const st = await lstatOrNull(parent.dir.entry(name));
+    if (st === null) return true;
+    if (!(st.isFile() || st.isSymbolicLink()) || !(await unchangedSinceIndexed(host.dir, path, row, st))) return false;
+    await unlink(parent.dir.entry(name)).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    host.state.index.remove(host.projectId, path);
+    return true;
+  } finally {
+    await parent.dir.close();
+  }
+}
+
+/**
+ * The directory at `path` (`abs`, reached without links) stands where the project now has a file:
+ * it is removed if everything below it is content history has — each file's index row matches it
+ * and the project has no file at its path (it was kept below a conflict copy's name,
+ * capture/pipeline.ts) — and then holds nothing but directories; true when it was. Otherwise
+ * nothing is removed. Seed 5000 of the sync model: `rm b; mkdir b; echo x > b/a` while `b` changed
+ * elsewhere left the directory in the way of the project's `b` for good.
+ */
+export async function removeVersionedTreeInTheWay(host: HostContext, path: string, abs: string | Buffer): Promise<boolean> {
+  const files: Array<{ abs: string | Buffer; rel: string }> = [];
+  const queue: Array<{ abs: string | Buffer; rel: string }> = [{ abs, rel: path }];
+  for (let walked = 0; queue.length > 0; walked++) {
+    if (walked >= MAX_WALK) return false;
+    const dir = queue.shift()!;
+    for (const child of await listRaw(dir.abs)) {
+      const recorded = encodeName(child);
+      if (recorded === null) return false;
+      const entry = { abs: under(dir.abs, child), rel: `${dir.rel}/${recorded}` };
+      const st = await lstatOrNull(entry.abs);
+      if (st === null) continue;
+      if (st.isDirectory()) {
+        queue.push(entry);
+        continue;
+      }
+      const row = host.state.index.get(host.projectId, entry.rel);
+      if (row === undefined || !(st.isFile() || st.isSymbolicLink()) || !(await unchangedSinceIndexed(host.dir, entry.rel, row, st))) return false;
+      if ((await host.engine.stat({ projectId: host.projectId, path: entry.rel })) !== null) return false;
+      files.push(entry);
+    }
+  }
+  for (const file of files) {
+    await unlink(file.abs).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
+    host.state.index.remove(host.projectId, file.rel);
+  }
+  return removeEmptyTree(abs);
 }

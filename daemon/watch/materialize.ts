@@ -31,7 +31,7 @@ import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../bene
 import type { OpenDirs } from './open-dirs.js';
 import { placeSmallFile, SMALL_FILE_BYTES } from './place-small.js';
 import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
-import { removeEmptyTree } from './in-the-way.js';
+import { removeVersionedFileInTheWay, removeVersionedTreeInTheWay } from './in-the-way.js';
 
 export type MaterializeResult =
   /** the disk already holds what the engine has */
@@ -76,7 +76,10 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   if (host.capture.isIgnored(path)) return 'skipped';
   const { dir, name } = split(path);
   const entry = await host.engine.stat({ projectId: host.projectId, path });
-  return inDir(host, dirs, dir, false, async (parent) => {
+  const inParent = async (parent: Beneath): Promise<MaterializeResult | 'made way'> => {
+    // A versioned file where the project has a directory now makes way (in-the-way.ts); the directory
+    // is opened again below (a file's place is never kept open by `dirs`).
+    if (parent.kind === 'file' && entry !== null && (await removeVersionedFileInTheWay(host, parent.at))) return 'made way';
     if (parent.kind === 'link') {
       // Nothing below a link is the project's: there is nothing to remove there, and nothing is written.
       if (entry === null) {
@@ -87,7 +90,11 @@ export async function materialize(host: HostContext, path: string, warn: (messag
       return 'skipped';
     }
     return bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn, dirs);
-  });
+  };
+  const result = await inDir(host, dirs, dir, false, inParent);
+  if (result !== 'made way') return result;
+  const again = await inDir(host, dirs, dir, false, inParent);
+  return again === 'made way' ? 'skipped' : again;
 }
 
 /** `task` with directory `dir` opened beneath the project (from `dirs` when the round keeps them open). */
@@ -114,8 +121,9 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
       if (row) host.state.index.remove(host.projectId, path);
       return 'same';
     }
-    // A directory holding only directories holds no data (in-the-way.ts): the file takes its place.
-    const removed = st.isDirectory() && (await removeEmptyTree(at!.entry(name)));
+    // A directory holding only directories, or only files history has that the project no longer
+    // has there, holds no data that is not kept (in-the-way.ts): the file takes its place.
+    const removed = st.isDirectory() && (await removeVersionedTreeInTheWay(host, path, at!.entry(name)));
     if (removed) dirs?.removedDirectories();
     if (!removed) {
       warn(`could not bring ${JSON.stringify(path)} from the project to disk: a ${st.isDirectory() ? 'directory' : 'non-regular file'} is in its place`);

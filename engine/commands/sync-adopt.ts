@@ -77,9 +77,10 @@ export async function syncKnownVersions(ctx: EngineContext, input: { projectId: 
  */
 export async function adoptSyncedVersions(
   ctx: EngineContext,
-  input: { projectId: string; pushedSeq: number; versions: PulledVersion[] },
+  input: { projectId: string; pushedSeq: number; versions: PulledVersion[]; refused?: readonly string[] },
 ): Promise<AdoptOutcome[]> {
   const { projectId, pushedSeq, versions } = input;
+  const refused = new Set(input.refused ?? []);
   await ctx.requireProject(projectId);
   const outcomes: AdoptOutcome[] = [];
   for (let start = 0; start < versions.length; ) {
@@ -92,7 +93,7 @@ export async function adoptSyncedVersions(
         break;
       }
     }
-    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, projectId, pushedSeq, pulled)));
+    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, projectId, pushedSeq, pulled, refused)));
     outcomes.push(...results);
     if (cut < wave.length) {
       outcomes.push({ versionId: wave[cut]!.record.versionId, result: 'deferred' });
@@ -135,7 +136,7 @@ async function deferredHere(ctx: EngineContext, projectId: string, pushedSeq: nu
   return head !== null && !head.pulled && head.seq > pushedSeq;
 }
 
-async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion): Promise<AdoptOutcome> {
+async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion, refused: ReadonlySet<string>): Promise<AdoptOutcome> {
   // A server from before symbolic links (migration 9) sends no `symlink`: its versions are files.
   const record: VersionRecord = { ...pulled.record, projectId, symlink: pulled.record.symlink === true };
   const { versionId } = record;
@@ -156,7 +157,10 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
   }
   const entry = await ctx.repository.versions.getEntry(projectId, record.path);
   try {
-    if (record.contentHash !== null && entry === null) await assertWritablePath(ctx, projectId, record.path);
+    if (record.contentHash !== null && entry === null) {
+      if ((await makeWayBelow(ctx, projectId, pushedSeq, record, refused)) === 'push first') return { versionId, result: 'deferred' };
+      await assertWritablePath(ctx, projectId, record.path);
+    }
     await commitOne(ctx, { record, pulled: true, expectedCurrent: entry?.versionId ?? null, ...shards });
   } catch (error) {
     if (isStrataError(error, 'STALE_BASE_VERSION')) return { versionId, result: 'deferred' };
@@ -165,6 +169,54 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
   }
   ctx.retention.schedule(projectId, record.path);
   return { versionId, result: 'adopted' };
+}
+
+/**
+ * The server's current version of `a/x` arrives where this workstation has a file `a` of its own
+ * (the sync model's defect 2: offline, B replaced the directory `a` by a file while A edited `a/a`).
+ * Such a file has been pushed, and the server, whose `a` is a directory, could only keep it as a
+ * conflict copy (`a (conflict wsB …)`; had it taken the file at `a`, its deletion would come in the
+ * feed before `a/x`): its bytes are on the server, and the copy comes down in the feed as a version
+ * of its own. So the file makes way — a deletion recorded as pulled (the server has nothing at `a`
+ * to delete) — and the server's directory comes down. It used to be skipped for good ("'a' is a file,
+ * so 'a/a' cannot be created below it", waiting for the user) while the other workstations had
+ * converged. A file not pushed yet is pushed first ('push first': the pull is deferred, and the
+ * server decides); one pulled from the server is the server's own and one the server refused is on
+ * no server version: those stay, and the version is skipped (it needs the user).
+ */
+async function makeWayBelow(ctx: EngineContext, projectId: string, pushedSeq: number, record: VersionRecord, refused: ReadonlySet<string>): Promise<'push first' | 'done'> {
+  const { versions } = ctx.repository;
+  for (;;) {
+    const conflict = await versions.writeConflict(projectId, record.path);
+    if (conflict?.kind !== 'file-ancestor') return 'done';
+    const entry = await versions.getEntry(projectId, conflict.ancestor);
+    const head = await versions.pathHead(projectId, conflict.ancestor);
+    if (entry === null || head === null || head.versionId !== entry.versionId || head.pulled || refused.has(entry.versionId)) return 'done';
+    if (head.seq > pushedSeq) return 'push first';
+    const deletion: VersionRecord = {
+      versionId: ctx.ids.uuid(),
+      projectId,
+      path: conflict.ancestor,
+      contentHash: null,
+      size: 0,
+      // The change that took the path's place (the server's directory) is whose this is.
+      actor: record.actor,
+      timestamp: new Date(ctx.clock.now()).toISOString(),
+      kind: 'delete',
+      restoredFrom: null,
+      executable: false,
+      symlink: false,
+      dataset: false,
+    };
+    try {
+      await commitOne(ctx, { record: deletion, pulled: true, expectedCurrent: entry.versionId });
+    } catch (error) {
+      // Changed here meanwhile: that change is pushed first, and the pull comes back to this.
+      if (isStrataError(error, 'STALE_BASE_VERSION')) return 'push first';
+      throw error;
+    }
+    ctx.retention.schedule(projectId, conflict.ancestor);
+  }
 }
 
 /**

@@ -1,0 +1,116 @@
+// A file that replaced a directory on a workstation while the project got files below that
+// directory from elsewhere (the sync model's defect 4, seed 4000 path 7): B replaced the directory
+// `c` by a file `c` while A wrote `c/a`. B's deletion of the `c/a` it had gave way to A's newer one,
+// and B's file could not be versioned at all ("'c' is a directory"): at the end the server's head had
+// A's `c/a` and no trace of B's file (on no server version), and B said "1 file of the project
+// could not be written here, e.g. c/a" for good. Now the file is kept as a conflict copy and makes
+// way for the directory on B's disk: both sides converge and nothing is lost.
+//
+// Forced here without a race: with B's daemon stopped, another process on B's home writes `c/b`
+// (the project has a file below `c` that B's directory never had, as a pulled one is before it is
+// brought to disk), and `c` becomes a file on B's disk.
+//
+// The other way round (seed 5000, path 6:1, found after those fixes): A truncated the file `b` while
+// B ran `rm b; mkdir b; echo v76 > b/a`. B's deletion of `b` gave way to A's edit, `b/a` could not be
+// versioned below the file (on no server version), and the directory stayed in the way of A's `b`:
+// "1 file of the project could not be written here, e.g. "b"" for good.
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openLocalEngine } from '../engine/local.js';
+import { allInSync, fsckFailures, openSyncWorld, type SyncWorld, treeOf, type Workstation, waitFor } from './sync-harness.js';
+
+let world: SyncWorld;
+
+beforeAll(async () => {
+  world = await openSyncWorld('strata-sync-file-over-dir-');
+}, 120_000);
+
+afterAll(async () => {
+  await world?.dispose();
+}, 60_000);
+
+/**
+ * `sync wait` on each until all exit 0 in one round. Not allInSync: on A, the deletion of `c/a`
+ * removes the emptied directory `c` while `c/b` is being written into it (one batch of the incoming
+ * side), the write fails with ENOENT and is retried half a second later, but `sync wait` exits 4 at
+ * once on that failure (a defect of its own, seen under load; not this test's).
+ */
+async function settled(workstations: Workstation[]): Promise<void> {
+  await waitFor(
+    'every sync wait to exit 0',
+    async () => {
+      for (const ws of workstations) if ((await ws.cli(['sync', 'wait', '--timeout', '60'], { timeoutMs: 90_000 })).code !== 0) return undefined;
+      return true;
+    },
+    240_000,
+  );
+}
+
+describe('sync: a file where the project has a directory with files from elsewhere', () => {
+  it('is kept as a conflict copy, and the directory comes to disk', async () => {
+    const a = world.workstation('wsA');
+    const b = world.workstation('wsB');
+    await a.start();
+    await b.start();
+    await mkdir(join(a.dir, 'c'), { recursive: true });
+    await writeFile(join(a.dir, 'c', 'a'), 'v1\n');
+    for (const name of ['a', 'b', 'd']) await writeFile(join(a.dir, name), `${name}\n`);
+    expect((await a.cli(['init', a.dir, '--server', world.url, '--project', world.projectId])).code).toBe(0);
+    expect((await b.cli(['clone', world.url, world.projectId, b.dir])).code).toBe(0);
+    await allInSync([a, b]);
+    const projectId = (await b.syncStatus())[0]!.projectId;
+    await b.stop();
+    const other = await openLocalEngine({ home: b.home });
+    try {
+      await other.engine.writeFile({ projectId, path: 'c/b', actor: { id: 'other', kind: 'local', name: 'another process' }, content: Buffer.from('from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    await rm(join(b.dir, 'c'), { recursive: true });
+    await writeFile(join(b.dir, 'c'), 'file c on B\n');
+    await b.start();
+    await settled([a, b]);
+    const [onA, onB] = [await treeOf(a.dir), await treeOf(b.dir)];
+    expect(onB).toEqual(onA);
+    expect(onB['c/b']).toBe('from elsewhere\n');
+    expect(onB['c']).toBeUndefined();
+    const copies = Object.keys(onB).filter((path) => path.startsWith('c (conflict wsB '));
+    expect(copies).toHaveLength(1);
+    expect(onB[copies[0]!]).toBe('file c on B\n');
+    expect(await fsckFailures(world, [a, b])).toEqual([]);
+  }, 300_000);
+
+  it('a file below a directory where the project has a file changed elsewhere: kept below a conflict copy, and the file comes to disk', async () => {
+    // Two workstations of their own (the first test's may have failed and left theirs apart).
+    const c = world.workstation('wsC');
+    const d = world.workstation('wsD');
+    await c.start();
+    await d.start();
+    expect((await c.cli(['clone', world.url, world.projectId, c.dir])).code).toBe(0);
+    expect((await d.cli(['clone', world.url, world.projectId, d.dir])).code).toBe(0);
+    await writeFile(join(c.dir, 'e'), 'e, v1\n');
+    await allInSync([c, d]);
+    await waitFor('e on D', async () => ((await treeOf(d.dir))['e'] === 'e, v1\n' ? true : undefined), 60_000);
+    const projectId = (await d.syncStatus())[0]!.projectId;
+    await d.stop();
+    const other = await openLocalEngine({ home: d.home });
+    try {
+      await other.engine.writeFile({ projectId, path: 'e', actor: { id: 'other', kind: 'local', name: 'another process' }, content: Buffer.from('e, v2 from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    await rm(join(d.dir, 'e'));
+    await mkdir(join(d.dir, 'e'));
+    await writeFile(join(d.dir, 'e', 'a'), 'below e on D\n');
+    await d.start();
+    await allInSync([c, d]);
+    const [onC, onD] = [await treeOf(c.dir), await treeOf(d.dir)];
+    expect(onD).toEqual(onC);
+    expect(onD['e']).toBe('e, v2 from elsewhere\n');
+    const copies = Object.keys(onD).filter((path) => path.startsWith('e (conflict wsD ') && path.endsWith('/a'));
+    expect(copies).toHaveLength(1);
+    expect(onD[copies[0]!]).toBe('below e on D\n');
+    expect(await fsckFailures(world, [c, d])).toEqual([]);
+  }, 300_000);
+});
