@@ -33,6 +33,12 @@ async function main(): Promise<void> {
   const worlds = new WorldKeeper({ workstations, mount });
   const loads: number[] = [];
   const sampler = setInterval(() => loads.push(loadavg()[0]!), 10_000);
+  // Stopped early: the world's daemons, mount and small disk go with the run, not after it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void worlds.discard().finally(() => process.exit(130));
+    });
+  }
   const failures: Array<{ seed: number; first: string | null; report: string }> = [];
   let setupErrors = 0;
   while (totals.sequences < sequences && Date.now() < deadline) {

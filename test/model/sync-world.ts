@@ -165,7 +165,7 @@ export async function openModelWorld(options: SyncWorldOptions): Promise<SyncMod
     async restoreKey(station) {
       await giveKey(station);
       // The user's way back: the link again, with the new key (a running daemon resumes its sync).
-      const linked = await world.cli(station, ['init', station.ws.dir, '--server', sync.url, '--project', projectId]);
+      const linked = await world.cli(station, ['init', station.ws.dir, '--mode', station.ws.mode, '--server', sync.url, '--project', projectId]);
       if (linked.code !== 0) throw new Error(`init --server again on ${station.name}: exit ${linked.code}: ${linked.stderr}`);
       station.refused = false;
     },
