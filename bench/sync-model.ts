@@ -1,14 +1,18 @@
 // The sync model's long run (issue 38): random sequences on three workstations (two watching, one a
 // mounted clone) and one `strata serve`, with faults (test/model/sync.ts), for a given time.
-// Reports sequences, operations, faults, observation points and failures; each failure is shrunk
-// (within a budget: a sequence costs about a minute of real processes) and printed with its seed,
-// and the run goes on from the next seed, so one defect does not hide the others.
+// Reports sequences, operations, commands, faults, observation points, failures, sequences per
+// minute and the load average; each failure is shrunk (within a budget) and printed with its seed,
+// and the run goes on from the next seed, so one defect does not hide the others. One world (server,
+// homes, daemons) serves every sequence; a failure's world is thrown away and a new one opened.
 //
 //   node dist/bench/sync-model.js [--minutes 20] [--steps 30] [--sequences 500] [--seed N]
 //                                 [--workstations 3] [--no-mount] [--strict] [--shrink-budget 4] [--verbose]
 // Result: bench/results/sync-model.json.
 
+import { loadavg } from 'node:os';
+import { emptyStats, STAT_KEYS } from '../test/model/sync.js';
 import { runSyncModel } from '../test/model/sync-run.js';
+import { WorldKeeper } from '../test/model/sync-world.js';
 import { machineInfo, writeResult } from './lib/env.js';
 import { printTable } from './lib/table.js';
 
@@ -25,7 +29,16 @@ async function main(): Promise<void> {
   const startedAt = Date.now();
   const deadline = startedAt + Number(arg('minutes', '20')) * 60_000;
   let seed = Number(arg('seed', String(process.env['STRATA_MODEL_SEED'] ?? Date.now() % 1_000_000)));
-  const totals = { sequences: 0, operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
+  const totals = { sequences: 0, ...emptyStats() };
+  const worlds = new WorldKeeper({ workstations, mount });
+  const loads: number[] = [];
+  const sampler = setInterval(() => loads.push(loadavg()[0]!), 10_000);
+  // Stopped early: the world's daemons, mount and small disk go with the run, not after it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      void worlds.discard().finally(() => process.exit(130));
+    });
+  }
   const failures: Array<{ seed: number; first: string | null; report: string }> = [];
   let setupErrors = 0;
   while (totals.sequences < sequences && Date.now() < deadline) {
@@ -38,12 +51,14 @@ async function main(): Promise<void> {
       runs: sequences - totals.sequences,
       maxSteps: steps,
       seed,
+      worlds,
       timeLimitMs: Math.max(1, deadline - Date.now()),
       shrinkBudget: Number(arg('shrink-budget', '4')),
       progress: (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${line}\n`),
       ...(process.argv.includes('--verbose') ? { log: (line: string) => process.stderr.write(`${line}\n`) } : {}),
     });
-    for (const key of Object.keys(totals) as Array<keyof typeof totals>) totals[key] += report[key];
+    totals.sequences += report.sequences;
+    for (const key of STAT_KEYS) totals[key] += report[key];
     process.stderr.write(`seed ${seed}: ${report.sequences} sequence(s), ${report.operations} operation(s)${report.failed ? ', FAILED' : ''}\n`);
     if (report.failure !== null) {
       failures.push({ seed, first: report.firstDisagreement, report: report.failure });
@@ -60,27 +75,36 @@ async function main(): Promise<void> {
     }
     seed += 1;
   }
+  clearInterval(sampler);
+  await worlds.discard();
   const minutes = (Date.now() - startedAt) / 60_000;
+  const load = loads.length === 0 ? loadavg()[0]! : loads.reduce((a, b) => a + b, 0) / loads.length;
   printTable(
     `sync model (${workstations} workstations${mount ? ', one mounted' : ''}, ≤ ${steps} steps)`,
-    ['minutes', 'sequences', 'operations', 'faults', 'observations', 'inconclusive', 'conflict copies', 'file/dir left to user', 'failures', 'per 1,000 ops'],
+    ['minutes', 'sequences', 'per minute', 'worlds opened', 'operations', 'commands', 'restores', 'faults', 'observations', 'inconclusive', 'conflict copies', 'file/dir left to user', 'snapshot lag', 'failures', 'per 1,000 ops', 'load avg'],
     [
       [
         minutes.toFixed(1),
         String(totals.sequences),
+        (totals.sequences / minutes).toFixed(2),
+        String(worlds.opened),
         String(totals.operations),
+        String(totals.commands),
+        String(totals.restores),
         String(totals.faults),
         String(totals.observations),
         String(totals.inconclusive),
         String(totals.conflicts),
         String(totals.unresolved),
+        String(totals.snapshotLag),
         String(failures.length),
         totals.operations === 0 ? '-' : ((failures.length * 1000) / totals.operations).toFixed(2),
+        load.toFixed(1),
       ],
     ],
   );
   for (const failure of failures) process.stdout.write(`\nseed ${failure.seed}: ${failure.first}\n`);
-  writeResult('sync-model', { machine: machineInfo(), steps, workstations, mount, minutes, ...totals, failures });
+  writeResult('sync-model', { machine: machineInfo(), steps, workstations, mount, minutes, sequencesPerMinute: totals.sequences / minutes, worldsOpened: worlds.opened, worldOpenSeconds: worlds.openMs / 1000, loadAverage: load, ...totals, failures });
   if (failures.length > 0 && process.exitCode === undefined) process.exitCode = 1;
 }
 

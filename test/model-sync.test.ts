@@ -1,6 +1,9 @@
 // The sync model (issue 38), short run: random sequences of file operations on three workstations
-// (two watching, one a mounted clone) and one `strata serve`, interleaved with faults and
-// observation points, checked for truth, convergence, no loss and fsck (test/model/sync.ts). Seeded
+// (two watching, one a mounted clone) and one `strata serve` — kept across sequences, a project of
+// its own each — with snapshots, restores, tags and retention changes, interleaved with faults (the
+// server stopped or killed, a daemon killed, a workstation offline, a key refused, a disk full) and
+// observation points, checked for truth, convergence, no loss, snapshots and tags everywhere, and
+// fsck (test/model/sync.ts). Seeded
 // and shrinking: a failure prints STRATA_MODEL_SEED (and STRATA_MODEL_PATH) to replay it;
 // STRATA_MODEL_SEED=random explores. The long run is bench/sync-model.ts.
 
@@ -13,14 +16,15 @@ const path = process.env['STRATA_MODEL_PATH'];
 const verbose = process.env['STRATA_MODEL_VERBOSE'] === '1';
 
 describe('sync model', () => {
-  it('three workstations and a server converge, lose nothing, say "in sync" only when it is, and fsck clean', { timeout: 240_000 }, async () => {
+  it('three workstations and a server converge, lose nothing, say "in sync" only when it is, and fsck clean', { timeout: 300_000 }, async () => {
     const report = await runSyncModel({
       workstations: 3,
       mount: true,
-      runs: Number(process.env['STRATA_MODEL_RUNS'] ?? 2),
+      runs: Number(process.env['STRATA_MODEL_RUNS'] ?? 4),
       maxSteps: 14,
-      // No new sequence after this; the one under way finishes (one takes 40-90 s on a loaded 2-core machine).
-      timeLimitMs: Number(process.env['STRATA_MODEL_TIME_MS'] ?? 60_000),
+      // No new sequence after this; the one under way finishes (the world's setup and a sequence take
+      // 20-60 s each on a loaded 2-core machine).
+      timeLimitMs: Number(process.env['STRATA_MODEL_TIME_MS'] ?? 90_000),
       // A failure here is reported with its seed, not shrunk at length: the long run shrinks.
       shrinkBudget: 3,
       ...(seed === undefined ? {} : { seed }),
@@ -29,7 +33,7 @@ describe('sync model', () => {
       progress: (line: string) => process.stderr.write(`${line}\n`),
     });
     process.stderr.write(
-      `model sync: seed ${report.seed}, ${report.sequences} sequence(s), ${report.operations} operation(s), ${report.faults} fault(s), ${report.observations} observation(s) (${report.inconclusive} inconclusive), ${report.conflicts} conflict cop(ies)\n`,
+      `model sync: seed ${report.seed}, ${report.sequences} sequence(s), ${report.operations} operation(s) (${report.commands} command(s), ${report.restores} restore(s)), ${report.faults} fault(s), ${report.observations} observation(s) (${report.inconclusive} inconclusive), ${report.conflicts} conflict cop(ies)\n`,
     );
     expect(report.failure).toBeNull();
     expect(report.sequences).toBeGreaterThan(0);

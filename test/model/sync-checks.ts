@@ -7,6 +7,7 @@
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { VersionRecord } from '../../engine/types.js';
+import { snapshotsOf } from './sync-commands.js';
 import type { Station, SyncModelWorld } from './sync-world.js';
 import { type ApiView, diffTrees, filesOf, readDiskTree, readEngineTree, type Tree } from './tree.js';
 import { isIgnoredPath, TreeModel } from './tree-model.js';
@@ -88,12 +89,22 @@ export async function allVersions(view: ApiView): Promise<VersionRecord[]> {
   return out;
 }
 
-/** No loss: every content a workstation has a version of is in some version on the server. */
-export async function lossFailures(world: SyncModelWorld, stations: Station[] = world.stations): Promise<string[]> {
+/**
+ * No loss: every content a workstation has a version of is in some version on the server.
+ * `currentOnly` (a retention limit was set: pruning drops old versions by design, on either side at
+ * its own pace): only each path's newest version on the workstation is checked.
+ */
+export async function lossFailures(world: SyncModelWorld, stations: Station[] = world.stations, options: { currentOnly?: boolean } = {}): Promise<string[]> {
   const onServer = new Set((await allVersions(world.server)).map((v) => v.contentHash).filter((h) => h !== null));
   const failures: string[] = [];
   for (const station of stations) {
-    for (const version of await allVersions(station.ws)) {
+    let versions = await allVersions(station.ws);
+    if (options.currentOnly === true) {
+      const newest = new Map<string, VersionRecord>();
+      for (const v of versions) if ((newest.get(v.path)?.timestamp ?? '') < v.timestamp) newest.set(v.path, v);
+      versions = [...newest.values()];
+    }
+    for (const version of versions) {
       if (version.contentHash === null || onServer.has(version.contentHash)) continue;
       failures.push(`lost: ${station.name}'s version ${version.versionId} of ${version.path} (${version.size} B, ${version.contentHash.slice(0, 10)}) is in no version on the server`);
     }
@@ -138,4 +149,33 @@ export async function fsckFailures(world: SyncModelWorld): Promise<string[]> {
     world.sync.serverCli(['fsck']).then((server) => (server.code === 0 ? null : `fsck of the server: exit ${server.code}\n${server.stdout}${server.stderr}`)),
   ]);
   return results.filter((r) => r !== null);
+}
+
+/** A project's snapshots (ids) and tags (name → snapshot id), as one line each to compare. */
+async function snapshotsAndTags(view: ApiView): Promise<{ snapshots: string; tags: string }> {
+  const snapshots = (await snapshotsOf(view)).map((s) => s.snapshotId).sort();
+  const tags = (await view.api<{ items: Array<{ tag: string; snapshotId: string }> }>('GET', view.projectPath('/fs/tags'))).items.map((t) => `${t.tag}=${t.snapshotId}`).sort();
+  return { snapshots: snapshots.join(' '), tags: tags.join(' ') };
+}
+
+/**
+ * Every snapshot and tag on every workstation as on the server, once `sync wait` said in sync
+ * everywhere. Snapshots and tags travel in the rounds after the versions they pin, so one that
+ * arrives within a minute is counted (`late`), not failed; one that never does is a failure.
+ */
+export async function snapshotFailures(world: SyncModelWorld, stations: Station[]): Promise<{ failures: string[]; late: boolean }> {
+  const deadline = Date.now() + 60_000;
+  let late = false;
+  for (;;) {
+    const server = await snapshotsAndTags(world.server);
+    const failures: string[] = [];
+    for (const station of stations) {
+      const here = await snapshotsAndTags(station.ws);
+      if (here.snapshots !== server.snapshots) failures.push(`snapshots: ${station.name} has [${here.snapshots}], the server [${server.snapshots}]`);
+      if (here.tags !== server.tags) failures.push(`tags: ${station.name} has [${here.tags}], the server [${server.tags}]`);
+    }
+    if (failures.length === 0 || Date.now() > deadline) return { failures, late };
+    late = true;
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
 }

@@ -7,8 +7,9 @@
 
 import fc from 'fast-check';
 import { failureReport } from './run.js';
-import { runSyncSequence, type SyncSequenceStats } from './sync.js';
+import { emptyStats, runSyncSequence, STAT_KEYS, type SyncSequenceStats } from './sync.js';
 import { type SyncStep, syncSequenceArbitrary } from './sync-steps.js';
+import { WorldKeeper } from './sync-world.js';
 
 export interface SyncModelRunOptions {
   workstations: number;
@@ -25,6 +26,8 @@ export interface SyncModelRunOptions {
   log?: (line: string) => void;
   progress?: (line: string) => void;
   examples?: SyncStep[][];
+  /** the world to run in (kept across calls by the long run); a world of this run's own otherwise */
+  worlds?: WorldKeeper;
 }
 
 export interface SyncModelRunReport extends SyncSequenceStats {
@@ -39,8 +42,9 @@ export interface SyncModelRunReport extends SyncSequenceStats {
 
 export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncModelRunReport> {
   const seed = options.seed ?? (Date.now() ^ (Math.random() * 0x100000000)) >>> 0;
-  const totals: SyncSequenceStats & { sequences: number } = { sequences: 0, operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
-  const model = { workstations: options.workstations, mount: options.mount, tolerateTypeConflicts: options.tolerateTypeConflicts === true };
+  const totals: SyncSequenceStats & { sequences: number } = { sequences: 0, ...emptyStats() };
+  const worlds = options.worlds ?? new WorldKeeper({ workstations: options.workstations, mount: options.mount });
+  const model = { workstations: options.workstations, mount: options.mount, tolerateTypeConflicts: options.tolerateTypeConflicts === true, worlds };
   let shrinking = false;
   let shrinkRuns = 0;
   let lastFailures: string[] = [];
@@ -55,11 +59,11 @@ export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncMo
     const started = Date.now();
     const result = await runSyncSequence(steps, { ...model, ...(options.log === undefined ? {} : { log: options.log }) });
     options.progress?.(
-      `sync ${shrinking ? `shrink ${shrinkRuns}` : `sequence ${totals.sequences + 1}`}: ${result.stats.operations} operation(s), ${result.stats.faults} fault(s), ${result.stats.observations} observation(s), ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.failures.length === 0 ? 'ok' : `FAILED: ${result.failures[0]!.split('\n')[0]}`}`,
+      `sync ${shrinking ? `shrink ${shrinkRuns}` : `sequence ${totals.sequences + 1}`}: ${result.stats.operations} operation(s) (${result.stats.commands} command(s)), ${result.stats.faults} fault(s), ${result.stats.observations} observation(s), ${((Date.now() - started) / 1000).toFixed(1)} s, ${result.failures.length === 0 ? 'ok' : `FAILED: ${result.failures[0]!.split('\n')[0]}`}`,
     );
     if (!shrinking) {
       totals.sequences += 1;
-      for (const key of ['operations', 'skipped', 'faults', 'observations', 'inconclusive', 'conflicts', 'checked', 'unresolved'] as const) totals[key] += result.stats[key];
+      for (const key of STAT_KEYS) totals[key] += result.stats[key];
     }
     if (result.failures.length > 0) {
       shrinking = true;
@@ -68,13 +72,18 @@ export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncMo
     }
     return true;
   });
-  const details = await fc.check(property, {
+  const details = await fc
+    .check(property, {
     seed,
     numRuns: options.runs,
     endOnFailure: false,
     ...(options.path === undefined ? {} : { path: options.path }),
     ...(options.examples === undefined ? {} : { examples: options.examples.map((steps) => [steps] as [SyncStep[]]) }),
-  });
+    })
+    .catch(async (error: unknown) => {
+      if (options.worlds === undefined) await worlds.discard();
+      throw error;
+    });
   let failure: string | null = null;
   let firstDisagreement: string | null = null;
   if (details.failed && details.counterexample !== null) {
@@ -85,5 +94,6 @@ export async function runSyncModel(options: SyncModelRunOptions): Promise<SyncMo
     firstDisagreement = report.disagreements[0]?.split('\n')[0] ?? null;
     failure = report.text;
   }
+  if (options.worlds === undefined) await worlds.discard();
   return { seed, ...totals, failed: details.failed, failure, firstDisagreement, interrupted: outOfTime };
 }

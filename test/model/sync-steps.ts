@@ -1,11 +1,13 @@
 // The steps of the sync model (issue 38): a filesystem operation on one workstation (fs-ops.ts, the
-// same as the single-workstation model's, less ignored names), a fault (the server stopped or
-// killed and started again, a daemon killed, a workstation offline and back), or an observation
-// point (`strata sync wait` everywhere, judged against the trees at that moment). Plain data, so a
-// failure prints as JSON and replays.
+// same as the single-workstation model's, less ignored names), a command of one workstation's
+// (snapshot, snapshot restore, restore of a file to one of its versions, tag, untag, retention), a
+// fault (the server stopped or killed and started again, a daemon killed, a workstation offline and
+// back, a workstation's key refused and given back, the second workstation's disk full and freed),
+// or an observation point (`strata sync wait` everywhere, judged against the trees at that moment).
+// Plain data, so a failure prints as JSON and replays.
 
 import fc from 'fast-check';
-import { describeFsOp, type FsOp, fsOpArbitrary, gapArbitrary } from './fs-ops.js';
+import { describeFsOp, type FsOp, fsOpArbitrary, gapArbitrary, SLOTS } from './fs-ops.js';
 
 export type SyncAction =
   | { op: 'fs'; ws: number; fs: FsOp }
@@ -14,6 +16,16 @@ export type SyncAction =
   | { op: 'kill9'; ws: number; restart: boolean }
   | { op: 'offline'; ws: number }
   | { op: 'online'; ws: number }
+  | { op: 'snapshot'; ws: number }
+  | { op: 'restoreSnapshot'; ws: number; pick: number }
+  | { op: 'restoreVersion'; ws: number; slot: number; pick: number }
+  | { op: 'tag'; ws: number; pick: number; name: number }
+  | { op: 'untag'; ws: number; name: number }
+  | { op: 'retention'; ws: number; keep: number }
+  | { op: 'refuseKey'; ws: number }
+  | { op: 'restoreKey'; ws: number }
+  | { op: 'diskFull' }
+  | { op: 'diskFree' }
   | { op: 'observe' };
 
 export type SyncStep = { gap: number; action: SyncAction };
@@ -25,6 +37,8 @@ export type SyncStep = { gap: number; action: SyncAction };
  */
 const syncFsOp = fsOpArbitrary.filter((op) => op.op !== 'ignored');
 
+const pick = fc.nat({ max: 9 });
+
 export function syncStepArbitrary(workstations: number): fc.Arbitrary<SyncStep> {
   const ws = fc.nat({ max: workstations - 1 });
   const action: fc.Arbitrary<SyncAction> = fc.oneof(
@@ -35,6 +49,16 @@ export function syncStepArbitrary(workstations: number): fc.Arbitrary<SyncStep> 
     { weight: 1, arbitrary: fc.record({ op: fc.constant('kill9' as const), ws, restart: fc.boolean() }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('offline' as const), ws }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('online' as const), ws }) },
+    { weight: 2, arbitrary: fc.record({ op: fc.constant('snapshot' as const), ws }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('restoreSnapshot' as const), ws, pick }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('restoreVersion' as const), ws, slot: fc.nat({ max: SLOTS.length - 1 }), pick }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('tag' as const), ws, pick, name: fc.nat({ max: 3 }) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('untag' as const), ws, name: fc.nat({ max: 3 }) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('retention' as const), ws, keep: fc.constantFrom(0, 1, 3) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('refuseKey' as const), ws }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('restoreKey' as const), ws }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('diskFull' as const) }) },
+    { weight: 1, arbitrary: fc.record({ op: fc.constant('diskFree' as const) }) },
   );
   return fc.record({ gap: gapArbitrary, action });
 }
@@ -62,6 +86,26 @@ export function describeSyncStep(step: SyncStep): string {
       return `${gap}${WS_NAMES[action.ws]}: stop daemon (offline)`;
     case 'online':
       return `${gap}${WS_NAMES[action.ws]}: start daemon`;
+    case 'snapshot':
+      return `${gap}${WS_NAMES[action.ws]}: strata snapshot create`;
+    case 'restoreSnapshot':
+      return `${gap}${WS_NAMES[action.ws]}: strata snapshot restore <snapshot #${action.pick} of its list>`;
+    case 'restoreVersion':
+      return `${gap}${WS_NAMES[action.ws]}: strata restore <version #${action.pick} of ${SLOTS[action.slot]}>`;
+    case 'tag':
+      return `${gap}${WS_NAMES[action.ws]}: strata tag add <snapshot #${action.pick}> t${action.name}`;
+    case 'untag':
+      return `${gap}${WS_NAMES[action.ws]}: strata tag rm t${action.name}`;
+    case 'retention':
+      return `${gap}${WS_NAMES[action.ws]}: strata retention set ${action.keep}`;
+    case 'refuseKey':
+      return `${gap}server: revoke ${WS_NAMES[action.ws]}'s key`;
+    case 'restoreKey':
+      return `${gap}${WS_NAMES[action.ws]}: a new key; strata init DIR --server URL --project ID`;
+    case 'diskFull':
+      return `${gap}wsB: its disk fills up`;
+    case 'diskFree':
+      return `${gap}wsB: its disk is freed`;
     case 'observe':
       return `${gap}observe: sync wait on every running workstation`;
   }

@@ -1,28 +1,34 @@
 // The sync model (issue 38): two or three workstations (watch mode; the third a mounted clone when
-// asked) and one `strata serve` on loopback, real processes. A sequence of generated steps
-// (sync-steps.ts) applies filesystem operations to random workstations' directories with ordinary
-// syscalls, interleaved with faults (the server stopped or killed, a daemon killed, a workstation
-// offline) and observation points. Nothing predicts which side of a race wins, so the checks are
+// asked) and one `strata serve` on loopback, real processes, kept across sequences (a project of
+// its own each: sync-world.ts). A sequence of generated steps (sync-steps.ts) applies filesystem
+// operations to random workstations' directories with ordinary syscalls and commands in them
+// (snapshots, restores, tags, retention: sync-commands.ts), interleaved with faults (the server
+// stopped or killed, a daemon killed, a workstation offline, a key refused, a disk full) and
+// observation points. Nothing predicts which side of a race wins, so the checks are
 // the properties every outcome must have:
 //
 // - truth, at each observation point: for every running workstation whose `sync wait` exits 0 while
 //   the server's head stays the same from before the first wait to after the last, its directory is
 //   that head (a change of the head meanwhile makes the observation inconclusive, counted); with the
-//   server down, `sync wait` never exits 0; a non-zero exit says why; `inSync: false` has a reason;
+//   server down, or the workstation's key refused, `sync wait` never exits 0; a non-zero exit says
+//   why; `inSync: false` has a reason;
 // - after the sequence, once everything is back up: convergence (`sync wait` exits 0 everywhere and
 //   every directory and every workstation's engine equal the server's head — names, bytes, exec
 //   bits, link targets; conflict copies are allowed, named `x (conflict wsB …)`), no loss (every
-//   content a workstation versioned is in some version on the server) and `strata fsck` clean on
-//   every home and on the server.
+//   content a workstation versioned is in some version on the server — with a retention limit set
+//   in the sequence, pruning drops old versions by design, so only each path's current version is
+//   checked), every snapshot and tag on every workstation as on the server, and `strata fsck` clean
+//   on every home and on the server.
 //
 // The directory a step acts on is read first (modelFromDisk): operations pick existing paths there,
 // and the model of fs-ops.ts refuses what the filesystem would. A step that races the daemon
 // (ENOENT: the directory was just replaced by an incoming change) is skipped and said so.
 
 import { applyFsOp } from './fs-ops.js';
-import { diskFiles, fsckFailures, headFiles, lossFailures, modelFromDisk, namingFailures, reasonFailures, sameTree, syncStatusOf } from './sync-checks.js';
+import { diskFiles, fsckFailures, headFiles, lossFailures, modelFromDisk, namingFailures, reasonFailures, sameTree, snapshotFailures, syncStatusOf } from './sync-checks.js';
+import { type CommandAction, COMMAND_OPS, runCommand } from './sync-commands.js';
 import { describeSyncStep, type SyncStep } from './sync-steps.js';
-import { openModelWorld, type Station, type SyncModelWorld } from './sync-world.js';
+import type { Station, SyncModelWorld, WorldKeeper } from './sync-world.js';
 import { diffTrees, type Tree } from './tree.js';
 
 export interface SyncModelOptions {
@@ -31,11 +37,17 @@ export interface SyncModelOptions {
   /** a file/directory conflict left for the user is counted (`unresolved`), not a failure */
   tolerateTypeConflicts?: boolean;
   log?: (line: string) => void;
+  /** the world the sequence runs in (kept across sequences; thrown away after a failure) */
+  worlds: WorldKeeper;
 }
 
 export interface SyncSequenceStats {
   operations: number;
   skipped: number;
+  /** snapshot, restore, tag, untag, retention commands run */
+  commands: number;
+  /** of which restores (snapshot or file) */
+  restores: number;
   faults: number;
   observations: number;
   /** observations where the head moved during the waits: nothing could be concluded */
@@ -46,6 +58,8 @@ export interface SyncSequenceStats {
   checked: number;
   /** sequences that ended with a file/directory conflict left for the user (tolerated) */
   unresolved: number;
+  /** sequences where a snapshot or tag reached a workstation only after `sync wait` had said in sync */
+  snapshotLag: number;
 }
 
 export interface SyncSequenceResult {
@@ -55,21 +69,39 @@ export interface SyncSequenceResult {
 }
 
 const RACED = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EEXIST']);
+
+export const emptyStats = (): SyncSequenceStats => ({
+  operations: 0,
+  skipped: 0,
+  commands: 0,
+  restores: 0,
+  faults: 0,
+  observations: 0,
+  inconclusive: 0,
+  conflicts: 0,
+  checked: 0,
+  unresolved: 0,
+  snapshotLag: 0,
+});
+export const STAT_KEYS = Object.keys(emptyStats()) as Array<keyof SyncSequenceStats>;
 /** How long an observation's `sync wait` waits (the server up; down, it must not say 0 at all). */
 const OBSERVE_TIMEOUT_S = 20;
 const CONVERGE_TIMEOUT_S = 120;
 
 export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptions): Promise<SyncSequenceResult> {
-  const stats: SyncSequenceStats = { operations: 0, skipped: 0, faults: 0, observations: 0, inconclusive: 0, conflicts: 0, checked: 0, unresolved: 0 };
+  const stats = emptyStats();
   const failures: string[] = [];
   const transcript: string[] = [];
   const log = options.log ?? (() => undefined);
   let world: SyncModelWorld | null = null;
+  /** a retention limit was set: old versions may be pruned by design */
+  let limited = false;
   try {
     const opened = Date.now();
-    world = await openModelWorld({ workstations: options.workstations, mount: options.mount });
+    world = await options.worlds.get();
+    await world.newProject();
     const w = world;
-    log(`  world up in ${((Date.now() - opened) / 1000).toFixed(1)} s`);
+    log(`  project ${w.sequences} up in ${((Date.now() - opened) / 1000).toFixed(1)} s`);
     for (const [index, step] of steps.entries()) {
       if (failures.length > 0) break;
       if (step.gap > 0) await new Promise((resolve) => setTimeout(resolve, step.gap));
@@ -88,10 +120,64 @@ export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptio
             line = did === null ? null : `${station.name}: ${did}`;
           } catch (error) {
             const code = (error as NodeJS.ErrnoException).code;
-            if (code === undefined || !RACED.has(code)) throw error;
+            // A full disk refuses the write as it would a user's (what did land stays).
+            const full = code === 'ENOSPC' && station.full;
+            if (code === undefined || !(RACED.has(code) || full)) throw error;
             line = null;
-            transcript.push(`# raced the daemon (${code}): ${describeSyncStep(step)}`);
+            transcript.push(`# ${full ? 'disk full' : 'raced the daemon'} (${code}): ${describeSyncStep(step)}`);
           }
+          break;
+        }
+        case 'snapshot':
+        case 'restoreSnapshot':
+        case 'restoreVersion':
+        case 'tag':
+        case 'untag':
+        case 'retention': {
+          const station = w.stations[action.ws % w.stations.length]!;
+          // A command goes through the workstation's daemon, in its directory (a mount's while mounted).
+          if (!station.ws.running) {
+            line = null;
+            break;
+          }
+          const done = await runCommand(station, action as CommandAction);
+          line = done.line;
+          if (line !== null) {
+            stats.commands += 1;
+            stats.restores += done.restore ? 1 : 0;
+            if (action.op === 'retention' && action.keep > 0) limited = true;
+          }
+          failures.push(...done.failures.map((f) => `step ${index + 1}: ${f}`));
+          break;
+        }
+        case 'refuseKey': {
+          const station = w.stations[action.ws % w.stations.length]!;
+          if (!w.serverUp || station.refused) line = null;
+          else {
+            await w.refuseKey(station);
+            stats.faults += 1;
+          }
+          break;
+        }
+        case 'restoreKey': {
+          const station = w.stations[action.ws % w.stations.length]!;
+          if (!w.serverUp || !station.refused) line = null;
+          else await w.restoreKey(station);
+          break;
+        }
+        case 'diskFull': {
+          const station = w.stations.find((s) => s.disk !== null);
+          if (station === undefined || station.full) line = null;
+          else {
+            await w.fillDisk(station);
+            stats.faults += 1;
+          }
+          break;
+        }
+        case 'diskFree': {
+          const station = w.stations.find((s) => s.disk !== null);
+          if (station === undefined || !station.full) line = null;
+          else await w.freeDisk(station);
           break;
         }
         case 'serverDown':
@@ -145,14 +231,14 @@ export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptio
         stats.skipped += 1;
         if (action.op !== 'fs' || transcript.at(-1)?.startsWith('# raced') !== true) transcript.push(`# skipped: ${describeSyncStep(step)}`);
       } else {
-        stats.operations += action.op === 'fs' ? 1 : 0;
+        stats.operations += action.op === 'fs' || COMMAND_OPS.has(action.op) ? 1 : 0;
         transcript.push(line);
       }
       log(`  ${index + 1}. ${transcript.at(-1)}`);
     }
     if (failures.length === 0) {
       const checking = Date.now();
-      failures.push(...(await checkConverged(w, stats, log, options.tolerateTypeConflicts === true)));
+      failures.push(...(await checkConverged(w, stats, log, options.tolerateTypeConflicts === true, limited)));
       log(`  end checks in ${((Date.now() - checking) / 1000).toFixed(1)} s`);
     }
   } catch (error) {
@@ -165,7 +251,8 @@ export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptio
       }
       for (const station of world.stations) log(`--- ${station.name}'s daemon log (tail):\n${station.ws.log().slice(-3000)}`);
     }
-    await world?.dispose().catch(() => undefined);
+    // A failed sequence's world is not trusted with the next one.
+    if (failures.length > 0) await options.worlds.discard();
   }
   return { failures, stats, transcript };
 }
@@ -187,6 +274,7 @@ async function observe(world: SyncModelWorld, stats: SyncSequenceStats): Promise
     const result = await world.cli(station, ['sync', 'wait', '--timeout', String(timeout)], (timeout + 60) * 1000);
     waits.push({ station, code: result.code, stderr: result.stderr });
     if (result.code !== 0 && result.stderr.trim() === '') failures.push(`${station.name}: sync wait exited ${result.code} and said nothing`);
+    if (result.code === 0 && station.refused) failures.push(`truth: ${station.name}'s sync wait exited 0 while the server refused its key`);
     failures.push(...reasonFailures(station, await syncStatusOf(world, station)));
   }
   const after = serverUp ? await headFiles(world.server) : null;
@@ -216,9 +304,8 @@ const firstLine = (text: string) => text.trim().split('\n')[0]!.slice(0, 160);
 const TYPE_CONFLICT = /cannot be created below it|is a file, so|is a directory/;
 
 /** Everything back up, `sync wait` everywhere until a round leaves the head as it was, then the end checks. */
-async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, log: (line: string) => void, tolerate: boolean): Promise<string[]> {
-  if (!world.serverUp) await world.startServer();
-  for (const station of world.stations) if (!station.ws.running) await station.ws.start();
+async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, log: (line: string) => void, tolerate: boolean, limited: boolean): Promise<string[]> {
+  await world.recover();
   let head: Tree | null = null;
   const blocked = new Set<Station>();
   for (let round = 1; round <= 4 && head === null; round++) {
@@ -255,7 +342,10 @@ async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, l
   log(`  trees compared`);
   stats.conflicts = [...head.keys()].filter((path) => path.includes('(conflict ')).length;
   failures.push(...namingFailures(head));
-  failures.push(...(await lossFailures(world, compared)));
+  failures.push(...(await lossFailures(world, compared, { currentOnly: limited })));
+  const snapshots = await snapshotFailures(world, compared);
+  failures.push(...snapshots.failures);
+  stats.snapshotLag = snapshots.late ? 1 : 0;
   failures.push(...(await fsckFailures(world)));
   stats.checked = 1;
   return failures;

@@ -8,6 +8,7 @@ import type { ChildProcess } from 'node:child_process';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { baseEnv, type RunResult, runCli, startListening } from '../cli-harness.js';
+import { readDaemonConfig, writeDaemonConfig } from '../../daemon/config.js';
 import { sh, waitFor } from '../daemon-harness.js';
 
 export type CaptureMode = 'watch' | 'mount';
@@ -27,6 +28,7 @@ export interface ProjectStatusView {
 export interface Workstation {
   readonly root: string;
   readonly home: string;
+  /** the bound project's directory and id (the sync model binds a new one each sequence: bind) */
   readonly dir: string;
   readonly mode: CaptureMode;
   readonly projectId: string;
@@ -54,6 +56,17 @@ export interface Workstation {
   quiet(timeoutMs?: number): Promise<void>;
   /** the daemon's stderr since its last start */
   log(): string;
+  /**
+   * Binds DIR with `strata ARGS --json` (init or clone; through the daemon when it runs) and makes it
+   * this workstation's project.
+   */
+  bind(dir: string, args: string[]): Promise<void>;
+  /**
+   * Takes the bound project out of daemon.json (the daemon stopped: it owns the file while it runs)
+   * and removes its directory, so the next start runs no trace of it: the sync model's world serves
+   * one project per sequence without a new home each time.
+   */
+  forget(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -65,23 +78,19 @@ export interface WorkstationOptions {
   /** how long quiet must last (default 600 ms: above watch mode's 500 ms delete settle) */
   quietMs?: number;
   /**
-   * The command that binds the directory (`--json` is added), default `init DIR --mode MODE`; the
-   * sync model links with `init DIR --server URL --project ID` or `clone URL ID DIR [--mount]`.
+   * The command that binds the directory (`--json` is added), default `init DIR --mode MODE`; null:
+   * none yet (the sync model binds each sequence's project itself with `bind`).
    */
-  bind?: (dir: string) => string[];
+  bind?: ((dir: string) => string[]) | null;
 }
 
 /** A fresh home and project directory under `root`, bound with `strata init --mode MODE` (the daemon is not started). */
 export async function createWorkstation(options: WorkstationOptions): Promise<Workstation> {
   const { root, mode } = options;
   const home = join(root, 'home');
-  const dir = join(root, 'project');
-  await mkdir(dir, { recursive: true });
+  let dir = join(root, 'project');
+  let projectId = '';
   const env: NodeJS.ProcessEnv = { ...baseEnv(join(root, 'config')), STRATA_HOME: home, STRATA_LOG_LEVEL: 'info', ...options.env };
-  const bind = options.bind?.(dir) ?? ['init', dir, '--mode', mode];
-  const init = await runCli([...bind, '--json'], env, { timeoutMs: 60_000 });
-  if (init.code !== 0) throw new Error(`strata ${bind[0]} exited ${init.code}: ${init.stderr}`);
-  const projectId = (JSON.parse(init.stdout) as { projectId: string }).projectId;
   let child: ChildProcess | null = null;
   let url = '';
   let stderr: () => string = () => '';
@@ -102,9 +111,13 @@ export async function createWorkstation(options: WorkstationOptions): Promise<Wo
   const ws: Workstation = {
     root,
     home,
-    dir,
+    get dir() {
+      return dir;
+    },
     mode,
-    projectId,
+    get projectId() {
+      return projectId;
+    },
     env,
     get running() {
       return child !== null && !exited(child);
@@ -187,6 +200,22 @@ export async function createWorkstation(options: WorkstationOptions): Promise<Wo
       );
     },
     log: () => stderr(),
+    async bind(to, args) {
+      await mkdir(to, { recursive: true });
+      const init = await runCli([...args, '--json'], env, { timeoutMs: 90_000 });
+      if (init.code !== 0) throw new Error(`strata ${args[0]} exited ${init.code}: ${init.stderr}`);
+      dir = to;
+      projectId = (JSON.parse(init.stdout) as { projectId: string }).projectId;
+    },
+    async forget() {
+      if (ws.running) throw new Error('forget: the daemon runs (it owns daemon.json)');
+      if (projectId === '') return;
+      const config = readDaemonConfig(home);
+      await writeDaemonConfig(home, { ...config, projects: config.projects.filter((p) => p.projectId !== projectId) });
+      if (mode === 'mount') await sh('fusermount', ['-uz', dir], { allowFail: true, timeoutMs: 10_000 }).catch(() => undefined);
+      await rm(dir, { recursive: true, force: true });
+      projectId = '';
+    },
     async dispose() {
       try {
         if (child !== null && !exited(child)) {
@@ -199,5 +228,6 @@ export async function createWorkstation(options: WorkstationOptions): Promise<Wo
       }
     },
   };
+  if (options.bind !== null) await ws.bind(dir, options.bind?.(dir) ?? ['init', dir, '--mode', mode]);
   return ws;
 }
