@@ -31,6 +31,7 @@ describe('sync model: defects found and fixed', () => {
     // Seeds 1000 and 1001 of bench/sync-model.ts. C's mount keeps showing the empty directory `d`,
     // its engine has the file, and `sync status` says inSync: true (`sync wait` exits 0).
     world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
     const [a, , c] = world.stations as [Station, Station, Station];
     await mkdir(join(c.ws.dir, 'd'));
     expect((await syncWait(c)).code).toBe(0);
@@ -51,6 +52,7 @@ describe('sync model: defects found and fixed', () => {
     // 'a/a' cannot be created below it", needs the user) while A and C were in sync. Now B's file
     // makes way (its bytes are the conflict copy, on the server and here) and B converges.
     world = await openModelWorld({ workstations: 3, mount: false });
+    await world.newProject();
     const [a, b] = world.stations as [Station, Station, Station];
     await world.stopServer('SIGTERM');
     await rm(join(b.ws.dir, 'a'), { recursive: true });
