@@ -111,6 +111,37 @@ describe('engine: the sync outbox and pulled versions', () => {
     expect(copy?.contentHash).toBe(mine.contentHash);
   });
 
+  it('a deletion of a file the server kept as a copy deletes the copy here, and the version below it comes down (issue 38)', async () => {
+    // Seed 38006 path 11: wsC's `a/a` was kept as `a (conflict wsC …)/a` (the server had the file `a`);
+    // wsC then deleted `a/a` and made `a/a/a`. The server deletes the copy and keeps `a/a/a` below it;
+    // here the copy's deletion was taken as "known" (its id is the deletion of `a/a`), the copy stayed
+    // a file, and `…/a/a` was skipped for good ("'a (conflict …)/a' is a file").
+    const mine = await write('a/a', 'v1');
+    const copy = 'a (conflict wsC 2026-11-29 0540)/a';
+    expect(await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq: (await outbox()).at(-1)!.seq, versions: [{ record: { ...mine, path: copy }, current: true }] })).toMatchObject([
+      { result: 'copied' },
+    ]);
+    const deleted = (await t.engine.deleteFile({ projectId: t.projectId, path: 'a/a', actor: alice })).version;
+    const below = await write('a/a/a', 'v15');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const outcomes = await t.engine.adoptSyncedVersions({
+      projectId: t.projectId,
+      pushedSeq,
+      versions: [
+        { record: { ...deleted, path: copy }, current: true },
+        { record: { ...below, path: `${copy}/a` }, current: true },
+      ],
+    });
+    expect(outcomes.map((o) => o.result)).toEqual(['copied', 'copied']);
+    expect(await t.engine.stat({ projectId: t.projectId, path: copy })).toBeNull();
+    expect((await t.engine.stat({ projectId: t.projectId, path: `${copy}/a` }))?.contentHash).toBe(below.contentHash);
+    expect((await t.engine.stat({ projectId: t.projectId, path: 'a/a/a' }))?.versionId).toBe(below.versionId);
+    // A deletion of a copy never made here records nothing.
+    const never = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [{ record: { ...deleted, path: 'b (conflict wsC 2026-11-29 0540)' }, current: true }] });
+    expect(never.map((o) => o.result)).toEqual(['known']);
+    expect((await outbox(pushedSeq)).every((i) => i.pulled)).toBe(true);
+  });
+
   it('a pushed file where the server keeps a directory makes way for it (the server kept the file as a conflict copy)', async () => {
     // The sync model's defect 2 (seed 2000): offline, this workstation replaced the directory `a` by
     // a file, another edited `a/a`. The server kept `a/a` and the file as `a (conflict …)`; the file

@@ -54,6 +54,12 @@ describe('judgeSync', () => {
     expect(reason!.message.length).toBeGreaterThan(10);
   });
 
+  it("a refusal says the server's cause, not just a count (issue 38: \"refused 1 version\" said nothing to act on)", () => {
+    const reason = "'a (conflict wsC 2026-11-29 0540)/a' is a file, so 'a (conflict wsC 2026-11-29 0540)/a/a' cannot be created below it (PATH_EXISTS)";
+    const { reasons } = judgeSync({ ...inStep, refused: { count: 1, example: 'a/a/a', reason } });
+    expect(reasons.find((r) => r.code === 'REFUSED')?.message).toContain(`"a/a/a" (the server said: ${reason})`);
+  });
+
   it('a read-only workstation with nothing of its own queued agrees with the server', () => {
     expect(judgeSync({ ...inStep, readOnly: true }).inSync).toBe(true);
   });

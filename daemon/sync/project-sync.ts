@@ -91,7 +91,7 @@ export interface SyncStatus {
   /** the server's versions not taken here, by reason (a path not writable here); each path counts once */
   skipped: Record<string, number>;
   /** versions made here that the server refused, by path count (a later version of the path clears one) */
-  refused: { count: number; example: string | null };
+  refused: { count: number; example: string | null; /** the server's cause for the example: its message and code */ reason?: string | null };
   /** the incoming mass-delete guard holds a change set until `strata sync confirm` */
   held: HeldDeletes | null;
 }
@@ -303,7 +303,7 @@ export class ProjectSync {
       serverAhead: this.#serverAhead,
       diskBehind: this.#diskBehind,
       heldIncoming: held === null ? null : { deletes: held.deletes, files: held.files },
-      refused: { count: this.#refused.size, example: this.#refused.example },
+      refused: { count: this.#refused.size, example: this.#refused.example, reason: this.#refused.exampleReason },
       skipped: this.#skippedPaths.byReason(),
     };
   }
@@ -334,7 +334,7 @@ export class ProjectSync {
       pausedBecause: state === 'paused' ? this.#paused : null,
       conflicts: this.#conflicts,
       skipped: this.#skippedPaths.byReason(),
-      refused: { count: this.#refused.size, example: this.#refused.example },
+      refused: { count: this.#refused.size, example: this.#refused.example, reason: this.#refused.exampleReason },
       held,
     };
   }

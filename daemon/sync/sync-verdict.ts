@@ -35,7 +35,7 @@ export interface SyncFacts {
   /** the incoming mass-delete guard holds the server's deletions of these many files */
   heldIncoming: { deletes: number; files: number } | null;
   /** versions made here that the server refused for good, by path (a change of the path clears one) */
-  refused: { count: number; example: string | null };
+  refused: { count: number; example: string | null; /** the server's cause for the example (its message and code) */ reason?: string | null };
   /** the server's versions this workstation cannot take, per reason (a file where its directory is here) */
   skipped: Record<string, number>;
   /** files here whose names the project cannot record (they are neither versioned nor synced) */
@@ -107,7 +107,12 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
     const why = full > 0 ? `disk full: ${files(full)} waiting for room here (tried again until they fit)${full < facts.notOnDisk.count ? `, and ${files(facts.notOnDisk.count - full)} more` : ''}` : `${files(facts.notOnDisk.count)} of the project could not be written here`;
     add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, true);
   }
-  if (facts.refused.count > 0) add('REFUSED', `the server refused ${versions(facts.refused.count)} made here${example(facts.refused.example)}; change or delete the file to try again`, true);
+  if (facts.refused.count > 0) {
+    // The server's cause, not just a count: "refused 1 version" alone left the user (and the model
+    // test's report, seed 38006) with nothing to act on.
+    const cause = facts.refused.reason == null ? '' : ` (the server said: ${facts.refused.reason})`;
+    add('REFUSED', `the server refused ${versions(facts.refused.count)} made here${example(facts.refused.example)}${cause}; change or delete the file to try again`, true);
+  }
   for (const [reason, count] of Object.entries(facts.skipped)) {
     if (count > 0) add('SKIPPED', `${versions(count)} from the server cannot be taken here (${reason})`, true);
   }

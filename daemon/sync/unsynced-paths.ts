@@ -37,6 +37,11 @@ export class UnsyncedPaths {
     return this.#entries.keys().next().value ?? null;
   }
 
+  /** Why the example was not synced (the server's message and code, for a refusal). */
+  get exampleReason(): string | null {
+    return this.#entries.values().next().value?.reason ?? null;
+  }
+
   /** Counts per reason (what `strata sync status` lists). */
   byReason(): Record<string, number> {
     const counts: Record<string, number> = {};

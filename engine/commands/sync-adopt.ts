@@ -142,7 +142,9 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
   const { versionId } = record;
   const known = await ctx.repository.versions.get(projectId, versionId);
   if (known !== null) {
-    if (known.path === record.path || record.contentHash === null) return { versionId, result: 'known' };
+    // Made here and kept by the server at another path (a conflict copy): a deletion too, since the
+    // server carries a deletion of a file it kept as a copy to the copy (issue 38).
+    if (known.path === record.path) return { versionId, result: 'known' };
     return copyOf(ctx, projectId, record, pulled.current);
   }
   if (record.contentHash !== null && !(await ctx.store.has(record.contentHash))) {
@@ -226,6 +228,8 @@ async function makeWayBelow(ctx: EngineContext, projectId: string, pushedSeq: nu
 async function copyOf(ctx: EngineContext, projectId: string, record: VersionRecord, current: boolean): Promise<AdoptOutcome> {
   const copy: VersionRecord = { ...record, versionId: ctx.ids.uuid(), projectId };
   const existing = await ctx.repository.versions.getEntry(projectId, record.path);
+  // A deletion of a copy that is not here: nothing to delete, no tombstone of nothing.
+  if (record.contentHash === null && existing === null) return { versionId: record.versionId, result: 'known' };
   if (existing !== null) {
     // A later save of the same file continues the copy on the server (two saves made offline): it
     // continues it here, on top of what came from the server — never over a change made here.

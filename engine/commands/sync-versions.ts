@@ -252,7 +252,14 @@ async function resolveMovedOn(
 
   try {
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
-    if (version.contentHash === null) return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+    if (version.contentHash === null) {
+      // A deletion of a file the server kept as a conflict copy (still as this workstation made it):
+      // the copy is deleted, as a write on that base continues the copy. Left standing, the copy is a
+      // file where this workstation may next make a directory (seed 38006: `a/a` deleted, `a/a/a` made).
+      const copyOfBase = await conflictCopyOfBase(ctx, projectId, version);
+      if (copyOfBase !== null && (await commit(copyOfBase.path, copyOfBase.versionId))) return { versionId, result: 'applied', path: copyOfBase.path };
+      return { versionId, result: 'superseded', path: version.path, currentVersionId: current?.versionId ?? null };
+    }
     if (current !== null && current.contentHash === version.contentHash && current.symlink === version.symlink) {
       // The same file made on both sides (two workstations linked to one project, a copy made twice):
       // nothing to keep twice, no conflict to resolve.
@@ -278,7 +285,15 @@ async function resolveMovedOn(
         taken?.kind === 'file-ancestor'
           ? conflictCopyPath(taken.ancestor, input.workstation, version.timestamp, n) + version.path.slice(taken.ancestor.length)
           : conflictCopyPath(version.path, input.workstation, version.timestamp, n);
-      if (await commit(copy, null)) return { versionId, result: 'conflict', path: copy, conflictWith };
+      try {
+        if (await commit(copy, null)) return { versionId, result: 'conflict', path: copy, conflictWith };
+      } catch (error) {
+        // The copy's name is in the way of another kind: below the ancestor's copy made earlier, a file
+        // stands where this version needs a directory (an earlier copy of a path that is now this
+        // version's directory). The next name is free of it; refusing would keep the version off the
+        // server for good.
+        if (!isStrataError(error, 'PATH_EXISTS') && !isStrataError(error, 'PATH_IS_DIRECTORY')) throw error;
+      }
     }
     throw new StrataError('PATH_EXISTS', { message: 'no free conflict copy name', details: { path: version.path } });
   } catch (error) {
@@ -294,9 +309,22 @@ async function resolveMovedOn(
 async function conflictCopyOfBase(ctx: EngineContext, projectId: string, version: Checked): Promise<{ path: string; versionId: string } | null> {
   if (version.baseVersionId === null) return null;
   const base = await ctx.repository.versions.get(projectId, version.baseVersionId);
-  if (base === null || base.path === version.path || !isConflictCopyOf(base.path, version.path)) return null;
+  if (base === null || base.path === version.path || !isCopyBelowConflictCopy(base.path, version.path)) return null;
   const copyNow = await ctx.repository.versions.getEntry(projectId, base.path);
   return copyNow?.versionId === base.versionId ? { path: base.path, versionId: base.versionId } : null;
+}
+
+/**
+ * `copy` is `path` kept as a conflict copy: a copy of its own name, or (a file where one of its
+ * ancestors is a file on the server) the same path below a copy of that ancestor's name.
+ */
+function isCopyBelowConflictCopy(copy: string, path: string): boolean {
+  if (isConflictCopyOf(copy, path)) return true;
+  for (let slash = path.indexOf('/'); slash > 0; slash = path.indexOf('/', slash + 1)) {
+    const rest = path.slice(slash);
+    if (copy.endsWith(rest) && isConflictCopyOf(copy.slice(0, copy.length - rest.length), path.slice(0, slash))) return true;
+  }
+  return false;
 }
 
 /** `copy` is named as conflictCopyPath names a copy of `path` (any workstation, time and number). */
