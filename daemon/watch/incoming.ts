@@ -64,6 +64,14 @@ export class IncomingChanges {
   readonly #noRoom = new Set<string>();
   /** the directory's free bytes when a path last did not fit (more since: room came back, retry now) */
   #freeAtNoRoom = 0;
+  /**
+   * This process has compared the whole engine with the index once (the first follow does). The
+   * paths above live in memory only while the cursor moves past them: after a `kill -9` (or any
+   * restart) nothing else remembers a file that did not fit on a full disk, and the directory kept
+   * its old contents while sync said in sync (issue 38, the model's seed 39000). Until then the
+   * directory counts as behind.
+   */
+  #compared = false;
 
   constructor(deps: IncomingDeps) {
     this.#deps = deps;
@@ -102,7 +110,7 @@ export class IncomingChanges {
    * delete guard is tripped, a daemon that stopped before it got there). A fact for sync's verdict.
    */
   async behind(): Promise<boolean> {
-    if (this.#announced || this.#following !== null) return true;
+    if (this.#announced || this.#following !== null || !this.#compared) return true;
     const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
     return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
   }
@@ -158,7 +166,9 @@ export class IncomingChanges {
         await this.#deps.scanning()?.catch(() => undefined);
         if (this.#stopped || this.#host.capture.stats().massDeleteGuard.tripped) return;
         const read = await this.#feed.read();
-        const paths = new Set(read.kind === 'paths' ? read.paths : await this.#everyPath());
+        // The first follow of a process compares everything (see #compared), whatever the cursor
+        // says: a walk of two path-ordered lists, no stat, so cheap on 100,000 files.
+        const paths = new Set(read.kind === 'paths' && this.#compared ? read.paths : await this.#everyPath());
         const now = Date.now();
         const applied = this.#applied;
         if (paths.size > 0) {
@@ -178,7 +188,10 @@ export class IncomingChanges {
         const roomBack = this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom;
         const retries = [...this.#retry].filter(([path, retry]) => (retry.at <= now || (roomBack && this.#noRoom.has(path))) && !paths.has(path)).map(([path]) => path);
         if (retries.length > 0) await this.#materializeEach(retries, 1, null);
-        if (!this.#stopped) this.#feed.save(read.newest);
+        if (!this.#stopped) {
+          this.#feed.save(read.newest);
+          this.#compared = true;
+        }
         if (paths.size > 0) this.#host.logger.debug({ paths: paths.size, applied: this.#applied - applied, ms: Date.now() - now }, 'brought project changes to disk');
       } catch (error) {
         if (!this.#stopped) this.#host.logger.warn({ err: (error as Error).message }, 'could not bring project changes to disk');
