@@ -264,6 +264,31 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     );
   }
 
+  /**
+   * Records the deletion of `path`, a file the engine has where the disk now has a directory (a file
+   * below it was just read), as the user's own: on the version this directory last had, so a file
+   * changed elsewhere meanwhile is not deleted (false: the caller keeps a conflict copy). Its deletion
+   * waiting to settle is settled by this one; with the guard tripped nothing is deleted here.
+   */
+  async function deleteFileAbove(path: string): Promise<boolean> {
+    if (guard.tripped || ignore.ignores(path)) return false;
+    const baseVersionId = options.deleteBase?.(path);
+    let outcome: CaptureOutcome;
+    try {
+      const { version } = await engine.deleteFile({ projectId, path, actor, ...(baseVersionId === undefined ? {} : { baseVersionId }) });
+      outcome = recorded({ kind: 'versioned', version, entry: null });
+    } catch (error) {
+      // Deleted meanwhile (by a sync): nothing is in the way any more.
+      if (isStrataError(error, 'PATH_NOT_FOUND')) return true;
+      if (isStrataError(error, 'STALE_BASE_VERSION') || isStrataError(error, 'PATH_IS_DIRECTORY')) return false;
+      throw error;
+    }
+    const waiters = pendingDeletes.get(path);
+    pendingDeletes.delete(path);
+    for (const resolve of waiters ?? []) resolve(outcome);
+    return true;
+  }
+
   async function freeConflictCopy(path: string, workstation: string): Promise<string> {
     const at = new Date(now()).toISOString();
     for (let n = 1; ; n++) {
@@ -291,8 +316,9 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     const copies = options.conflictCopies;
     const restoreWins = options.restoreWins;
     let result: Awaited<ReturnType<typeof write>>;
+    const base = copies?.writeBase(path) ?? (editedAtMs === undefined ? undefined : restoreWins?.writeBase(path));
     try {
-      result = await write(path, copies?.writeBase(path) ?? (editedAtMs === undefined ? undefined : restoreWins?.writeBase(path)));
+      result = await write(path, base);
     } catch (error) {
       if (copies !== undefined && isStrataError(error, 'PATH_IS_DIRECTORY')) {
         // The sync model's defect 4 (seed 4000): this directory replaced the directory `c` by a file
@@ -308,6 +334,18 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
       }
       const fileAbove = isStrataError(error, 'PATH_EXISTS') ? error.details?.['conflictingPath'] : undefined;
+      if (typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`) && (await deleteFileAbove(fileAbove))) {
+        // The file above is gone from this disk (a file is below its name now) and its deletion was
+        // this directory's own, not yet recorded: the catch-up scan after a restart versions what it
+        // finds before it looks for what vanished, and a live deletion waits out its settle delay.
+        // Recorded first, the file goes where the user put it (seed 39002 of the sync model: `rm b;
+        // mkdir b; echo v5 > b/a` while the daemon was dead went below a conflict copy of `b` that
+        // no one else had changed, and `b/a` itself was on no version while the disk said in sync).
+        result = await write(path, base);
+        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+        if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
+        return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+      }
       if (copies !== undefined && typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`)) {
         // The other way round (seed 5000 of the model): `rm b; mkdir b; echo x > b/a` here while the
         // project's `b` changed elsewhere — the deletion of `b` gave way, and `b/a` could not be
