@@ -16,7 +16,6 @@ import { buildFuseOps, type OpStats } from './fuse-ops.js';
 import { MountIgnore, STRATAIGNORE } from './ignore.js';
 import { MountJournal } from './journal.js';
 import { MountState } from './mount-state.js';
-import { dropEmptiedDirs } from './ops-dirs.js';
 import { assertEmptyDir } from '../projects.js';
 import { type ExplicitDirStore, Namespace } from './namespace.js';
 import { type ReconcileStats, Reconciler } from './reconciler.js';
@@ -157,9 +156,6 @@ export class MountedProject {
     };
     const ns = new Namespace(options.engine, options.projectId, options.dirStore, onExternalChange, now);
     ns.forgetNode = (path) => state.onExternalChange(path);
-    ns.onExternalDelete = (path) => {
-      dropEmptiedDirs(state, path).catch((error: unknown) => state.logger.warn({ path, err: String(error) }, 'mount: could not drop emptied directories'));
-    };
     ns.linkedNames = () => links.paths();
     await ns.start();
     const sink = options.sink;

@@ -129,8 +129,6 @@ export class Namespace {
    * would mean: which paths changed is not known then (hard-link groups are judged on their content).
    */
   forgetNode: (path: string) => void = (path) => this.onExternalChange(path);
-  /** Set by the mount: another workstation, a restore or the API deleted (or moved away) `path`. */
-  onExternalDelete: (path: string) => void = () => {};
   private pollAgain = false;
 
   private pollSoon(): void {
@@ -330,7 +328,6 @@ export class Namespace {
       if (record.contentHash != null) this.fileReplacesEmptyDir(record.path);
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
-      if (record.contentHash == null) this.onExternalDelete(record.path);
     }
   }
 

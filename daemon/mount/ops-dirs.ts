@@ -137,27 +137,3 @@ export async function renameDir(
   }
   await keepParent(state, from);
 }
-
-/**
- * Directories this mount keeps of its own (`mkdir`, `tar x`) that another workstation's deletions (or
- * a restore, or the API) left empty go, deepest first, as watch mode removes emptied directories on
- * disk (materialize.ts removeEmptyParents): `rm -rf pkg` on one workstation left `pkg/sub` on a mounted
- * clone, empty, while every other workstation had no `pkg`. A directory with anything below it (a
- * file, a directory, an ignored file in the backing directory) stays, and so does everything above it.
- */
-export async function dropEmptiedDirs(state: MountState, path: string): Promise<void> {
-  for (let dir = parentOf(path); dir !== ''; dir = parentOf(dir)) {
-    const resolved = await state.resolve(dir);
-    if (resolved === null) continue; // gone already, or only ever there for the engine's files
-    if (resolved.kind !== 'dir' || !resolved.versioned) return;
-    if (!(await isEmpty(state, dir, true).catch(() => false))) return;
-    if (!state.ns.explicitDirs.has(dir)) continue;
-    state.ns.removeExplicitDir(dir);
-    state.attrs.remove(dir, true);
-    await state.backing.rmdir(dir).catch(() => undefined);
-    state.backingDirs.delete(dir);
-    state.ns.invalidate(parentOf(dir));
-    state.ns.invalidate(dir);
-    state.forgetInKernel(dir);
-  }
-}
