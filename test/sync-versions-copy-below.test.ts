@@ -3,11 +3,9 @@
 // deleted `a/a` and made `a/a/a`. The deletion went nowhere (the server had no `a/a`) and `a/a/a` was
 // placed below the copy, where `a (conflict wsC …)/a` is a file: refused (PATH_EXISTS) for good.
 
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashBuffer } from '../engine/hash.js';
-import type { VersionRecord } from '../engine/types.js';
 import { type Harness, openHarness } from './control-api-harness.js';
+import { type SentVersion, syncedVersions } from './helpers/synced-versions.js';
 
 let h: Harness;
 let project: string;
@@ -21,30 +19,9 @@ afterAll(async () => {
   await h.dispose();
 });
 
-interface Sent {
-  versionId: string;
-  path: string;
-  baseVersionId: string | null;
-  contentHash: string | null;
-  timestamp: string;
-}
-
-async function made(path: string, base: string | null, text: string | null, timestamp: string): Promise<Sent> {
-  const contentHash = text === null ? null : hashBuffer(Buffer.from(text));
-  if (text !== null) {
-    const upload = await h.request('PUT', `/v1/projects/${project}/sync/objects/${contentHash}`, {
-      payload: Buffer.from(text),
-      headers: { 'content-type': 'application/octet-stream' },
-    });
-    expect(upload.statusCode).toBeLessThan(300);
-  }
-  return { versionId: randomUUID(), path, baseVersionId: base, contentHash, timestamp };
-}
-const send = async (workstation: string, versions: Sent[]) =>
-  (await h.ok<{ results: Array<Record<string, unknown>> }>('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation, versions } })).results;
-const read = async (path: string) => (await h.request('GET', `/v1/projects/${project}/fs/read?path=${encodeURIComponent(path)}`)).body;
-const history = async (path: string) =>
-  (await h.ok<{ items: VersionRecord[] }>('GET', `/v1/projects/${project}/history?path=${encodeURIComponent(path)}&limit=100`)).items;
+const versions = syncedVersions(() => h, () => project);
+const { made, read, history } = versions;
+const send = async (workstation: string, sent: SentVersion[]) => (await versions.send(workstation, sent)).results;
 
 describe('versions below a conflict copy', () => {
   it('a deletion of a file kept as a copy deletes the copy; the directory made at its path then lands below the copy', async () => {

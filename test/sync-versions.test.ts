@@ -11,6 +11,7 @@ import { encodeManifest, MANIFEST_FORMAT } from '../engine/datasets/manifest.js'
 import { hashBuffer } from '../engine/hash.js';
 import type { VersionRecord } from '../engine/types.js';
 import { type Harness, openHarness } from './control-api-harness.js';
+import { type SentVersion, syncedVersions } from './helpers/synced-versions.js';
 
 let h: Harness;
 let project: string;
@@ -24,31 +25,9 @@ afterAll(async () => {
   await h.dispose();
 });
 
-interface Sent {
-  versionId: string;
-  path: string;
-  baseVersionId: string | null;
-  contentHash: string | null;
-  timestamp: string;
-}
-
-/** Uploads `text` (if any) and returns a version of `path` made on `base` at `timestamp`. */
-async function made(path: string, base: string | null, text: string | null, timestamp: string): Promise<Sent> {
-  const contentHash = text === null ? null : hashBuffer(Buffer.from(text));
-  if (text !== null) {
-    const upload = await h.request('PUT', `/v1/projects/${project}/sync/objects/${contentHash}`, {
-      payload: Buffer.from(text),
-      headers: { 'content-type': 'application/octet-stream' },
-    });
-    expect(upload.statusCode).toBeLessThan(300);
-  }
-  return { versionId: randomUUID(), path, baseVersionId: base, contentHash, timestamp };
-}
-const send = (workstation: string, versions: Sent[]) =>
-  h.ok<{ results: Array<Record<string, unknown>> }>('POST', `/v1/projects/${project}/sync/versions`, { body: { workstation, versions } });
-const read = async (path: string) => (await h.request('GET', `/v1/projects/${project}/fs/read?path=${encodeURIComponent(path)}`)).body;
-const history = async (path: string) =>
-  (await h.ok<{ items: VersionRecord[] }>('GET', `/v1/projects/${project}/history?path=${encodeURIComponent(path)}&limit=100`)).items;
+const versions = syncedVersions(() => h, () => project);
+const { made, read, history } = versions;
+const { send } = versions;
 
 describe('sync versions', () => {
   it('applies versions in order with their ids and times; sending them again changes nothing', async () => {
@@ -203,7 +182,7 @@ describe('sync versions', () => {
     expect(await history('data/run7.bin')).toHaveLength(0);
 
     await put(parts[1]!);
-    expect((await send('ws1', [version as Sent])).results).toEqual([{ versionId: version.versionId, result: 'applied', path: 'data/run7.bin' }]);
+    expect((await send('ws1', [version as SentVersion])).results).toEqual([{ versionId: version.versionId, result: 'applied', path: 'data/run7.bin' }]);
     expect(await read('data/run7.bin')).toBe(whole.toString());
     expect(await history('data/run7.bin')).toMatchObject([{ versionId: version.versionId, dataset: true, size: whole.length }]);
     const fetched = await h.request('GET', `/v1/projects/${project}/sync/objects/${shards[1]!.hash}`);
