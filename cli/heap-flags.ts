@@ -3,9 +3,11 @@
 // (`Heap::OldGenerationSpaceAvailable`), so a process that moves bulk bytes through short-lived
 // buffers marks its whole heap every few megabytes: 64 KiB socket reads, 1 MiB file reads, the 4 MiB
 // blocks a chunking thread hands back. Measured on the 500 MiB clone (2026-11-29, Node 24 / V8 13.6):
-// `strata serve` ran 25-31 mark-compacts of its 27 MB heap per `fs/read` of the file and the daemon
-// 21-32 per pull, and perf put 50 % of the server's CPU for the read and 27 % of the daemon's for the
-// clone in the collector, for buffers that were garbage by then.
+// the daemon ran 25-29 mark-compacts of its 30 MB heap per pull (perf: 27 % of its CPU in the
+// collector), for buffers that were garbage by then; with the flag 16-20, and 11 % less CPU for the
+// pull, its peak RSS 20-55 MB higher. `strata serve` reading the file out (25-31 per read in a "storm",
+// 0-2 when calm) was not measurably helped: which mode a process falls into did not follow the flag
+// (docs/benchmarks.md, "Full collections started by buffers").
 //
 // `--external-memory-accounted-in-global-limit` counts what buffers hold instead, within the limit
 // the heap is held to; V8 turned it on by default in 14.8 and removed the flag there. It is set at
