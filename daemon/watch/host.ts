@@ -33,6 +33,7 @@ import {
 import { plainWalk, scanTree, type Walk } from './scan.js';
 import { SettleTimers } from './settle.js';
 import { Arrivals } from './arrivals.js';
+import { OwnWrites } from './own-writes.js';
 import { TreeWatcher } from './tree-watcher.js';
 import { UnrepresentableNames } from './unrepresentable.js';
 
@@ -126,6 +127,8 @@ class WatchHost implements ProjectHost {
   readonly #badNames: UnrepresentableNames;
   /** files a directory that appeared brought, not examined yet (their renames cancel pending deletions) */
   readonly #arrivals = new Arrivals();
+  /** what incoming rounds wrote, so the watcher's events for those writes cost no examine */
+  readonly #own = new OwnWrites();
 
   constructor(ctx: HostContext, options: WatchOptions) {
     this.#ctx = ctx;
@@ -138,12 +141,18 @@ class WatchHost implements ProjectHost {
       tempSettleMs: options.tempSettleMs ?? TEMP_SETTLE_MS,
       isNewTemp: (path) => isTempName(path) && ctx.state.index.get(ctx.projectId, path) === undefined && !ctx.capture.isIgnored(path),
       examine: (path) => this.#examine(path),
+      ownWrite: (path, st) => {
+        if (!this.#own.take(path, st)) return false;
+        this.#arrivals.examined(path);
+        return true;
+      },
     });
     this.#incoming = new IncomingChanges({
       host: ctx,
       withPath: (path, task) => this.#withPath(path, task),
       scanning: () => this.#scanning,
       pollMs: options.feedPollMs ?? 1_000,
+      own: this.#own,
     });
     this.#examineCtx = {
       host: ctx,

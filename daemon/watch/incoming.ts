@@ -10,6 +10,7 @@ import { EngineFeed } from './engine-feed.js';
 import { type MaterializeResult, materialize } from './materialize.js';
 import { moveOnDisk } from './moves-on-disk.js';
 import { OpenDirs } from './open-dirs.js';
+import type { OwnWrites } from './own-writes.js';
 
 /** Paths brought to disk at once: each waits on a read of the store and a rename, not on the CPU. */
 const MATERIALIZE_CONCURRENCY = 16;
@@ -36,6 +37,8 @@ export interface IncomingDeps {
   /** the scan under way, if any: local changes are versioned before anything is brought down */
   scanning(): Promise<void> | null;
   pollMs: number;
+  /** told what each round writes, for the watcher (own-writes.ts) */
+  own?: OwnWrites;
 }
 
 export class IncomingChanges {
@@ -267,7 +270,7 @@ export class IncomingChanges {
           else blocked = true;
         };
         try {
-          const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn, dirs));
+          const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn, dirs, this.#deps.own));
           this.#retry.delete(path);
           this.#noRoom.delete(path);
           if (problem === null) this.#problems.delete(path);

@@ -29,6 +29,7 @@ import type { HostContext } from '../host.js';
 import type { IndexRow } from '../state.js';
 import { type Beneath, type BeneathDir, openBeneath, throughLink } from '../beneath.js';
 import type { OpenDirs } from './open-dirs.js';
+import type { OwnWrites } from './own-writes.js';
 import { placeSmallFile, SMALL_FILE_BYTES } from './place-small.js';
 import { captureDisk, lstatOrNull, statRow, unchangedSinceIndexed } from './examine.js';
 import { removeVersionedFileInTheWay, removeVersionedTreeInTheWay } from './in-the-way.js';
@@ -70,9 +71,10 @@ export function writtenMtime(entry: Pick<Entry, 'timestamp'>, nowMs = Date.now()
 /**
  * Brings one path on disk to the engine's current state for it. Callers serialize calls per path.
  * `dirs`: the directories of a round of many paths, each opened once for all of them (open-dirs.ts);
- * without it, each is opened for this path and closed again.
+ * without it, each is opened for this path and closed again. `own`: where the watcher learns what
+ * was written here (own-writes.ts), so its event for the write is not examined.
  */
-export async function materialize(host: HostContext, path: string, warn: (message: string) => void, dirs?: OpenDirs): Promise<MaterializeResult> {
+export async function materialize(host: HostContext, path: string, warn: (message: string) => void, dirs?: OpenDirs, own?: OwnWrites): Promise<MaterializeResult> {
   if (host.capture.isIgnored(path)) return 'skipped';
   const { dir, name } = split(path);
   const entry = await host.engine.stat({ projectId: host.projectId, path });
@@ -89,7 +91,7 @@ export async function materialize(host: HostContext, path: string, warn: (messag
       refuse(warn, path, parent);
       return 'skipped';
     }
-    return bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn, dirs);
+    return bringToDisk(host, path, name, parent.kind === 'dir' ? parent.dir : null, entry, warn, dirs, own);
   };
   const result = await inDir(host, dirs, dir, false, inParent);
   if (result !== 'made way') return result;
@@ -112,7 +114,7 @@ async function inDir<T>(host: HostContext, dirs: OpenDirs | undefined, dir: stri
  * The path's directory is `at` (null: it does not exist, or a file is in its place), reached without
  * links; `wanted` is the engine's entry for the path.
  */
-async function bringToDisk(host: HostContext, path: string, name: string, at: BeneathDir | null, wanted: Entry | null, warn: (message: string) => void, dirs: OpenDirs | undefined): Promise<MaterializeResult> {
+async function bringToDisk(host: HostContext, path: string, name: string, at: BeneathDir | null, wanted: Entry | null, warn: (message: string) => void, dirs: OpenDirs | undefined, own: OwnWrites | undefined): Promise<MaterializeResult> {
   let entry = wanted;
   const st = at === null ? null : await lstatOrNull(at.entry(name));
   const row = host.state.index.get(host.projectId, path);
@@ -130,7 +132,7 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
       return 'skipped';
     }
     if (row) host.state.index.remove(host.projectId, path);
-    await writeEntry(host, path, entry!, null, warn, dirs);
+    await writeEntry(host, path, entry!, null, warn, dirs, own);
     return 'written';
   }
   const versioned = st !== null && row !== undefined && (await unchangedSinceIndexed(host.dir, path, row, st));
@@ -188,7 +190,7 @@ async function bringToDisk(host: HostContext, path: string, name: string, at: Be
     if (row!.versionId !== entry.versionId) host.state.index.put(host.projectId, { ...row!, versionId: entry.versionId });
     return 'same';
   }
-  await writeEntry(host, path, entry, st, warn, dirs);
+  await writeEntry(host, path, entry, st, warn, dirs, own);
   return 'written';
 }
 
@@ -206,7 +208,7 @@ function putRow(host: HostContext, path: string, st: BigIntStats, entry: Entry):
   host.state.index.put(host.projectId, { path, ...statRow(st), contentHash: entry.contentHash, versionId: entry.versionId } satisfies IndexRow);
 }
 
-async function writeEntry(host: HostContext, path: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void, dirs: OpenDirs | undefined): Promise<void> {
+async function writeEntry(host: HostContext, path: string, entry: Entry, existing: BigIntStats | null, warn: (message: string) => void, dirs: OpenDirs | undefined, own: OwnWrites | undefined): Promise<void> {
   const { dir, name } = split(path);
   await inDir(host, dirs, dir, true, async (target) => {
     if (target.kind !== 'dir') {
@@ -216,7 +218,10 @@ async function writeEntry(host: HostContext, path: string, entry: Entry, existin
     }
     const written = entry.symlink ? await placeLink(host, target.dir, name, entry) : await inDir(host, dirs, INCOMING_DIR, true, (incoming) => placeFile(host, incoming, target.dir, name, entry, existing, warn));
     if (written === false) return;
-    // A small file's stat was taken before its rename (the same inode, size, mode and mtime).
+    // A small file's stat was taken before its rename (the same inode, size, mode and mtime), so it
+    // holds no write but the daemon's: the watcher may take its event for this write by it. (A
+    // streamed file's lstat comes after the rename: its event is examined, as before.)
+    if (written !== true) own?.note(path, written);
     putRow(host, path, written === true ? await lstat(target.dir.entry(name), { bigint: true }) : written, entry);
   });
 }

@@ -8,6 +8,7 @@
 // tempSettleMs, so a slow atomic save — written, a pause, renamed over its target — versions only
 // the target.
 
+import type { BigIntStats } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { diskPath } from '../../engine/raw-names.js';
 import { TEMP_MAX_WAIT_MS } from '../capture/temp-names.js';
@@ -46,6 +47,11 @@ export interface SettleOptions {
   /** a temp-named file the project does not track yet (and does not ignore) */
   isNewTemp(path: string): boolean;
   examine(path: string): Promise<void>;
+  /**
+   * True when `st` (its lstat once quiet, null: nothing there) is still exactly what the daemon itself
+   * wrote at `path` (own-writes.ts): nothing to examine.
+   */
+  ownWrite?(path: string, st: BigIntStats | null): boolean;
   /** who still writes a file (default: /proc, writers.ts) */
   writers?: WriterProbe;
   /** LARGE_MAX_WAIT_MS unless a test needs the cap sooner */
@@ -61,7 +67,7 @@ interface PathTimer {
   /** seen above OVERDUE_MAX_BYTES in this pending period: capped at LARGE_MAX_WAIT_MS, not maxWaitMs */
   large: boolean;
   /** size, mtime and inode at the last look while held (see #settled) */
-  seen?: { size: number; mtimeMs: number; ino: number };
+  seen?: { size: number; mtimeNs: bigint; ino: bigint };
 }
 
 export class SettleTimers {
@@ -177,9 +183,13 @@ export class SettleTimers {
    */
   async #settled(path: string, entry: PathTimer, overdue: boolean): Promise<void> {
     const file = diskPath(this.#options.dir, path);
-    const st = await lstat(file).catch(() => null);
+    const st = await lstat(file, { bigint: true }).catch(() => null);
     if (!this.#holds(path, entry)) return;
-    const size = st?.isFile() ? st.size : 0;
+    if (this.#options.ownWrite?.(path, st)) {
+      this.#timers.delete(path);
+      return;
+    }
+    const size = st?.isFile() ? Number(st.size) : 0;
     if (size > OVERDUE_MAX_BYTES) entry.large = true;
     const capMs = entry.large ? this.#largeMaxWaitMs : this.#options.maxWaitMs;
     if (st === null || size < WRITER_CHECK_BYTES || Date.now() - entry.firstAt >= capMs) {
@@ -198,8 +208,8 @@ export class SettleTimers {
       await this.#release(path);
       return;
     }
-    const seen = { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
-    const unchanged = entry.seen !== undefined && entry.seen.size === seen.size && entry.seen.mtimeMs === seen.mtimeMs && entry.seen.ino === seen.ino;
+    const seen = { size: Number(st.size), mtimeNs: st.mtimeNs, ino: st.ino };
+    const unchanged = entry.seen !== undefined && entry.seen.size === seen.size && entry.seen.mtimeNs === seen.mtimeNs && entry.seen.ino === seen.ino;
     if (writing === null && unchanged && Date.now() - entry.lastAt >= UNKNOWN_WRITER_QUIET_MS) {
       await this.#release(path);
       return;
