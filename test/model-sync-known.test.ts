@@ -106,6 +106,15 @@ describe('sync model: defects found and fixed', () => {
     const head = await headFiles(world.server);
     expect(head.get('c')).toEqual(fileNode('v21\n'));
     expect(diffTrees(await diskFiles(c), head, { actual: 'disk', expected: 'head' })).toEqual([]);
+    // And back: elsewhere `c` becomes a directory again. The directory's marker, had it stayed, would
+    // hide this one too.
+    await world.server.api('POST', world.server.projectPath('/fs/delete'), { path: 'c' });
+    await world.server.api('PUT', world.server.projectPath('/fs/write?path=c%2Fx'), 'from elsewhere');
+    const again = await syncWait(c);
+    expect(again.code, again.stderr).toBe(0);
+    const later = await headFiles(world.server);
+    expect([...later.keys()].filter((path) => path.startsWith('c'))).toEqual(['c/x']);
+    expect(diffTrees(await diskFiles(c), later, { actual: 'disk', expected: 'head' })).toEqual([]);
     await a.ws.start();
     await b.ws.start();
   });

@@ -356,11 +356,7 @@ export class Namespace {
       try {
         const listing = await this.engine.listDirectory({ projectId: this.projectId, path: dir });
         for (const item of listing.items) {
-          // A marker hides what was removed here. A directory's marker never hides a file the engine
-          // has at that name: that file came after the directory (made here, or pulled), and hiding
-          // it left the mount without a file that sync called in sync (defect 4, seed 38004).
-          const marker = this.gone.get(item.path);
-          if (marker !== undefined && !(marker.dir && item.type !== 'directory')) continue;
+          if (this.gone.has(item.path)) continue;
           map.set(item.name, item.type === 'directory' ? 'dir' : 'file');
         }
       } catch (error) {
