@@ -85,4 +85,37 @@ describe('sync model: defects found and fixed', () => {
       expect((await diskFiles(b)).get(holders[0]!)).toEqual(fileNode(content));
     }
   });
+  it('a directory replaced by a file on the mount itself stays on the mount once others change the project', { timeout: 400_000 }, async () => {
+    // Defect 4, the mount's half: seeds 38000-38004 of bench/sync-model.ts (38004 path 3:1:0:0 shrunk
+    // to `wsA: rm -r b` then `wsC: rm -r c; echo v21 > c`). The server's head had the file `c`, the
+    // mount showed no `c`, and its `sync status` said inSync: true. The mount had taken the change;
+    // what it showed went wrong at the next change from elsewhere (here a write through the server's
+    // API), which has the mount list its root again. The watching workstations are stopped so that
+    // only the mount and the server act.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await a.ws.stop();
+    await b.ws.stop();
+    await rm(join(c.ws.dir, 'c'), { recursive: true });
+    await writeFile(join(c.ws.dir, 'c'), 'v21\n');
+    expect((await syncWait(c)).code).toBe(0);
+    await world.server.api('PUT', world.server.projectPath('/fs/write?path=d'), 'from elsewhere');
+    const wait = await syncWait(c);
+    expect(wait.code, wait.stderr).toBe(0);
+    const head = await headFiles(world.server);
+    expect(head.get('c')).toEqual(fileNode('v21\n'));
+    expect(diffTrees(await diskFiles(c), head, { actual: 'disk', expected: 'head' })).toEqual([]);
+    // And back: elsewhere `c` becomes a directory again. The directory's marker, had it stayed, would
+    // hide this one too.
+    await world.server.api('POST', world.server.projectPath('/fs/delete'), { path: 'c' });
+    await world.server.api('PUT', world.server.projectPath('/fs/write?path=c%2Fx'), 'from elsewhere');
+    const again = await syncWait(c);
+    expect(again.code, again.stderr).toBe(0);
+    const later = await headFiles(world.server);
+    expect([...later.keys()].filter((path) => path.startsWith('c'))).toEqual(['c/x']);
+    expect(diffTrees(await diskFiles(c), later, { actual: 'disk', expected: 'head' })).toEqual([]);
+    await a.ws.start();
+    await b.ws.start();
+  });
 });

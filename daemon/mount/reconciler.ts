@@ -174,6 +174,12 @@ export class Reconciler {
       if (node !== undefined) {
         await this.reconcileNode(node, force);
         this.scheduleOtherNames(node);
+        // A directory removed here and a file made at its name (`rm -r c; echo v > c`): the
+        // directory's marker is this path's too, and only ends here. Left behind, it hid the
+        // engine's file `c` from the mount's listings for good once the node went idle, while sync
+        // said in sync (the sync model's defect 4, seeds 38000-38004).
+        const marker = ns.gone.get(path);
+        if (marker?.dir === true) await this.reconcileGone(path, marker);
       } else {
         const marker = ns.gone.get(path);
         if (marker !== undefined) await this.reconcileGone(path, marker);
