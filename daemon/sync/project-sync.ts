@@ -437,7 +437,12 @@ export class ProjectSync {
     // A later version of a path that crossed puts the path in step again, whatever was refused before.
     const crossed = outcomes.filter((o) => o.result !== 'refused').map((o) => byId.get(o.versionId)?.path ?? o.path);
     this.#refused.clear(crossed);
-    this.#skippedPaths.clear(crossed);
+    // A server version skipped here is still missing after a version of its path crossed as a
+    // conflict copy or a deletion it superseded: the server kept its own version at the path (and
+    // the feed is past it). Only one the server now has at the path itself puts the path in step.
+    // Cleared on any crossing, B said in sync with its own file `d` while the server's `d` was A's.
+    const inStep = outcomes.filter((o) => (o.result === 'applied' || o.result === 'duplicate' || o.result === 'same') && o.path === byId.get(o.versionId)?.path);
+    this.#skippedPaths.clear(inStep.map((o) => o.path));
     for (const outcome of outcomes) {
       const version = byId.get(outcome.versionId);
       if (outcome.result === 'same') this.#aliases.set(outcome.versionId, outcome.currentVersionId);

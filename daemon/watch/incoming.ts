@@ -21,6 +21,12 @@ const MAX_RETRIES = 8;
 const RETRY_BASE_MS = 500;
 /** A path that did not fit on the disk is tried again at least this often, however long it takes. */
 const DISK_FULL_RETRY_CAP_MS = 10_000;
+/**
+ * A path skipped with a warning (something on disk in its way) is tried again at least this often,
+ * however long it takes, and at once after this process's engine announces a change (a capture here
+ * is what usually unblocks it).
+ */
+const SKIPPED_RETRY_CAP_MS = 30_000;
 
 /** The disk (or the user's quota) had no room for it: room may come back, and one at a time may fit. */
 function noRoom(error: unknown): boolean {
@@ -61,6 +67,15 @@ export class IncomingChanges {
    * tried again with a growing delay, instead of waiting for the next change of the path.
    */
   readonly #retry = new Map<string, { attempts: number; at: number }>();
+  /**
+   * Paths skipped with a warning: a directory in the way of a file with something in it not versioned
+   * yet, a link on the way, a file that changed while it was versioned. Nothing is thrown, so they
+   * were never tried again — the sync model's seed 5000 path 3: materialize met B's directory `a`
+   * before B's capture of `a/b/a` (pending) had put it in the index, skipped the head's file `a`, and
+   * it stayed skipped once the directory could go ("1 file … could not be written here" for good).
+   * They are kept in #retry too, never given up on.
+   */
+  readonly #skipped = new Set<string>();
   /** per path, why it is not on disk as the project has it (shown in status until it is) */
   readonly #problems = new Map<string, string>();
   /** of those, the paths that did not fit on the disk (sync's verdict says "disk full") */
@@ -164,6 +179,8 @@ export class IncomingChanges {
    */
   follow(): Promise<void> {
     this.#following ??= (async () => {
+      // Announced by this process's engine: often a capture here, which may have unblocked a skipped path.
+      const announced = this.#announced;
       this.#announced = false;
       try {
         await this.#deps.scanning()?.catch(() => undefined);
@@ -189,7 +206,8 @@ export class IncomingChanges {
         // Room came back (this round removed files, or the disk has more free than at the failure):
         // what did not fit is tried now, not at its next retry (`sync wait` stops at a full disk).
         const roomBack = this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom;
-        const retries = [...this.#retry].filter(([path, retry]) => (retry.at <= now || (roomBack && this.#noRoom.has(path))) && !paths.has(path)).map(([path]) => path);
+        const due = (path: string, at: number) => at <= now || (roomBack && this.#noRoom.has(path)) || (announced && this.#skipped.has(path));
+        const retries = [...this.#retry].filter(([path, retry]) => due(path, retry.at) && !paths.has(path)).map(([path]) => path);
         if (retries.length > 0) await this.#materializeEach(retries, 1, null);
         if (!this.#stopped) {
           this.#feed.save(read.newest);
@@ -271,10 +289,17 @@ export class IncomingChanges {
         };
         try {
           const result = await this.#deps.withPath(path, () => materialize(this.#host, path, warn, dirs, this.#deps.own));
+          const tried = this.#retry.get(path)?.attempts ?? 0;
           this.#retry.delete(path);
           this.#noRoom.delete(path);
+          this.#skipped.delete(path);
           if (problem === null) this.#problems.delete(path);
-          else this.#problems.set(path, problem);
+          else {
+            this.#problems.set(path, problem);
+            // Tried again when what blocked it may have changed (see #skipped), never forgotten.
+            this.#skipped.add(path);
+            this.#retry.set(path, { attempts: tried + 1, at: Date.now() + Math.min(RETRY_BASE_MS * 2 ** Math.min(tried, 20), SKIPPED_RETRY_CAP_MS) });
+          }
           if (blocked) onBlocked!(path);
           else if (result !== 'same' && result !== 'skipped') {
             this.#applied += 1;
@@ -287,6 +312,7 @@ export class IncomingChanges {
             onNoRoom(path);
             continue;
           }
+          this.#skipped.delete(path);
           const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
           // No room is never given up on: the retry that finds room again brings the file down.
           const retrying = full || attempts <= MAX_RETRIES;

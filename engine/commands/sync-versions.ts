@@ -85,12 +85,18 @@ export async function applySyncedVersions(
   );
   const results = await Promise.all(attempts);
   const final: SyncedOutcome[] = [];
+  /** a version of this request that the server has as another of its own ('same'): the id it has */
+  const sameAs = new Map<string, string>();
   for (const [i, item] of outcomes.entries()) {
     if (!('record' in item)) final.push(item);
     else if (results[i]?.ok) {
       ctx.retention.schedule(input.projectId, item.version.path);
       final.push({ versionId: item.version.versionId, result: 'applied', path: item.version.path });
-    } else final.push(await resolveMovedOn(ctx, input, item));
+    } else {
+      const outcome = await resolveMovedOn(ctx, input, item, sameAs.get(item.version.baseVersionId ?? '') ?? item.version.baseVersionId);
+      if (outcome.result === 'same') sameAs.set(outcome.versionId, outcome.currentVersionId);
+      final.push(outcome);
+    }
   }
   return final;
 }
@@ -229,11 +235,16 @@ function check(version: SyncedVersion, field: string): Checked {
   };
 }
 
-/** The path moved on since the workstation's base: nothing made on either side is lost. */
+/**
+ * The path moved on since the workstation's base: nothing made on either side is lost. `base`: the
+ * version's base as the server has it now (another id when an earlier version of the request turned
+ * out to be the server's own bytes, 'same').
+ */
 async function resolveMovedOn(
   ctx: EngineContext,
   input: { projectId: string; actor: Actor; workstation: string },
   prepared: Prepared,
+  base: string | null,
 ): Promise<SyncedOutcome> {
   const { projectId } = input;
   const { version, size } = prepared;
@@ -252,6 +263,12 @@ async function resolveMovedOn(
 
   try {
     const current = await ctx.repository.versions.getEntry(projectId, version.path);
+    // Its base is current again: an earlier version of this request (the edit this one deletes or
+    // saves over) was resolved first — an edit against a deletion brought the file back. This one
+    // follows it. Judged against it as "moved on", the deletion gave way to its own base and the next
+    // save became a conflict copy of it (the sync model's seed 39001 path 4: the server kept wsA's
+    // `a/b`, which wsA had deleted, and wsA, its own id pulled back as 'known', said in sync).
+    if (base !== null && current?.versionId === base && (await commit(version.path, base))) return { versionId, result: 'applied', path: version.path };
     if (version.contentHash === null) {
       // A deletion of a file the server kept as a conflict copy (still as this workstation made it):
       // the copy is deleted, as a write on that base continues the copy. Left standing, the copy is a
