@@ -13,6 +13,7 @@
 
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CLI_MAIN, freshDir, machineInfo, nodeEnv, nodeFlags, writeResult } from './lib/env.js';
@@ -45,6 +46,8 @@ interface Serve {
   /** answered requests by `METHOD route`, from the server's metrics */
   requests(): Promise<Map<string, number>>;
   newProject(name: string): string;
+  /** the server's user+system CPU seconds so far, and its full collections (counted with BENCH_SERVE_FLAGS=--trace-gc) */
+  usage(): { cpuSeconds: number; markCompacts: number };
   stop(): Promise<void>;
 }
 
@@ -52,9 +55,18 @@ async function serve(root: string): Promise<Serve> {
   const home = join(root, 'server');
   const apiKey = (JSON.parse(cli(['admin', 'bootstrap', '--home', home, '--json'])) as { apiKey: string }).apiKey;
   const metricsPort = 30_000 + Math.floor(Math.random() * 20_000);
-  const child = spawn(process.execPath, [...nodeFlags('serve'), CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--metrics-listen', `127.0.0.1:${metricsPort}`, '--quiet'], {
+  // BENCH_SERVE_FLAGS adds V8 flags to the server alone (--trace-gc: its full collections per phase).
+  const extra = (process.env['BENCH_SERVE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '');
+  const child = spawn(process.execPath, [...nodeFlags('serve'), ...extra, CLI_MAIN, 'serve', '--home', home, '--listen', '127.0.0.1:0', '--metrics-listen', `127.0.0.1:${metricsPort}`, '--quiet'], {
     env: nodeEnv(),
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let markCompacts = 0;
+  let partial = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const lines = (partial + chunk.toString()).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) if (line.includes('Mark-Compact')) markCompacts++;
   });
   const url = await new Promise<string>((resolve, reject) => {
     let stderr = '';
@@ -80,6 +92,10 @@ async function serve(root: string): Promise<Serve> {
       }
       return counts;
     },
+    usage() {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return { cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100, markCompacts };
+    },
     newProject: (name) => (JSON.parse(cli(['projects', 'create', name, '--json'], { STRATA_SERVER_URL: url, STRATA_API_KEY: apiKey })) as { projectId: string }).projectId,
     stop: async () => {
       child.kill('SIGTERM');
@@ -94,6 +110,11 @@ function diff(after: Map<string, number>, before: Map<string, number>): Record<s
   return out;
 }
 const total = (counts: Record<string, number>) => Object.values(counts).reduce((a, b) => a + b, 0);
+
+const usageSince = (after: { cpuSeconds: number; markCompacts: number }, before: { cpuSeconds: number; markCompacts: number }) => ({
+  cpuSeconds: Number((after.cpuSeconds - before.cpuSeconds).toFixed(2)),
+  markCompacts: after.markCompacts - before.markCompacts,
+});
 
 /** `strata sync wait` as a user runs it; resolves when it exits 0. */
 function syncWait(home: string, apiKey: string): Promise<void> {
@@ -120,11 +141,13 @@ async function phases(root: string, source: string, label: string) {
   const homeA = join(root, label, 'home-a');
   const a = await startDaemonProc(homeA);
   const beforeFirst = await server.requests();
+  const serverBeforeFirst = server.usage();
   const firstSeconds = await timed(async () => {
     cli(['init', source, '--server', server.url, '--project', projectId, '--home', homeA], { STRATA_API_KEY: server.apiKey });
     await syncWait(homeA, server.apiKey);
   });
   const firstRequests = diff(await server.requests(), beforeFirst);
+  const firstServer = usageSince(server.usage(), serverBeforeFirst);
   // The daemon's CPU seconds (user + system) for the phase: less at the mercy of a loaded machine
   // than its wall time (the daemon did nothing else since it started).
   const firstCpuSeconds = a.cpuSeconds();
@@ -140,17 +163,19 @@ async function phases(root: string, source: string, label: string) {
   const dirB = freshDir(`sync-clone-b-${label}`);
   const b = await startDaemonProc(homeB);
   const beforeClone = await server.requests();
+  const serverBeforeClone = server.usage();
   const cloneSeconds = await timed(async () => {
     cli(['clone', server.url, projectId, dirB, '--home', homeB], { STRATA_API_KEY: server.apiKey });
     await syncWait(homeB, server.apiKey);
   });
   const cloneRequests = diff(await server.requests(), beforeClone);
+  const cloneServer = usageSince(server.usage(), serverBeforeClone);
   // The clone is what was sent: same bytes at every path.
   const cloneCpuSeconds = b.cpuSeconds();
   execFileSync('diff', ['-r', '-q', '--exclude=.strata', source, dirB]);
   await b.stop();
   await server.stop();
-  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, firstCpuSeconds, rsyncSeconds, cloneSeconds, cloneRequests, cloneCpuSeconds };
+  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, firstCpuSeconds, firstServer, rsyncSeconds, cloneSeconds, cloneRequests, cloneCpuSeconds, cloneServer };
 }
 
 /** rsync -a from an rsync daemon serving `source` into `target` (the daemon's module is read-only here: same tree). */
@@ -200,6 +225,8 @@ async function main(): Promise<void> {
   }
   printTable(`${files} files of 1–20 KiB (${Math.round(bytes / 1024 ** 2)} MiB)${bigMib > 0 ? ` + one ${bigMib} MiB file` : ''}, loopback`, ['strata', 'seconds', 'peer seconds', 'speed vs peer', 'server requests'], rows);
   console.log(`daemon CPU seconds (user + system): clone ${whole.cloneCpuSeconds.toFixed(2)}, first sync ${whole.firstCpuSeconds.toFixed(2)}`);
+  const gc = (u: { markCompacts: number }) => (process.env['BENCH_SERVE_FLAGS']?.includes('--trace-gc') ? `, ${u.markCompacts} mark-compacts` : '');
+  console.log(`server CPU seconds: clone ${whole.cloneServer.cpuSeconds.toFixed(2)}${gc(whole.cloneServer)}, first sync ${whole.firstServer.cpuSeconds.toFixed(2)}${gc(whole.firstServer)}`);
   console.log('clone requests by route:', whole.cloneRequests);
   console.log('first-sync requests by route:', whole.firstRequests);
   writeResult('sync-clone', { machine: machineInfo(), files, bytes, bigMib, whole, big });

@@ -3,6 +3,7 @@ import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
 import type { RenameInfo } from './commands/history.js';
+import type { ReadFileResult } from './commands/read-file.js';
 import type { RetentionChange, RetentionPreview } from './commands/retention.js';
 import type { ComposedObject } from './commands/sync-objects.js';
 import type { VersionDiff } from './commands/diff-versions.js';
@@ -167,7 +168,7 @@ export interface Engine {
   writeFile(input: WriteInput): Promise<WriteResult>;
   /** Streams the current content (or a version's). PATH_NOT_FOUND if deleted/absent. */
   /** `path`, `versionId` or both (then the version must be of that path). `range` reads part of it. */
-  readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<{ stream: Readable; size: number; version: VersionRecord | Entry }>;
+  readFile(input: { projectId: string; path?: string; versionId?: string; range?: ReadRange }): Promise<ReadFileResult>;
   /**
    * A version's content into a new file `target` (must not exist), durable when this resolves; copied
    * and checked off the event loop where the store can (commands/write-version-file.ts).

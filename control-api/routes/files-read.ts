@@ -8,6 +8,7 @@ import { normalizeProjectPath } from '../../engine/paths.js';
 import { etagMatches, resolveRange } from '../http-range.js';
 import { principalOf } from '../request-context.js';
 import type { App, RouteDeps } from '../route-deps.js';
+import { SinkDrivenStream } from '../sink-driven-stream.js';
 import { ProjectParams, ReadQuery } from '../schemas.js';
 
 export function registerFileReadRoute(app: App, { engine, access }: RouteDeps): void {
@@ -57,12 +58,20 @@ export function registerFileReadRoute(app: App, { engine, access }: RouteDeps): 
       }
       const read = await engine.readFile(range === null ? { projectId, versionId: version.versionId } : { projectId, versionId: version.versionId, range });
       reply.type('application/octet-stream');
-      if (range === null) return reply.header('content-length', read.size).send(read.stream);
+      // A dataset kept in local files is written through a few reused buffers (sink-driven-stream.ts):
+      // a fresh 1 MiB buffer per read made this process run full collections of its heap every few
+      // megabytes (docs/benchmarks.md, "Full collections started by buffers").
+      let body = read.stream;
+      if (read.writeTo !== undefined) {
+        read.stream.destroy();
+        body = new SinkDrivenStream(read.writeTo);
+      }
+      if (range === null) return reply.header('content-length', read.size).send(body);
       return reply
         .code(206)
         .header('content-range', `bytes ${range.start}-${range.end}/${version.size}`)
         .header('content-length', range.end - range.start + 1)
-        .send(read.stream);
+        .send(body);
     },
   );
 }

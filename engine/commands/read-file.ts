@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
-import { openDataset } from '../datasets/read-dataset.js';
+import type { ChunkSink } from '../datasets/pump-dataset.js';
+import { readDataset } from '../datasets/read-dataset.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
 import { findVersion } from './resolve-ids.js';
@@ -18,6 +19,12 @@ export interface ReadFileResult {
   stream: Readable;
   size: number;
   version: VersionRecord | Entry;
+  /**
+   * A dataset on a store with local shard files: writes the bytes to `sink` through a few reused
+   * buffers instead (the stream is then left unread). For a consumer that releases each chunk by
+   * calling back, such as a socket.
+   */
+  writeTo?: (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
 }
 
 /** The current content of a path, or the content of one version (which must belong to the project). */
@@ -52,8 +59,8 @@ export async function readFile(ctx: EngineContext, input: ReadFileInput): Promis
       throw new StrataError('INVALID_ARGUMENT', { message: 'The range is not satisfiable', details: { field: 'range', size } });
     }
     const clamped = { start, end: Math.min(end, size - 1) };
-    const stream = version.dataset ? await openDataset(ctx, hash, clamped) : await ctx.store.open(hash, clamped);
-    return { stream, size: clamped.end - clamped.start + 1, version };
+    const bytes = clamped.end - clamped.start + 1;
+    return version.dataset ? { ...(await readDataset(ctx, hash, clamped)), size: bytes, version } : { stream: await ctx.store.open(hash, clamped), size: bytes, version };
   }
-  return { stream: version.dataset ? await openDataset(ctx, hash) : await ctx.store.open(hash), size, version };
+  return version.dataset ? { ...(await readDataset(ctx, hash)), size, version } : { stream: await ctx.store.open(hash), size, version };
 }

@@ -5,7 +5,8 @@ import { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
 import type { ReadRange } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
-import { type DatasetManifest, parseManifest, ShardIndex } from './manifest.js';
+import { type DatasetManifest, parseManifest, ShardIndex, type ShardPiece } from './manifest.js';
+import { type ChunkSink, pumpPieces, spansOf } from './pump-dataset.js';
 
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
@@ -15,9 +16,31 @@ export async function loadManifest(ctx: EngineContext, manifestHash: ContentHash
 
 /** The assembled bytes of [range.start, range.end] (default: all) of the dataset. */
 export async function openDataset(ctx: EngineContext, manifestHash: ContentHash, range?: ReadRange): Promise<Readable> {
+  return assembled(ctx, await piecesOf(ctx, manifestHash, range));
+}
+
+/** What a read of the dataset can be served as: the stream, and a pooled writer when the store keeps the shards in local files. */
+export interface DatasetRead {
+  stream: Readable;
+  /** writes the bytes to `sink` through reused buffers (pump-dataset.ts); the stream is then not read */
+  writeTo?: (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
+}
+
+export async function readDataset(ctx: EngineContext, manifestHash: ContentHash, range?: ReadRange): Promise<DatasetRead> {
+  const pieces = await piecesOf(ctx, manifestHash, range);
+  const stream = assembled(ctx, pieces);
+  const spans = await spansOf(ctx.store, pieces);
+  if (spans === null) return { stream };
+  return { stream, writeTo: (sink, signal) => pumpPieces(ctx.store, pieces, spans, sink, signal) };
+}
+
+async function piecesOf(ctx: EngineContext, manifestHash: ContentHash, range?: ReadRange): Promise<ShardPiece[]> {
   const index = new ShardIndex(await loadManifest(ctx, manifestHash));
   const size = index.manifest.size;
-  const pieces = size === 0 ? [] : index.pieces(range?.start ?? 0, range?.end ?? size - 1);
+  return size === 0 ? [] : index.pieces(range?.start ?? 0, range?.end ?? size - 1);
+}
+
+function assembled(ctx: EngineContext, pieces: readonly ShardPiece[]): Readable {
   const store = ctx.store;
   async function* assemble(): AsyncGenerator<Uint8Array> {
     for (const piece of pieces) {
