@@ -271,10 +271,14 @@ async function vanished(ctx: ExamineContext, path: string): Promise<boolean> {
   }
   ctx.onDirectoryGone(path);
   if (host.capture.isIgnored(path)) return false;
-  // Only paths Strata tracks count as deletions: a temp file that came and went is nothing, and must
-  // not count towards the mass-delete guard.
-  const tracked = host.state.index.get(host.projectId, path) ?? (await host.engine.stat({ projectId: host.projectId, path }).catch(() => null));
-  if (!tracked) return false;
+  // Only a path this directory had (its index row) counts as a deletion: a temp file that came and
+  // went is nothing, and must not count towards the mass-delete guard. The engine's entry is no
+  // evidence: it may be a file from elsewhere not brought to disk yet. A directory `c` replaced by a
+  // file `c` on another workstation arrives as the deletion of `c/a` (this daemon removes `c/a` and
+  // the emptied directory) and then the file `c`; when the event for the removed directory settled
+  // before the file was placed, the engine already had it and its deletion was recorded here: the
+  // other workstation's file was undone everywhere (issue 38, defect 4's watch half, ~1 run in 3).
+  if (host.state.index.get(host.projectId, path) === undefined) return false;
   return deletePath(ctx, path);
 }
 
