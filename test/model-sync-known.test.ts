@@ -45,6 +45,28 @@ describe('sync model: defects found and fixed', () => {
     expect(await apart()).toEqual([]);
   });
 
+  it.each(['running', 'stopped'])('a mounted clone takes a file another workstation wrote where the mount has nested empty directories (its daemon %s meanwhile)', { timeout: 400_000 }, async (daemon) => {
+    // Seed 42001 path 16 of bench/sync-model.ts: `mkdir -p a/a/b` on C's mount, B's file `a` (a
+    // rename made while its key was refused) arrived later. C's mount showed the directories and no
+    // file `a`, and `sync wait` said in sync. An empty directory gave way to the file; one holding
+    // only empty directories did not. Failed the same way with C's daemon running or stopped.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await rm(join(a.ws.dir, 'a'), { recursive: true });
+    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+    expect((await syncWait(c)).code).toBe(0);
+    if (daemon === 'stopped') await c.ws.stop();
+    await writeFile(join(b.ws.dir, 'a'), 'v3\n');
+    expect((await syncWait(b)).code).toBe(0);
+    if (daemon === 'stopped') await c.ws.start();
+    const wait = await syncWait(c);
+    expect(wait.code, wait.stderr).toBe(0);
+    expect((await headFiles(world.server)).get('a')).toEqual(fileNode('v3\n'));
+    expect(await apart()).toEqual([]);
+  });
+
   it.each(['wsA', 'wsB'])('a file pushed where the server has a directory (made a conflict copy there) leaves the pushing workstation, %s back first', { timeout: 400_000 }, async (first) => {
     // Seed 2000 of bench/sync-model.ts (defect 2). With the server down, B replaces the directory `a`
     // by a file and A edits `a/a`. Back online, the server keeps `a/a` and records B's file as
