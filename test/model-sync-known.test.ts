@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -43,6 +43,46 @@ describe('sync model: defects found and fixed', () => {
     if (wait.code === 0) expect(await apart()).toEqual([]);
     else expect(sync.reasons.length).toBeGreaterThan(0);
     expect(await apart()).toEqual([]);
+  });
+
+  it.each(['running', 'stopped'])('a mounted clone takes a file another workstation wrote where the mount has nested empty directories (its daemon %s meanwhile)', { timeout: 400_000 }, async (daemon) => {
+    // Seed 42001 path 16 of bench/sync-model.ts: `mkdir -p a/a/b` on C's mount, B's file `a` (a
+    // rename made while its key was refused) arrived later. C's mount showed the directories and no
+    // file `a`, and `sync wait` said in sync. An empty directory gave way to the file; one holding
+    // only empty directories did not. Failed the same way with C's daemon running or stopped.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await rm(join(a.ws.dir, 'a'), { recursive: true });
+    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+    expect((await syncWait(c)).code).toBe(0);
+    if (daemon === 'stopped') await c.ws.stop();
+    await writeFile(join(b.ws.dir, 'a'), 'v3\n');
+    expect((await syncWait(b)).code).toBe(0);
+    if (daemon === 'stopped') await c.ws.start();
+    const wait = await syncWait(c);
+    expect(wait.code, wait.stderr).toBe(0);
+    expect((await headFiles(world.server)).get('a')).toEqual(fileNode('v3\n'));
+    expect(await apart()).toEqual([]);
+  });
+
+  it('nested directories on a mount that hold an unversioned file stay when another workstation writes a file at their name', { timeout: 400_000 }, async () => {
+    // The other side of the case above: a swap file is data the project does not version (it lives
+    // in the mount's backing directory), so the directories holding it do not give way (watch mode
+    // refuses the same way, watch/in-the-way.ts). Replaced, the swap file was out of reach.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await rm(join(a.ws.dir, 'a'), { recursive: true });
+    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+    await writeFile(join(c.ws.dir, 'a', 'a', 'b', '.x.swp'), 'swap\n');
+    expect((await syncWait(c)).code).toBe(0);
+    await writeFile(join(b.ws.dir, 'a'), 'v3\n');
+    expect((await syncWait(b)).code).toBe(0);
+    await syncWait(c);
+    expect(await readFile(join(c.ws.dir, 'a', 'a', 'b', '.x.swp'), 'utf8')).toBe('swap\n');
   });
 
   it.each(['wsA', 'wsB'])('a file pushed where the server has a directory (made a conflict copy there) leaves the pushing workstation, %s back first', { timeout: 400_000 }, async (first) => {

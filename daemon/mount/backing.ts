@@ -81,6 +81,22 @@ export class Backing {
     }
   }
 
+  /** The directory at `dir` holds nothing but directories (or is not here): no unversioned data below it. */
+  async onlyDirsBelow(dir: string): Promise<boolean> {
+    let entries: import('node:fs').Dirent[];
+    try {
+      entries = await fs.readdir(this.real(dir), { withFileTypes: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT') return true;
+      // A file of its own at that name is data too.
+      if (code === 'ENOTDIR') return false;
+      throw error;
+    }
+    for (const entry of entries) if (!entry.isDirectory() || !(await this.onlyDirsBelow(join(dir, entry.name)))) return false;
+    return true;
+  }
+
   /**
    * Names of the subdirectories the backing directory has at `dir` (none when it has no such
    * directory): a versioned directory's nlink counts them. Remembered until the mount creates, removes

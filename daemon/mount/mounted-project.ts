@@ -182,6 +182,7 @@ export class MountedProject {
       now,
     });
     ns.isBusy = () => state.isBusy(now());
+    ns.onlyDirsUnversioned = (path) => state.backing.onlyDirsBelow(path);
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
     // A name linked just before a crash may not have its first version yet: it is checked (and made) now.

@@ -14,7 +14,7 @@ import type { Engine } from '../../engine/engine-api.js';
 import type { Entry } from '../../engine/types.js';
 import { StrataError } from '../../engine/errors.js';
 import type { FileNode, GoneMarker } from './file-node.js';
-import { ancestorsOf, baseName, parentOf } from './paths.js';
+import { ancestorsOf, baseName, isWithin, parentOf } from './paths.js';
 
 export type Kind = 'file' | 'dir';
 
@@ -77,6 +77,8 @@ export class Namespace {
   isBusy: () => boolean = () => false;
   /** Set by the mount: names of hard-linked files, listed before their first version (link-groups.ts). */
   linkedNames: () => Iterable<string> = () => [];
+  /** Set by the mount: the unversioned (backing) directory at `dir` holds nothing but directories, if any. */
+  onlyDirsUnversioned: (dir: string) => Promise<boolean> = async () => true;
   /** commit position of the newest record read */
   private lastSeq = 0;
   private lastPollMs = 0;
@@ -325,7 +327,7 @@ export class Namespace {
         this.deferred.push(record);
         continue;
       }
-      if (record.contentHash != null) this.fileReplacesEmptyDir(record.path);
+      if (record.contentHash != null) await this.fileReplacesEmptyDir(record.path);
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
     }
@@ -333,19 +335,34 @@ export class Namespace {
 
   /**
    * A file another workstation wrote where this mount keeps an empty directory of its own (`mkdir d`
-   * here, a file `d` there): the directory held nothing, so the file takes its place, as watch mode
-   * does on disk. Kept, the mount showed the directory while the engine had the file and sync said
-   * "in sync" (the sync model's seeds 1000, 1001). A directory with anything below it stays.
+   * here, a file `d` there): the directory held no data, so the file takes its place, as watch mode
+   * does on disk (watch/in-the-way.ts). Kept, the mount showed the directory while the engine had the
+   * file and sync said "in sync" (the sync model's seeds 1000, 1001). "Empty" is nothing but
+   * directories, nested ones too (`mkdir -p d/a/b`: seed 42001 kept `d/a/b` and hid the file `d` the
+   * same way). A file below (local state, a linked name, an unversioned file in the backing
+   * directory) keeps the directory.
    */
-  private fileReplacesEmptyDir(path: string): void {
-    if (!this.explicitDirs.has(path)) return;
-    const prefix = `${path}/`;
-    for (const dir of this.explicitDirs) if (dir.startsWith(prefix)) return;
-    for (const node of this.nodes.keys()) if (node.startsWith(prefix)) return;
-    if (this.dirs.get(path)?.size) return;
-    this.removeExplicitDir(path);
-    this.dirs.delete(path);
-    this.invalidate(path);
+  private async fileReplacesEmptyDir(path: string): Promise<void> {
+    if (!this.explicitDirs.has(path) || this.holdsFileBelow(path)) return;
+    if (!(await this.onlyDirsUnversioned(path))) return;
+    // The mount may have changed while the backing directory was read.
+    if (!this.explicitDirs.has(path) || this.holdsFileBelow(path)) return;
+    for (const dir of [...this.explicitDirs]) {
+      if (dir !== path && !isWithin(dir, path)) continue;
+      this.removeExplicitDir(dir);
+      this.dirs.delete(dir);
+    }
+    this.invalidate(path, true);
+  }
+
+  /** Something below `path` the mount holds that is not a directory (pending state or a name). */
+  private holdsFileBelow(path: string): boolean {
+    for (const names of [this.nodes.keys(), this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return true;
+    for (const [dir, listing] of this.dirs) {
+      if (dir !== path && !isWithin(dir, path)) continue;
+      for (const kind of listing.values()) if (kind === 'file') return true;
+    }
+    return false;
   }
 
   private async load(dir: string): Promise<Map<string, Kind>> {
