@@ -69,6 +69,11 @@ export interface MountCaptureStatus {
   ops: Record<string, { count: number; totalMs: number; avgUs: number }>;
   /** kernel requests received, per kind, and those native/fuse answered without JS (e.g. 'Read (served in C)') */
   requests: Record<string, number>;
+  /**
+   * files the project has (pulled, restored) that the mount cannot show: a directory made here holds
+   * something at their name (sync's WRITE_FAILED until the user moves it)
+   */
+  notShown?: { count: number; example: string | null };
 }
 
 /** What a host reports; the daemon adds the capture pipeline's stats (pending, last version, errors). */

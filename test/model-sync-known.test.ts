@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -81,8 +81,18 @@ describe('sync model: defects found and fixed', () => {
     expect((await syncWait(c)).code).toBe(0);
     await writeFile(join(b.ws.dir, 'a'), 'v3\n');
     expect((await syncWait(b)).code).toBe(0);
-    await syncWait(c);
+    // The mount shows the directories, not the head's file `a`: never "in sync" while so.
+    const wait = await syncWait(c);
+    expect(wait.code, wait.stderr).toBe(4);
+    expect(wait.stderr).toContain('"a"');
+    expect((await syncStatusOf(world, c)).reasons.map((reason) => reason.code)).toContain('WRITE_FAILED');
     expect(await readFile(join(c.ws.dir, 'a', 'a', 'b', '.x.swp'), 'utf8')).toBe('swap\n');
+    // The user moves the directories away: the file shows, and the swap file is where they put it.
+    await rename(join(c.ws.dir, 'a'), join(c.ws.dir, 'kept'));
+    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    expect(await readFile(join(c.ws.dir, 'a'), 'utf8')).toBe('v3\n');
+    expect(await readFile(join(c.ws.dir, 'kept', 'a', 'b', '.x.swp'), 'utf8')).toBe('swap\n');
+    expect(await apart()).toEqual([]);
   });
 
   it.each(['wsA', 'wsB'])('a file pushed where the server has a directory (made a conflict copy there) leaves the pushing workstation, %s back first', { timeout: 400_000 }, async (first) => {

@@ -282,6 +282,7 @@ export class MountedProject {
       staged,
       ops,
       requests: this.fuse?.requestCounts() ?? {},
+      notShown: { count: this.state.ns.hiddenFiles.size, example: this.state.ns.hiddenFiles.values().next().value ?? null },
       captured: stats.captured,
       historyNotKept: { ...stats.historyNotKept },
       lastVersion: stats.lastVersion && { ...stats.lastVersion },

@@ -59,6 +59,12 @@ export class Namespace {
   entryEpoch = 0;
   readonly gone = new Map<string, GoneMarker>();
   readonly explicitDirs: Set<string>;
+  /**
+   * Files the engine has (pulled, restored) where this mount keeps a directory of its own that holds
+   * something (fileReplacesEmptyDir): the mount shows the directory, so sync must not say in sync
+   * while any is here (sync-verdict's WRITE_FAILED, as watch mode's in-the-way paths).
+   */
+  readonly hiddenFiles = new Set<string>();
   /** versions this mount committed: the change feed skips them */
   private readonly own = new Set<string>();
   /**
@@ -270,6 +276,8 @@ export class Namespace {
   }
 
   removeExplicitDir(path: string): void {
+    // The directory that kept the engine's file out of sight goes (rmdir, mv): the file shows.
+    if (this.hiddenFiles.delete(path)) this.invalidate(parentOf(path));
     if (!this.explicitDirs.delete(path)) return;
     this.dirStore.remove(path);
   }
@@ -328,6 +336,7 @@ export class Namespace {
         continue;
       }
       if (record.contentHash != null) await this.fileReplacesEmptyDir(record.path);
+      else this.hiddenFiles.delete(record.path);
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
     }
@@ -343,10 +352,14 @@ export class Namespace {
    * directory) keeps the directory.
    */
   private async fileReplacesEmptyDir(path: string): Promise<void> {
-    if (!this.explicitDirs.has(path) || this.holdsFileBelow(path)) return;
-    if (!(await this.onlyDirsUnversioned(path))) return;
+    if (!this.explicitDirs.has(path)) return;
+    const kept = this.holdsFileBelow(path) || !(await this.onlyDirsUnversioned(path));
     // The mount may have changed while the backing directory was read.
-    if (!this.explicitDirs.has(path) || this.holdsFileBelow(path)) return;
+    if (!this.explicitDirs.has(path)) return;
+    if (kept || this.holdsFileBelow(path)) {
+      this.hiddenFiles.add(path);
+      return;
+    }
     for (const dir of [...this.explicitDirs]) {
       if (dir !== path && !isWithin(dir, path)) continue;
       this.removeExplicitDir(dir);
@@ -373,7 +386,11 @@ export class Namespace {
       try {
         const listing = await this.engine.listDirectory({ projectId: this.projectId, path: dir });
         for (const item of listing.items) {
-          if (this.gone.has(item.path)) continue;
+          // A marker hides what was removed here. A directory's marker never hides a file the engine
+          // has at its name: the file came after the directory (pulled, or kept out of sight by a
+          // directory of this mount's that was then moved away) and must show.
+          const marker = this.gone.get(item.path);
+          if (marker !== undefined && !(marker.dir && item.type !== 'directory')) continue;
           map.set(item.name, item.type === 'directory' ? 'dir' : 'file');
         }
       } catch (error) {
