@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -85,6 +85,40 @@ describe('sync model: defects found and fixed', () => {
       expect((await diskFiles(b)).get(holders[0]!)).toEqual(fileNode(content));
     }
   });
+  it('a directory whose files the server kept as conflict copies makes way for the file the server has there', { timeout: 400_000 }, async () => {
+    // Seed 42000 path 8 of bench/sync-model.ts, the mirror of defect 2. With A's daemon down, A runs
+    // `mv a/a b; echo v28 > a/a/b` while B replaces the directory `a` by a file. A's daemon back, it
+    // pushes `a/a/b`; the server keeps B's file `a` and A's file as `a (conflict wsA …)/a/b`. A kept
+    // the directory `a` and skipped the server's `a` for good ("'a' is a directory", needs the
+    // user), though A's bytes were on the server.
+    world = await openModelWorld({ workstations: 3, mount: false });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await a.ws.kill9();
+    await c.ws.stop();
+    await rename(join(a.ws.dir, 'a', 'a'), join(a.ws.dir, 'b'));
+    await mkdir(join(a.ws.dir, 'a', 'a'));
+    await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v28\n');
+    await rm(join(b.ws.dir, 'a'), { recursive: true });
+    await writeFile(join(b.ws.dir, 'a'), 'v95\n');
+    expect((await syncWait(b)).code).toBe(0);
+    await a.ws.start();
+    const back = await syncWait(a);
+    expect(back.code, back.stderr).toBe(0);
+    await c.ws.start();
+    for (const station of world.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    const head = await headFiles(world.server);
+    expect(head.get('a')).toEqual(fileNode('v95\n'));
+    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+  });
+
   it('a directory replaced by a file on the mount itself stays on the mount once others change the project', { timeout: 400_000 }, async () => {
     // Defect 4, the mount's half: seeds 38000-38004 of bench/sync-model.ts (38004 path 3:1:0:0 shrunk
     // to `wsA: rm -r b` then `wsC: rm -r c; echo v21 > c`). The server's head had the file `c`, the
