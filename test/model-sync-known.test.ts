@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -24,6 +24,29 @@ async function apart(): Promise<string[]> {
   const out: string[] = [];
   for (const station of world!.stations) out.push(...diffTrees(await diskFiles(station), head, { actual: 'disk', expected: 'head' }).map((d) => `${station.name}: ${d}`));
   return out;
+}
+
+/**
+ * Seed 42000 path 8 of bench/sync-model.ts up to A's daemon back: with it down, A runs `mv a/a b;
+ * echo v28 > a/a/b` (and `extra`) while B replaces the directory `a` by a file, which reaches the
+ * server. C is stopped meanwhile: it once recorded a deletion of B's `a` while bringing it to disk
+ * (a race of its own, not this defect's).
+ */
+async function seed42000(extra?: (dir: string) => Promise<void>): Promise<[Station, Station, Station]> {
+  world = await openModelWorld({ workstations: 3, mount: false });
+  await world.newProject();
+  const [a, b, c] = world.stations as [Station, Station, Station];
+  await a.ws.kill9();
+  await c.ws.stop();
+  await rename(join(a.ws.dir, 'a', 'a'), join(a.ws.dir, 'b'));
+  await mkdir(join(a.ws.dir, 'a', 'a'));
+  await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v28\n');
+  await extra?.(a.ws.dir);
+  await rm(join(b.ws.dir, 'a'), { recursive: true });
+  await writeFile(join(b.ws.dir, 'a'), 'v95\n');
+  expect((await syncWait(b)).code).toBe(0);
+  await a.ws.start();
+  return [a, b, c];
 }
 
 describe('sync model: defects found and fixed', () => {
@@ -91,27 +114,34 @@ describe('sync model: defects found and fixed', () => {
     // pushes `a/a/b`; the server keeps B's file `a` and A's file as `a (conflict wsA …)/a/b`. A kept
     // the directory `a` and skipped the server's `a` for good ("'a' is a directory", needs the
     // user), though A's bytes were on the server.
-    world = await openModelWorld({ workstations: 3, mount: false });
-    await world.newProject();
-    const [a, b, c] = world.stations as [Station, Station, Station];
-    await a.ws.kill9();
-    await c.ws.stop();
-    await rename(join(a.ws.dir, 'a', 'a'), join(a.ws.dir, 'b'));
-    await mkdir(join(a.ws.dir, 'a', 'a'));
-    await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v28\n');
-    await rm(join(b.ws.dir, 'a'), { recursive: true });
-    await writeFile(join(b.ws.dir, 'a'), 'v95\n');
-    expect((await syncWait(b)).code).toBe(0);
-    await a.ws.start();
+    const [a, , c] = await seed42000();
     const back = await syncWait(a);
     expect(back.code, back.stderr).toBe(0);
     await c.ws.start();
-    for (const station of world.stations) {
+    for (const station of world!.stations) {
       const wait = await syncWait(station);
       expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
     }
     expect(await apart()).toEqual([]);
-    const head = await headFiles(world.server);
+    const head = await headFiles(world!.server);
+    expect(head.get('a')).toEqual(fileNode('v95\n'));
+    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+  });
+
+  it('a directory holding a file the project does not have stays in the way of the server\'s file (needs the user)', { timeout: 400_000 }, async () => {
+    // As above, with an ignored file in A's directory: replacing the directory would lose it.
+    const [a] = await seed42000((dir) => writeFile(join(dir, 'a', 'notes.swp'), 'editor state\n'));
+    const wait = await syncWait(a);
+    expect(wait.code, wait.stderr).toBe(4);
+    expect(wait.stderr).toContain("cannot be taken here ('a' is a directory)");
+    // Nothing lost: A's file and the ignored one are on its disk, and A's file is the server's copy.
+    const disk = await diskFiles(a);
+    expect(disk.get('a/a/b')).toEqual(fileNode('v28\n'));
+    expect(await readFile(join(a.ws.dir, 'a', 'notes.swp'), 'utf8')).toBe('editor state\n');
+    const head = await headFiles(world!.server);
     expect(head.get('a')).toEqual(fileNode('v95\n'));
     const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
     expect(copies).toHaveLength(1);
