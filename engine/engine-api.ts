@@ -280,7 +280,14 @@ export interface Engine {
    * Versions pulled from the server, recorded here with their own ids (sync-adopt.ts); stops at the
    * first deferred one. `refused`: versions made here that the server refused (never made way for).
    */
-  adoptSyncedVersions(input: { projectId: string; pushedSeq: number; versions: PulledVersion[]; refused?: readonly string[] }): Promise<AdoptOutcome[]>;
+  adoptSyncedVersions(input: {
+    projectId: string;
+    pushedSeq: number;
+    versions: PulledVersion[];
+    refused?: readonly string[];
+    /** whether this directory on disk may give way to the server's file there (watch mode: nothing in it the project lacks) */
+    mayReplaceDirectory?: (path: string) => Promise<boolean>;
+  }): Promise<AdoptOutcome[]>;
   /**
    * Calls `listener` after each operation that may have changed a project's files (write, delete,
    * rename, restores, git push, dataset conversion), success or not: a host that mirrors the files

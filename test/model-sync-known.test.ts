@@ -26,6 +26,29 @@ async function apart(): Promise<string[]> {
   return out;
 }
 
+/**
+ * Seed 42000 path 8 of bench/sync-model.ts up to A's daemon back: with it down, A runs `mv a/a b;
+ * echo v28 > a/a/b` (and `extra`) while B replaces the directory `a` by a file, which reaches the
+ * server. C is stopped meanwhile: it once recorded a deletion of B's `a` while bringing it to disk
+ * (a race of its own, not this defect's).
+ */
+async function seed42000(extra?: (dir: string) => Promise<void>): Promise<[Station, Station, Station]> {
+  world = await openModelWorld({ workstations: 3, mount: false });
+  await world.newProject();
+  const [a, b, c] = world.stations as [Station, Station, Station];
+  await a.ws.kill9();
+  await c.ws.stop();
+  await rename(join(a.ws.dir, 'a', 'a'), join(a.ws.dir, 'b'));
+  await mkdir(join(a.ws.dir, 'a', 'a'));
+  await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v28\n');
+  await extra?.(a.ws.dir);
+  await rm(join(b.ws.dir, 'a'), { recursive: true });
+  await writeFile(join(b.ws.dir, 'a'), 'v95\n');
+  expect((await syncWait(b)).code).toBe(0);
+  await a.ws.start();
+  return [a, b, c];
+}
+
 describe('sync model: defects found and fixed', () => {
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {
     // Seeds 1000 and 1001 of bench/sync-model.ts. C's mount keeps showing the empty directory `d`,
@@ -135,6 +158,47 @@ describe('sync model: defects found and fixed', () => {
       expect((await diskFiles(b)).get(holders[0]!)).toEqual(fileNode(content));
     }
   });
+  it('a directory whose files the server kept as conflict copies makes way for the file the server has there', { timeout: 400_000 }, async () => {
+    // Seed 42000 path 8 of bench/sync-model.ts, the mirror of defect 2. With A's daemon down, A runs
+    // `mv a/a b; echo v28 > a/a/b` while B replaces the directory `a` by a file. A's daemon back, it
+    // pushes `a/a/b`; the server keeps B's file `a` and A's file as `a (conflict wsA …)/a/b`. A kept
+    // the directory `a` and skipped the server's `a` for good ("'a' is a directory", needs the
+    // user), though A's bytes were on the server.
+    const [a, , c] = await seed42000();
+    const back = await syncWait(a);
+    expect(back.code, back.stderr).toBe(0);
+    await c.ws.start();
+    for (const station of world!.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    const head = await headFiles(world!.server);
+    expect(head.get('a')).toEqual(fileNode('v95\n'));
+    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+  });
+
+  it('a directory holding a file the project does not have stays in the way of the server\'s file (needs the user)', { timeout: 400_000 }, async () => {
+    // As above, with an ignored file in A's directory: replacing the directory would lose it.
+    const [a] = await seed42000((dir) => writeFile(join(dir, 'a', 'notes.swp'), 'editor state\n'));
+    const wait = await syncWait(a);
+    expect(wait.code, wait.stderr).toBe(4);
+    expect(wait.stderr).toContain("cannot be taken here ('a' is a directory)");
+    // Nothing lost: A's file and the ignored one are on its disk, and A's file is the server's copy.
+    const disk = await diskFiles(a);
+    expect(disk.get('a/a/b')).toEqual(fileNode('v28\n'));
+    expect(await readFile(join(a.ws.dir, 'a', 'notes.swp'), 'utf8')).toBe('editor state\n');
+    const head = await headFiles(world!.server);
+    expect(head.get('a')).toEqual(fileNode('v95\n'));
+    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+    expect(copies).toHaveLength(1);
+    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+  });
+
   it('a directory replaced by a file on the mount itself stays on the mount once others change the project', { timeout: 400_000 }, async () => {
     // Defect 4, the mount's half: seeds 38000-38004 of bench/sync-model.ts (38004 path 3:1:0:0 shrunk
     // to `wsA: rm -r b` then `wsC: rm -r c; echo v21 > c`). The server's head had the file `c`, the

@@ -179,6 +179,57 @@ describe('engine: the sync outbox and pulled versions', () => {
     expect((await t.engine.stat({ projectId: t.projectId, path: 'a' }))?.versionId).toBe(again.versionId);
   });
 
+  it('a directory whose pushed files the server kept as conflict copies makes way for the server\'s file there', async () => {
+    // The mirror of defect 2 (the sync model's seed 42000 path 8): offline, this workstation wrote
+    // `a/a/b` while another replaced the directory `a` by a file. The server kept its file `a` and
+    // this one as `a (conflict …)/a/b`; the directory stayed here and `a` was skipped for good
+    // ("'a' is a directory").
+    const mine = await write('a/a/b', 'v28');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const theirs = await remote('a', 'v95');
+    const asCopy = { record: { ...mine, path: 'a (conflict wsA 2026-11-29 0955)/a/b' }, current: true };
+    const asked: string[] = [];
+    const mayReplaceDirectory = async (path: string) => {
+      asked.push(path);
+      return true;
+    };
+    const outcomes = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [theirs, asCopy], mayReplaceDirectory });
+    expect(outcomes.map((o) => o.result)).toEqual(['adopted', 'copied']);
+    expect(asked).toEqual(['a']);
+    expect((await t.engine.stat({ projectId: t.projectId, path: 'a' }))?.versionId).toBe(theirs.record.versionId);
+    expect(await t.engine.stat({ projectId: t.projectId, path: 'a/a/b' })).toBeNull();
+    // Nothing lost: the bytes are the copy's, and the version stays in the path's history.
+    expect((await t.engine.stat({ projectId: t.projectId, path: asCopy.record.path }))?.contentHash).toBe(mine.contentHash);
+    const history = (await t.engine.history({ projectId: t.projectId, path: 'a/a/b', limit: 10 })).items;
+    expect(history.map((v) => v.contentHash)).toEqual([null, mine.contentHash]);
+    expect((await outbox(pushedSeq)).every((i) => i.pulled)).toBe(true);
+  });
+
+  it('a directory does not make way for the server\'s file while something in it is not on the server', async () => {
+    const mine = await write('a/a/b', 'v28');
+    const pushedSeq = (await outbox()).at(-1)!.seq;
+    const stat = async (path: string) => (await t.engine.stat({ projectId: t.projectId, path }))?.versionId;
+    // On disk the directory holds something the project lacks (the host says no): skipped, as before.
+    const onDisk = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a', 'v95')], mayReplaceDirectory: async () => false });
+    expect(onDisk.map((o) => o.result)).toEqual(['skipped']);
+    // Refused by the server: on no server version.
+    const refused = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a', 'v95')], refused: [mine.versionId] });
+    expect(refused.map((o) => o.result)).toEqual(['skipped']);
+    // A file of the server's below it (its deletion not here): the server's own.
+    const pulled = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a/c', 'theirs')] });
+    expect(pulled.map((o) => o.result)).toEqual(['adopted']);
+    const withPulled = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a', 'v95')] });
+    expect(withPulled.map((o) => o.result)).toEqual(['skipped']);
+    expect(await stat('a/a/b')).toBe(mine.versionId);
+    expect(await stat('a')).toBeUndefined();
+    // Not pushed yet: pushed first (the server decides), not skipped for good.
+    await t.engine.deleteFile({ projectId: t.projectId, path: 'a/c', actor: alice });
+    const again = await write('a/a/b', 'v29, not pushed');
+    const unpushed = await t.engine.adoptSyncedVersions({ projectId: t.projectId, pushedSeq, versions: [await remote('a', 'v95')] });
+    expect(unpushed.map((o) => o.result)).toEqual(['deferred']);
+    expect(await stat('a/a/b')).toBe(again.versionId);
+  });
+
   it('retention never prunes what is not on the server yet', async () => {
     const versions = [];
     for (let i = 0; i < 5; i++) versions.push(await write('fit.m', `v${i}`));

@@ -47,6 +47,9 @@ describe('sync: a skipped server version', () => {
     expect((await a.cli(['sync', 'wait', '--timeout', '60'], { timeoutMs: 90_000 })).code).toBe(0);
     await mkdir(join(b.dir, 'd'));
     await writeFile(join(b.dir, 'd', 'y'), 'below d on B\n');
+    // An ignored file too: without it the directory, its one file kept on the server as a copy, now
+    // makes way for the server's file (sync-make-way-above.ts); with it, that would lose the file.
+    await writeFile(join(b.dir, 'd', 'y.swp'), 'editor state\n');
     await b.start();
 
     const verdict = async (): Promise<Verdict> => {

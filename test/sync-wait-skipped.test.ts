@@ -36,6 +36,9 @@ describe('sync wait and versions this workstation cannot take', () => {
     await allInSync([a]);
     await mkdir(join(b.dir, 'fd'));
     await writeFile(join(b.dir, 'fd', 'inner.txt'), 'in a directory on B\n');
+    // An ignored file too: without it the directory, its one file kept on the server as a copy, now
+    // makes way for the server's file (sync-make-way-above.ts); with it, that would lose the file.
+    await writeFile(join(b.dir, 'fd', 'notes.swp'), 'editor state\n');
     await b.start();
     const skipped = async () => ((await b.syncStatus())[0]?.sync as { skipped?: Record<string, number> } | undefined)?.skipped ?? {};
     await waitFor('B to skip the server file', async () => (Object.keys(await skipped()).length > 0 ? true : undefined), 60_000);

@@ -120,6 +120,8 @@ export interface ProjectSyncDeps {
   hostFacts(): SyncHostFacts;
   /** Watch mode: whether the engine has changes not brought to disk yet (one indexed read). */
   diskBehind?(): Promise<boolean>;
+  /** Watch mode: whether the directory at `path` on disk may give way to the server's file there (nothing in it would be lost). */
+  mayReplaceDirectory?(path: string): Promise<boolean>;
 }
 
 /** The host's part of the facts (daemon/project-runner.ts gathers them). */
@@ -578,7 +580,14 @@ export class ProjectSync {
     this.#storeFull = null;
     const downloadedAt = Date.now();
     const versions: PulledVersion[] = items.map((item) => ({ record: item, current: item.current }));
-    const outcomes = await engine.adoptSyncedVersions({ projectId, pushedSeq: pushedAtRead, versions, refused: this.#refused.versionIds() });
+    const { mayReplaceDirectory } = this.#deps;
+    const outcomes = await engine.adoptSyncedVersions({
+      projectId,
+      pushedSeq: pushedAtRead,
+      versions,
+      refused: this.#refused.versionIds(),
+      ...(mayReplaceDirectory === undefined ? {} : { mayReplaceDirectory: (path: string) => mayReplaceDirectory(path) }),
+    });
     this.#log.debug({ versions: items.length, fetched: unknown.length, downloadMs: downloadedAt - startedAt, adoptMs: Date.now() - downloadedAt }, 'pulled a page');
     this.#noteAdopted(outcomes, items);
     return outcomes.some((o) => o.result === 'deferred') ? 'deferred' : 'applied';

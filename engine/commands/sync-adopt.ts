@@ -11,6 +11,7 @@ import { isStrataError, StrataError } from '../errors.js';
 import type { OutboxItem } from '../ports/metadata-repository.js';
 import { loadManifest } from '../datasets/read-dataset.js';
 import type { ContentHash, VersionRecord } from '../types.js';
+import { makeWayAbove } from './sync-make-way-above.js';
 import { assertWritablePath, commitOne } from './write-file.js';
 
 export interface PulledVersion {
@@ -77,10 +78,18 @@ export async function syncKnownVersions(ctx: EngineContext, input: { projectId: 
  */
 export async function adoptSyncedVersions(
   ctx: EngineContext,
-  input: { projectId: string; pushedSeq: number; versions: PulledVersion[]; refused?: readonly string[] },
+  input: {
+    projectId: string;
+    pushedSeq: number;
+    versions: PulledVersion[];
+    refused?: readonly string[];
+    /** whether the host's directory at a path may give way to a file (makeWayAbove); absent: it may */
+    mayReplaceDirectory?: (path: string) => Promise<boolean>;
+  },
 ): Promise<AdoptOutcome[]> {
   const { projectId, pushedSeq, versions } = input;
   const refused = new Set(input.refused ?? []);
+  const mayReplace = input.mayReplaceDirectory;
   await ctx.requireProject(projectId);
   const outcomes: AdoptOutcome[] = [];
   for (let start = 0; start < versions.length; ) {
@@ -93,7 +102,7 @@ export async function adoptSyncedVersions(
         break;
       }
     }
-    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, projectId, pushedSeq, pulled, refused)));
+    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, { projectId, pushedSeq, pulled, refused, ...(mayReplace === undefined ? {} : { mayReplace }) })));
     outcomes.push(...results);
     if (cut < wave.length) {
       outcomes.push({ versionId: wave[cut]!.record.versionId, result: 'deferred' });
@@ -136,7 +145,11 @@ async function deferredHere(ctx: EngineContext, projectId: string, pushedSeq: nu
   return head !== null && !head.pulled && head.seq > pushedSeq;
 }
 
-async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number, pulled: PulledVersion, refused: ReadonlySet<string>): Promise<AdoptOutcome> {
+async function adoptOne(
+  ctx: EngineContext,
+  input: { projectId: string; pushedSeq: number; pulled: PulledVersion; refused: ReadonlySet<string>; mayReplace?: (path: string) => Promise<boolean> },
+): Promise<AdoptOutcome> {
+  const { projectId, pushedSeq, pulled, refused } = input;
   // A server from before symbolic links (migration 9) sends no `symlink`: its versions are files.
   const record: VersionRecord = { ...pulled.record, projectId, symlink: pulled.record.symlink === true };
   const { versionId } = record;
@@ -161,6 +174,8 @@ async function adoptOne(ctx: EngineContext, projectId: string, pushedSeq: number
   try {
     if (record.contentHash !== null && entry === null) {
       if ((await makeWayBelow(ctx, projectId, pushedSeq, record, refused)) === 'push first') return { versionId, result: 'deferred' };
+      const above = { projectId, pushedSeq, record, refused, ...(input.mayReplace === undefined ? {} : { mayReplace: input.mayReplace }) };
+      if ((await makeWayAbove(ctx, above)) === 'push first') return { versionId, result: 'deferred' };
       await assertWritablePath(ctx, projectId, record.path);
     }
     await commitOne(ctx, { record, pulled: true, expectedCurrent: entry?.versionId ?? null, ...shards });
