@@ -257,7 +257,7 @@ export class ProjectRunner {
     const guard = pipeline?.massDeleteGuard;
     return {
       capturing: (pipeline?.pending ?? 0) + (host?.pending ?? 0) + (host?.mount?.dirty ?? 0),
-      notOnDisk: host?.incoming?.notOnDisk ?? { count: 0, example: null },
+      notOnDisk: host?.incoming?.notOnDisk ?? host?.mount?.notShown ?? { count: 0, example: null },
       localGuard: guard?.tripped === true ? { missing: guard.missing, since: guard.since } : null,
       unrepresentable: { count: host?.unrepresentable?.count ?? 0, example: host?.unrepresentable?.paths[0] ?? null },
     };

@@ -185,6 +185,11 @@ class MountHost implements ProjectHost {
     };
   }
 
+  /** The engine has changes the mount does not show yet (namespace.ts behind). */
+  async diskBehind(): Promise<boolean> {
+    return (await this.project?.state.ns.behind()) ?? false;
+  }
+
   /** For the mass-delete guard: the engine's count (see delete-guard.ts). */
   trackedFiles(): number {
     // In-place, before the mount: what the directory held when it was last in sync (the import's deletions count against it).

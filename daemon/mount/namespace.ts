@@ -286,6 +286,18 @@ export class Namespace {
     this.own.add(versionId);
   }
 
+  /**
+   * Whether the engine has records this mount has not looked at yet (sync's NOT_ON_DISK: a pulled file
+   * is not what the mount shows until a poll has seen it; sync wait said in sync in between). Asks
+   * for that poll too.
+   */
+  async behind(): Promise<boolean> {
+    const newest = await this.engine.feedPosition(this.projectId);
+    if (newest <= this.lastSeq && this.polling === null) return false;
+    this.pollSoon();
+    return true;
+  }
+
   /** Picks up changes committed by others since the last look (at most every pollIntervalMs). */
   maybePoll(): Promise<void> {
     if (this.polling !== null) return this.polling;
