@@ -11,7 +11,7 @@ import { isStrataError, StrataError } from '../errors.js';
 import type { OutboxItem } from '../ports/metadata-repository.js';
 import { loadManifest } from '../datasets/read-dataset.js';
 import type { ContentHash, VersionRecord } from '../types.js';
-import { makeWayAbove } from './sync-make-way-above.js';
+import { makeWay, makeWayAbove } from './sync-make-way-above.js';
 import { assertWritablePath, commitOne } from './write-file.js';
 
 export interface PulledVersion {
@@ -210,29 +210,8 @@ async function makeWayBelow(ctx: EngineContext, projectId: string, pushedSeq: nu
     const head = await versions.pathHead(projectId, conflict.ancestor);
     if (entry === null || head === null || head.versionId !== entry.versionId || head.pulled || refused.has(entry.versionId)) return 'done';
     if (head.seq > pushedSeq) return 'push first';
-    const deletion: VersionRecord = {
-      versionId: ctx.ids.uuid(),
-      projectId,
-      path: conflict.ancestor,
-      contentHash: null,
-      size: 0,
-      // The change that took the path's place (the server's directory) is whose this is.
-      actor: record.actor,
-      timestamp: new Date(ctx.clock.now()).toISOString(),
-      kind: 'delete',
-      restoredFrom: null,
-      executable: false,
-      symlink: false,
-      dataset: false,
-    };
-    try {
-      await commitOne(ctx, { record: deletion, pulled: true, expectedCurrent: entry.versionId });
-    } catch (error) {
-      // Changed here meanwhile: that change is pushed first, and the pull comes back to this.
-      if (isStrataError(error, 'STALE_BASE_VERSION')) return 'push first';
-      throw error;
-    }
-    ctx.retention.schedule(projectId, conflict.ancestor);
+    // The change that took the path's place (the server's directory) is whose this is.
+    if ((await makeWay(ctx, projectId, entry, record.actor)) === 'push first') return 'push first';
   }
 }
 

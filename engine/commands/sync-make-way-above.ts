@@ -5,7 +5,7 @@
 // user) while B and C converged — though nothing of A's would be lost: its bytes are the copy.
 import type { EngineContext } from '../context.js';
 import { isStrataError } from '../errors.js';
-import type { Entry, VersionRecord } from '../types.js';
+import type { Actor, Entry, VersionRecord } from '../types.js';
 import { commitOne } from './write-file.js';
 
 /** Files below a directory at most that make way (a larger tree is left to the user). */
@@ -47,29 +47,38 @@ export async function makeWayAbove(
   if (unpushed) return 'push first';
   if (input.mayReplace !== undefined && !(await input.mayReplace(record.path))) return 'done';
   for (const entry of below) {
-    const deletion: VersionRecord = {
-      versionId: ctx.ids.uuid(),
-      projectId,
-      path: entry.path,
-      contentHash: null,
-      size: 0,
-      // The change that took the directory's place (the server's file) is whose this is.
-      actor: record.actor,
-      timestamp: new Date(ctx.clock.now()).toISOString(),
-      kind: 'delete',
-      restoredFrom: null,
-      executable: false,
-      symlink: false,
-      dataset: false,
-    };
-    try {
-      await commitOne(ctx, { record: deletion, pulled: true, expectedCurrent: entry.versionId });
-    } catch (error) {
-      // Changed here meanwhile: that change is pushed first, and the pull comes back to this.
-      if (isStrataError(error, 'STALE_BASE_VERSION')) return 'push first';
-      throw error;
-    }
-    ctx.retention.schedule(projectId, entry.path);
+    // The change that took the directory's place (the server's file) is whose this is.
+    if ((await makeWay(ctx, projectId, entry, record.actor)) === 'push first') return 'push first';
   }
+  return 'done';
+}
+
+/**
+ * The file `entry` here makes way for a change that came from the server: its deletion, recorded as
+ * pulled (the server has nothing there to delete) and by `actor`, whose change it is. Changed here
+ * meanwhile: that change is pushed first ('push first'), and the pull comes back to this.
+ */
+export async function makeWay(ctx: EngineContext, projectId: string, entry: Pick<Entry, 'path' | 'versionId'>, actor: Actor): Promise<'push first' | 'done'> {
+  const deletion: VersionRecord = {
+    versionId: ctx.ids.uuid(),
+    projectId,
+    path: entry.path,
+    contentHash: null,
+    size: 0,
+    actor,
+    timestamp: new Date(ctx.clock.now()).toISOString(),
+    kind: 'delete',
+    restoredFrom: null,
+    executable: false,
+    symlink: false,
+    dataset: false,
+  };
+  try {
+    await commitOne(ctx, { record: deletion, pulled: true, expectedCurrent: entry.versionId });
+  } catch (error) {
+    if (isStrataError(error, 'STALE_BASE_VERSION')) return 'push first';
+    throw error;
+  }
+  ctx.retention.schedule(projectId, entry.path);
   return 'done';
 }
