@@ -5,7 +5,6 @@
 import { CommanderError } from 'commander';
 import { colorEnabled, painter } from './color.js';
 import { CliError, EXIT, humanMessage, toCliError } from './errors.js';
-import { applyHeapFlags } from './heap-flags.js';
 import { buildProgram } from './program.js';
 import { CLI_VERSION } from './version.js';
 
@@ -35,8 +34,6 @@ function report(error: CliError, json: boolean): void {
 }
 
 export async function main(args: string[]): Promise<number> {
-  // Before any command moves bytes: `strata serve`, the daemon and the mount most of all (heap-flags.ts).
-  applyHeapFlags();
   const json = wantsJson(args);
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-V')) {
     process.stdout.write(CLI_VERSION + '\n');
