@@ -49,6 +49,16 @@ async function seed42000(extra?: (dir: string) => Promise<void>): Promise<[Stati
   return [a, b, c];
 }
 
+/** Seed 42000's end on the server: B's file `a`, and A's file as the one conflict copy below `a (conflict wsA …)/`. */
+async function expectServerKeptBoth(): Promise<void> {
+  const head = await headFiles(world!.server);
+  expect(head.get('a')).toEqual(fileNode('v95\n'));
+  const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+  expect(copies).toHaveLength(1);
+  expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+  expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+}
+
 describe('sync model: defects found and fixed', () => {
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {
     // Seeds 1000 and 1001 of bench/sync-model.ts. C's mount keeps showing the empty directory `d`,
@@ -173,12 +183,7 @@ describe('sync model: defects found and fixed', () => {
       expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
     }
     expect(await apart()).toEqual([]);
-    const head = await headFiles(world!.server);
-    expect(head.get('a')).toEqual(fileNode('v95\n'));
-    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
-    expect(copies).toHaveLength(1);
-    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
-    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+    await expectServerKeptBoth();
   });
 
   it('a directory holding a file the project does not have stays in the way of the server\'s file (needs the user)', { timeout: 400_000 }, async () => {
@@ -191,12 +196,7 @@ describe('sync model: defects found and fixed', () => {
     const disk = await diskFiles(a);
     expect(disk.get('a/a/b')).toEqual(fileNode('v28\n'));
     expect(await readFile(join(a.ws.dir, 'a', 'notes.swp'), 'utf8')).toBe('editor state\n');
-    const head = await headFiles(world!.server);
-    expect(head.get('a')).toEqual(fileNode('v95\n'));
-    const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
-    expect(copies).toHaveLength(1);
-    expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
-    expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
+    await expectServerKeptBoth();
   });
 
   it('a directory replaced by a file on the mount itself stays on the mount once others change the project', { timeout: 400_000 }, async () => {
