@@ -59,6 +59,17 @@ async function expectServerKeptBoth(): Promise<void> {
   expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
 }
 
+/** Seed 42001's start: three workstations, C mounted; A removes the directory `a`; C makes `a/a/b` (directories only). */
+async function mountWithNestedDirs(): Promise<[Station, Station, Station]> {
+  world = await openModelWorld({ workstations: 3, mount: true });
+  await world.newProject();
+  const [a, , c] = world.stations as [Station, Station, Station];
+  await rm(join(a.ws.dir, 'a'), { recursive: true });
+  for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+  await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+  return world.stations as [Station, Station, Station];
+}
+
 describe('sync model: defects found and fixed', () => {
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {
     // Seeds 1000 and 1001 of bench/sync-model.ts. C's mount keeps showing the empty directory `d`,
@@ -83,12 +94,7 @@ describe('sync model: defects found and fixed', () => {
     // rename made while its key was refused) arrived later. C's mount showed the directories and no
     // file `a`, and `sync wait` said in sync. An empty directory gave way to the file; one holding
     // only empty directories did not. Failed the same way with C's daemon running or stopped.
-    world = await openModelWorld({ workstations: 3, mount: true });
-    await world.newProject();
-    const [a, b, c] = world.stations as [Station, Station, Station];
-    await rm(join(a.ws.dir, 'a'), { recursive: true });
-    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
-    await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+    const [, b, c] = await mountWithNestedDirs();
     expect((await syncWait(c)).code).toBe(0);
     if (daemon === 'stopped') await c.ws.stop();
     await writeFile(join(b.ws.dir, 'a'), 'v3\n');
@@ -96,7 +102,7 @@ describe('sync model: defects found and fixed', () => {
     if (daemon === 'stopped') await c.ws.start();
     const wait = await syncWait(c);
     expect(wait.code, wait.stderr).toBe(0);
-    expect((await headFiles(world.server)).get('a')).toEqual(fileNode('v3\n'));
+    expect((await headFiles(world!.server)).get('a')).toEqual(fileNode('v3\n'));
     expect(await apart()).toEqual([]);
   });
 
@@ -104,12 +110,7 @@ describe('sync model: defects found and fixed', () => {
     // The other side of the case above: a swap file is data the project does not version (it lives
     // in the mount's backing directory), so the directories holding it do not give way (watch mode
     // refuses the same way, watch/in-the-way.ts). Replaced, the swap file was out of reach.
-    world = await openModelWorld({ workstations: 3, mount: true });
-    await world.newProject();
-    const [a, b, c] = world.stations as [Station, Station, Station];
-    await rm(join(a.ws.dir, 'a'), { recursive: true });
-    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
-    await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
+    const [, b, c] = await mountWithNestedDirs();
     await writeFile(join(c.ws.dir, 'a', 'a', 'b', '.x.swp'), 'swap\n');
     expect((await syncWait(c)).code).toBe(0);
     await writeFile(join(b.ws.dir, 'a'), 'v3\n');
@@ -118,11 +119,11 @@ describe('sync model: defects found and fixed', () => {
     const wait = await syncWait(c);
     expect(wait.code, wait.stderr).toBe(4);
     expect(wait.stderr).toContain('"a"');
-    expect((await syncStatusOf(world, c)).reasons.map((reason) => reason.code)).toContain('WRITE_FAILED');
+    expect((await syncStatusOf(world!, c)).reasons.map((reason) => reason.code)).toContain('WRITE_FAILED');
     expect(await readFile(join(c.ws.dir, 'a', 'a', 'b', '.x.swp'), 'utf8')).toBe('swap\n');
     // The user moves the directories away: the file shows, and the swap file is where they put it.
     await rename(join(c.ws.dir, 'a'), join(c.ws.dir, 'kept'));
-    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    for (const station of world!.stations) expect((await syncWait(station)).code).toBe(0);
     expect(await readFile(join(c.ws.dir, 'a'), 'utf8')).toBe('v3\n');
     expect(await readFile(join(c.ws.dir, 'kept', 'a', 'b', '.x.swp'), 'utf8')).toBe('swap\n');
     expect(await apart()).toEqual([]);
@@ -138,7 +139,7 @@ describe('sync model: defects found and fixed', () => {
     // the other workstation's daemon stopped until the first is in sync.
     world = await openModelWorld({ workstations: 3, mount: false });
     await world.newProject();
-    const [a, b] = world.stations as [Station, Station, Station];
+    const [a, b] = world!.stations as [Station, Station, Station];
     await world.stopServer('SIGTERM');
     await rm(join(b.ws.dir, 'a'), { recursive: true });
     await writeFile(join(b.ws.dir, 'a'), 'file a on B\n');
@@ -150,14 +151,14 @@ describe('sync model: defects found and fixed', () => {
     await world.startServer();
     expect((await syncWait(early)).code).toBe(0);
     await late.ws.start();
-    for (const station of [late, ...world.stations]) {
+    for (const station of [late, ...world!.stations]) {
       const wait = await syncWait(station);
       expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
     }
     expect(await apart()).toEqual([]);
     // The content that came second is the conflict copy (B's file `a`, or A's directory `a` holding
     // its edit); both are on the server's head (no loss) and on every workstation.
-    const head = await headFiles(world.server);
+    const head = await headFiles(world!.server);
     const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
     expect(copies).toHaveLength(1);
     expect(copies[0]).toMatch(first === 'wsA' ? /^a \(conflict wsB [^/]*\)$/ : /^a \(conflict wsA [^/]*\)\/a$/);
