@@ -8,15 +8,13 @@
 // it (fastify's end-of-stream on `res`), which aborts the writer. Only piping is supported: nothing
 // else may read the pooled chunks, whose memory is reused.
 import { Readable, type Writable } from 'node:stream';
-import type { ChunkSink } from '../engine/datasets/pump-dataset.js';
-
-export type SinkWriter = (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
+import type { ChunkSink, ChunkWriter } from '../engine/datasets/pump-dataset.js';
 
 export class SinkDrivenStream extends Readable {
   readonly #abort = new AbortController();
   #started = false;
 
-  constructor(private readonly writer: SinkWriter) {
+  constructor(private readonly writer: ChunkWriter) {
     super();
   }
 

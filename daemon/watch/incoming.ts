@@ -28,6 +28,11 @@ const DISK_FULL_RETRY_CAP_MS = 10_000;
  */
 const SKIPPED_RETRY_CAP_MS = 30_000;
 
+/** When a path that failed its `attempts`-th time is tried again: doubling from RETRY_BASE_MS, at most `capMs` later. */
+function retryDelay(attempts: number, capMs: number): number {
+  return Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), capMs);
+}
+
 /** The disk (or the user's quota) had no room for it: room may come back, and one at a time may fit. */
 function noRoom(error: unknown): boolean {
   const code = (error as NodeJS.ErrnoException | null)?.code;
@@ -298,7 +303,7 @@ export class IncomingChanges {
             this.#problems.set(path, problem);
             // Tried again when what blocked it may have changed (see #skipped), never forgotten.
             this.#skipped.add(path);
-            this.#retry.set(path, { attempts: tried + 1, at: Date.now() + Math.min(RETRY_BASE_MS * 2 ** Math.min(tried, 20), SKIPPED_RETRY_CAP_MS) });
+            this.#retry.set(path, { attempts: tried + 1, at: Date.now() + retryDelay(tried + 1, SKIPPED_RETRY_CAP_MS) });
           }
           if (blocked) onBlocked!(path);
           else if (result !== 'same' && result !== 'skipped') {
@@ -316,7 +321,7 @@ export class IncomingChanges {
           const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
           // No room is never given up on: the retry that finds room again brings the file down.
           const retrying = full || attempts <= MAX_RETRIES;
-          const delay = Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
+          const delay = retryDelay(attempts, full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
           if (retrying) this.#retry.set(path, { attempts, at: Date.now() + delay });
           else this.#retry.delete(path);
           if (full) {

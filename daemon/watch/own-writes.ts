@@ -35,10 +35,6 @@ export class OwnWrites {
     this.#nowMs = nowMs;
   }
 
-  get size(): number {
-    return this.#written.size;
-  }
-
   /**
    * `path` was just renamed into place; `st` is the fstat of its descriptor before the rename (so it
    * cannot hold anyone else's write). Called once the rename has returned.
@@ -68,10 +64,5 @@ export class OwnWrites {
       st.ctimeNs >= written.ctimeFromNs &&
       st.ctimeNs <= written.ctimeToNs
     );
-  }
-
-  /** Paths the daemon wrote whose event is not in yet. */
-  has(path: string): boolean {
-    return this.#written.has(path);
   }
 }

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type { EngineContext } from '../context.js';
-import type { ChunkSink } from '../datasets/pump-dataset.js';
+import type { ChunkWriter } from '../datasets/pump-dataset.js';
 import { readDataset } from '../datasets/read-dataset.js';
 import { StrataError } from '../errors.js';
 import { normalizeProjectPath } from '../paths.js';
@@ -24,7 +24,7 @@ export interface ReadFileResult {
    * buffers instead (the stream is then left unread). For a consumer that releases each chunk by
    * calling back, such as a socket.
    */
-  writeTo?: (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
+  writeTo?: ChunkWriter;
 }
 
 /** The current content of a path, or the content of one version (which must belong to the project). */

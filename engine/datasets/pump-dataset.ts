@@ -23,6 +23,9 @@ export interface ChunkSink {
   write(chunk: Uint8Array, done: (error?: Error | null) => void): void;
 }
 
+/** Writes a read's bytes to `sink` through reused buffers until done, failed or `signal` aborts. */
+export type ChunkWriter = (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
+
 /** 8 × 1 MiB: the read-ahead the stream path has (READ_AHEAD_BYTES), so a consumer in another process finds megabytes ready. */
 export const PUMP_BUFFERS = 8;
 export const PUMP_BUFFER_BYTES = 1 << 20;

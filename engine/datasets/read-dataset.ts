@@ -6,7 +6,7 @@ import type { EngineContext } from '../context.js';
 import type { ReadRange } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import { type DatasetManifest, parseManifest, ShardIndex, type ShardPiece } from './manifest.js';
-import { type ChunkSink, pumpPieces, spansOf } from './pump-dataset.js';
+import { type ChunkWriter, pumpPieces, spansOf } from './pump-dataset.js';
 
 const READ_AHEAD_BYTES = 8 * 1024 * 1024;
 
@@ -23,7 +23,7 @@ export async function openDataset(ctx: EngineContext, manifestHash: ContentHash,
 export interface DatasetRead {
   stream: Readable;
   /** writes the bytes to `sink` through reused buffers (pump-dataset.ts); the stream is then not read */
-  writeTo?: (sink: ChunkSink, signal: AbortSignal) => Promise<void>;
+  writeTo?: ChunkWriter;
 }
 
 export async function readDataset(ctx: EngineContext, manifestHash: ContentHash, range?: ReadRange): Promise<DatasetRead> {
