@@ -5,19 +5,16 @@
 // remembered the two paths, so B kept the old `a/a`, lacked `a/b`, and said in sync. Now a daemon's
 // first look compares the whole project with what was versioned here, and until it has, it does not
 // say in sync. Needs root (a tmpfs of its own).
-import { execFile } from 'node:child_process';
 import { mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allInSync, openSyncWorld, type SyncProject, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
+import { openSmallDiskPair, type SmallDiskPair } from './helpers/small-disk.js';
+import { allInSync, type SyncProject, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
-const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
-let world: SyncWorld;
 let a: Workstation;
 let b: Workstation;
-let mounted = false;
+let pair: SmallDiskPair | undefined;
 /** B's disk: a tmpfs holding B's project directory and, beside it, the filler */
 let disk: string;
 let bDir: string;
@@ -27,32 +24,20 @@ const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reas
 
 beforeAll(async () => {
   if (!asRoot) return;
-  world = await openSyncWorld('strata-sync-disk-full-kill-');
-  a = world.workstation('wsA');
-  b = world.workstation('wsB');
-  await mkdir(join(a.dir, 'a'), { recursive: true });
-  await writeFile(join(a.dir, 'a', 'a'), 'old a/a.\n');
-  disk = join(world.root, 'diskB');
-  bDir = join(disk, 'thesis');
-  await mkdir(disk, { recursive: true });
-  await run('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'strata-test-disk-full-kill', disk]);
-  mounted = true;
-  await a.start();
-  await b.start();
-  expect((await a.cli(['init', a.dir, '--server', world.url, '--project', world.projectId])).code).toBe(0);
-  const clone = await b.cli(['clone', world.url, world.projectId, bDir]);
-  expect(clone.code, clone.stderr).toBe(0);
-  await allInSync([a, b]);
+  pair = await openSmallDiskPair({
+    prefix: 'strata-sync-disk-full-kill-',
+    size: '16m',
+    label: 'strata-test-disk-full-kill',
+    projectBelow: 'thesis',
+    seedA: async (dir) => {
+      await mkdir(join(dir, 'a'), { recursive: true });
+      await writeFile(join(dir, 'a', 'a'), 'old a/a.\n');
+    },
+  });
+  ({ a, b, disk, bDir } = pair);
 }, 240_000);
 
-afterAll(async () => {
-  try {
-    await b?.stop();
-  } finally {
-    if (mounted) await run('umount', ['-l', disk]).catch(() => undefined);
-    await world?.dispose();
-  }
-}, 60_000);
+afterAll(() => pair?.close(), 60_000);
 
 describe.skipIf(!asRoot)('a full disk, then kill -9', () => {
   it('brings what did not fit to disk after the restart, and does not say in sync before', async () => {

@@ -11,14 +11,14 @@ import { mkdir, readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allInSync, openSyncWorld, type SyncProject, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
+import { openSmallDiskPair, type SmallDiskPair } from './helpers/small-disk.js';
+import { allInSync, openSyncWorld, type SyncProject, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
 const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
-let world: SyncWorld;
 let a: Workstation;
 let b: Workstation;
-let mounted = false;
+let pair: SmallDiskPair | undefined;
 
 type Reason = { code: string; message: string; needsYou: boolean };
 const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? [];
@@ -26,30 +26,16 @@ const MiB = 1024 * 1024;
 
 beforeAll(async () => {
   if (!asRoot) return;
-  world = await openSyncWorld('strata-sync-disk-full-');
-  a = world.workstation('wsA');
-  b = world.workstation('wsB');
-  await mkdir(a.dir, { recursive: true });
-  await writeFile(join(a.dir, 'notes.txt'), 'notes\n');
-  await mkdir(b.dir, { recursive: true });
-  await run('mount', ['-t', 'tmpfs', '-o', 'size=50m', 'strata-test-disk-full', b.dir]);
-  mounted = true;
-  await a.start();
-  await b.start();
-  expect((await a.cli(['init', a.dir, '--server', world.url, '--project', world.projectId])).code).toBe(0);
-  const clone = await b.cli(['clone', world.url, world.projectId, b.dir]);
-  expect(clone.code, clone.stderr).toBe(0);
-  await allInSync([a, b]);
+  pair = await openSmallDiskPair({
+    prefix: 'strata-sync-disk-full-',
+    size: '50m',
+    label: 'strata-test-disk-full',
+    seedA: (dir) => writeFile(join(dir, 'notes.txt'), 'notes\n'),
+  });
+  ({ a, b } = pair);
 }, 240_000);
 
-afterAll(async () => {
-  try {
-    await b?.stop();
-  } finally {
-    if (mounted) await run('umount', ['-l', b.dir]).catch(() => undefined);
-    await world?.dispose();
-  }
-}, 60_000);
+afterAll(() => pair?.close(), 60_000);
 
 describe.skipIf(!asRoot)('a full disk on the receiving side', () => {
   it('writes what fits, retries the rest one at a time until there is room, and says so meanwhile', async () => {
