@@ -64,6 +64,17 @@ describe('judgeSync', () => {
     expect(judgeSync({ ...inStep, readOnly: true }).inSync).toBe(true);
   });
 
+  it('a path in the way needs the user only once nothing is in flight (a push or pull under way may clear it); a full disk at once', () => {
+    const inTheWay = { notOnDisk: { count: 1, example: 'a' }, skipped: { "'a' is a directory": 1 } };
+    for (const working of [{ notPushed: 1 }, { serverAhead: true }, { serverAhead: null }, { capturing: 1 }, { diskBehind: true }, { starting: true }, { offline: { message: 'ECONNREFUSED', retryAt: null } }] as Array<Partial<SyncFacts>>) {
+      const { inSync, reasons } = judgeSync({ ...inStep, ...inTheWay, ...working });
+      expect(inSync).toBe(false);
+      expect(reasons.filter((r) => r.code === 'WRITE_FAILED' || r.code === 'SKIPPED').map((r) => r.needsYou), JSON.stringify(working)).toEqual([false, false]);
+    }
+    const full = judgeSync({ ...inStep, notPushed: 1, notOnDisk: { count: 1, example: 'big', diskFull: 1 } });
+    expect(full.reasons.find((r) => r.code === 'WRITE_FAILED')?.needsYou).toBe(true);
+  });
+
   it('puts what needs the user before what sync is working on', () => {
     const { reasons } = judgeSync({ ...inStep, notPushed: 5, serverAhead: true, localGuard: { missing: 30, since: null } });
     expect(reasons.map((r) => r.code)).toEqual(['LOCAL_GUARD', 'NOT_PUSHED', 'NOT_PULLED']);

@@ -167,18 +167,22 @@ export function registerSyncCommands(program: Command): void {
       // In sync twice in a row, a poll apart, the second time with each server asked at that moment
       // whether it has anything newer: a change that arrived between two looks is not missed, and the
       // answer is the server's word, not the last long poll's.
+      // Blocked likewise: twice in a row, the second look verified, so a state sync leaves by itself a
+      // moment later (the server's answer in flight) does not end the wait.
       let previousInSync = false;
+      let previousBlocked: boolean = false;
       let projects: LinkedProject[] = [];
       let pushedAtStart: number | undefined;
       for (;;) {
-        const verified = previousInSync;
+        const verified: boolean = previousInSync || previousBlocked;
         projects = await linkedProjects(home, { verify: verified });
         const waiting = projects.filter((p) => !p.sync.inSync);
         if (waiting.length === 0 && verified) break;
         previousInSync = waiting.length === 0;
         // Something only the user can end (held deletions, a refused key, a full disk): said now, not at the timeout.
         const blocked = waiting.find((p) => (p.sync.reasons ?? []).some((r) => r.needsYou));
-        if (blocked) {
+        previousBlocked = blocked !== undefined && !verified;
+        if (blocked && verified) {
           if (tty) process.stderr.write('\r\u001b[K');
           const needs = blocked.sync.reasons.filter((r) => r.needsYou);
           const credentials = needs.some((r) => r.code === 'PAUSED');
@@ -187,7 +191,7 @@ export function registerSyncCommands(program: Command): void {
             details: { projects },
           });
         }
-        if (Date.now() >= deadline) {
+        if (Date.now() >= deadline && !previousBlocked) {
           if (tty) process.stderr.write('\r\u001b[K');
           const why = (p: LinkedProject) => (p.sync.reasons ?? []).map((r) => r.message).join('; ') || p.sync.state;
           throw new CliError('SYNC_TIMEOUT', `not in sync after ${timeout} s: ${waiting.map((p) => `${p.name ?? p.projectId} (${why(p)})`).join(', ')}`, {

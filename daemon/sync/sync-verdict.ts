@@ -102,10 +102,16 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
       true,
     );
   }
+  // A path in the way of another (a directory where the server has a file) can be cleared by sync
+  // itself while it still works: the push of the files in it makes them conflict copies on the
+  // server, and the directory then makes way (engine/commands/sync-make-way-above.ts). Said to need
+  // the user only once nothing is in flight; `sync wait` stopped at the first look, mid-exchange,
+  // with "could not be written here" (CI, model-sync-known). A full disk needs the user at once.
+  const settled = !facts.starting && facts.offline === null && facts.capturing === 0 && facts.notPushed === 0 && facts.serverAhead === false && !facts.diskBehind;
   if (facts.notOnDisk.count > 0) {
     const full = facts.notOnDisk.diskFull ?? 0;
     const why = full > 0 ? `disk full: ${files(full)} waiting for room here (tried again until they fit)${full < facts.notOnDisk.count ? `, and ${files(facts.notOnDisk.count - full)} more` : ''}` : `${files(facts.notOnDisk.count)} of the project could not be written here`;
-    add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, true);
+    add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, full > 0 || settled);
   }
   if (facts.refused.count > 0) {
     // The server's cause, not just a count: "refused 1 version" alone left the user (and the model
@@ -114,7 +120,7 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
     add('REFUSED', `the server refused ${versions(facts.refused.count)} made here${example(facts.refused.example)}${cause}; change or delete the file to try again`, true);
   }
   for (const [reason, count] of Object.entries(facts.skipped)) {
-    if (count > 0) add('SKIPPED', `${versions(count)} from the server cannot be taken here (${reason})`, true);
+    if (count > 0) add('SKIPPED', `${versions(count)} from the server cannot be taken here (${reason})`, settled);
   }
   if (facts.unrepresentable.count > 0) {
     // The example is shown as is, not JSON-quoted: its bytes that are not UTF-8 are already `\xHH`
