@@ -4,7 +4,8 @@
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
+import { waitFor } from './daemon-harness.js';
+import { allVersions, diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
 import { openModelWorld, type Station, type SyncModelWorld } from './model/sync-world.js';
 import { diffTrees, fileNode } from './model/tree.js';
 
@@ -29,15 +30,15 @@ async function apart(): Promise<string[]> {
 /**
  * Seed 42000 path 8 of bench/sync-model.ts up to A's daemon back: with it down, A runs `mv a/a b;
  * echo v28 > a/a/b` (and `extra`) while B replaces the directory `a` by a file, which reaches the
- * server. C is stopped meanwhile: it once recorded a deletion of B's `a` while bringing it to disk
- * (a race of its own, not this defect's).
+ * server. C is stopped meanwhile unless `running` (it once recorded a deletion of B's `a` while
+ * bringing it to disk: a race of its own, checked by the case that keeps it running).
  */
-async function seed42000(extra?: (dir: string) => Promise<void>): Promise<[Station, Station, Station]> {
-  world = await openModelWorld({ workstations: 3, mount: false });
+async function seed42000(extra?: (dir: string) => Promise<void>, c3: { running?: boolean; mount?: boolean } = {}): Promise<[Station, Station, Station]> {
+  world = await openModelWorld({ workstations: 3, mount: c3.mount === true });
   await world.newProject();
   const [a, b, c] = world.stations as [Station, Station, Station];
   await a.ws.kill9();
-  await c.ws.stop();
+  if (c3.running !== true) await c.ws.stop();
   await rename(join(a.ws.dir, 'a', 'a'), join(a.ws.dir, 'b'));
   await mkdir(join(a.ws.dir, 'a', 'a'));
   await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v28\n');
@@ -183,6 +184,29 @@ describe('sync model: defects found and fixed', () => {
       const wait = await syncWait(station);
       expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
     }
+    expect(await apart()).toEqual([]);
+    await expectServerKeptBoth();
+  });
+
+  it.each(['watching', 'mounted'])('a %s workstation running meanwhile brings the file that replaced the directory to disk and records no deletion of it', { timeout: 400_000 }, async (kind) => {
+    // Seed 42000 with C running (C replaces its directory `a` by B's file while A is down and when A
+    // is back). Once, C recorded the deletion of B's `a` during that swap, and the head lost B's file
+    // everywhere. The mechanism found (a file below `a` captured while C's engine had B's file and
+    // C's disk the directory: its deletion was taken for C's own) is forced in
+    // sync-file-over-directory; this case checks the whole scenario for any deletion of `a`.
+    await seed42000(undefined, { running: true, mount: kind === 'mounted' });
+    // A's `sync wait` may stop at its directory `a` in the way (exit 4) before A's pushed files are
+    // the server's copies and the directory makes way: asked again until every one says in sync.
+    await waitFor(
+      'every workstation in sync',
+      async () => {
+        for (const station of world!.stations) if ((await syncWait(station)).code !== 0) return undefined;
+        return true;
+      },
+      300_000,
+    );
+    const deletions = (await allVersions(world!.server)).filter((v) => v.path === 'a' && v.contentHash === null);
+    expect(deletions.map((v) => `${v.actor.name} ${v.timestamp}`)).toEqual([]);
     expect(await apart()).toEqual([]);
     await expectServerKeptBoth();
   });

@@ -14,6 +14,14 @@
 // B ran `rm b; mkdir b; echo v76 > b/a`. B's deletion of `b` gave way to A's edit, `b/a` could not be
 // versioned below the file (on no server version), and the directory stayed in the way of A's `b`:
 // "1 file of the project could not be written here, e.g. "b"" for good.
+//
+// A file below a directory whose name the project has as a file this directory never had (pulled,
+// not brought to disk yet): the capture took the file above for one the user had removed here and
+// recorded its deletion as this workstation's (on the version "this directory last had", and with no
+// index row that was whatever was current): the other workstation's file was deleted everywhere. A
+// watching workstation that is bringing such a swap (`rm -r a; echo v95 > a` elsewhere) to disk has
+// its directory `a` in that state for a moment (seed 42000 of the sync model, with C running: C once
+// recorded the deletion of B's `a`).
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,5 +120,44 @@ describe('sync: a file where the project has a directory with files from elsewhe
     expect(copies).toHaveLength(1);
     expect(onD[copies[0]!]).toBe('below e on D\n');
     expect(await fsckFailures(world, [c, d])).toEqual([]);
+  }, 300_000);
+
+  it('a file below a directory where the project has a file this directory never had: kept below a conflict copy, and that file is not deleted', async () => {
+    const e = world.workstation('wsE');
+    const f = world.workstation('wsF');
+    await e.start();
+    await f.start();
+    expect((await e.cli(['clone', world.url, world.projectId, e.dir])).code).toBe(0);
+    expect((await f.cli(['clone', world.url, world.projectId, f.dir])).code).toBe(0);
+    await mkdir(join(e.dir, 'g'));
+    await writeFile(join(e.dir, 'g', 'a'), 'g/a, v1\n');
+    await allInSync([e, f]);
+    await waitFor('g/a on F', async () => ((await treeOf(f.dir))['g/a'] === 'g/a, v1\n' ? true : undefined), 60_000);
+    const projectId = (await e.syncStatus())[0]!.projectId;
+    await e.stop();
+    // The swap as E's engine has it before it reaches E's disk: `g/a` deleted, the file `g` there.
+    const other = await openLocalEngine({ home: e.home });
+    try {
+      const actor = { id: 'other', kind: 'local', name: 'another process' } as const;
+      await other.engine.deleteFile({ projectId, path: 'g/a', actor });
+      await other.engine.writeFile({ projectId, path: 'g', actor, content: Buffer.from('file g from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    // Meanwhile a new file in E's directory `g` (its catch-up scan versions it before anything comes to disk).
+    await writeFile(join(e.dir, 'g', 'x'), 'below g on E\n');
+    await e.start();
+    await settled([e, f]);
+    const [onE, onF] = [await treeOf(e.dir), await treeOf(f.dir)];
+    expect(onE).toEqual(onF);
+    expect(onF['g']).toBe('file g from elsewhere\n');
+    const copies = Object.keys(onF).filter((path) => path.startsWith('g (conflict wsE ') && path.endsWith('/x'));
+    expect(copies).toHaveLength(1);
+    expect(onF[copies[0]!]).toBe('below g on E\n');
+    // No deletion of `g` anywhere in its history (its one version is the write from elsewhere).
+    const history = await e.cli(['history', 'g', '--json'], { cwd: e.dir });
+    expect(history.code, history.stderr).toBe(0);
+    expect((JSON.parse(history.stdout) as { items: Array<{ path: string; kind: string }> }).items.filter((v) => v.path === 'g').map((v) => v.kind)).toEqual(['write']);
+    expect(await fsckFailures(world, [e, f])).toEqual([]);
   }, 300_000);
 });

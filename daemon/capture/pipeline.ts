@@ -269,10 +269,17 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
    * below it was just read), as the user's own: on the version this directory last had, so a file
    * changed elsewhere meanwhile is not deleted (false: the caller keeps a conflict copy). Its deletion
    * waiting to settle is settled by this one; with the guard tripped nothing is deleted here.
+   *
+   * A synced directory that never had that file (no index row: pulled, not brought to disk yet) has
+   * no deletion of it to record: it is a change made elsewhere, and the file below goes below a
+   * conflict copy. Without a base the deletion took whatever was current: a workstation bringing
+   * another's `rm -r a; echo v > a` to disk, with a file below its directory `a` captured meanwhile,
+   * deleted the other's file `a` everywhere (the sync model's seed 42000, C running).
    */
   async function deleteFileAbove(path: string): Promise<boolean> {
     if (guard.tripped || ignore.ignores(path)) return false;
     const baseVersionId = options.deleteBase?.(path);
+    if (baseVersionId === undefined && options.conflictCopies !== undefined) return false;
     let outcome: CaptureOutcome;
     try {
       const { version } = await engine.deleteFile({ projectId, path, actor, ...(baseVersionId === undefined ? {} : { baseVersionId }) });
