@@ -380,6 +380,20 @@ export class Namespace {
     this.invalidate(path, true);
   }
 
+  /**
+   * Something below `path` the engine has not recorded: a file written, waiting for its capture or
+   * renamed (a node that is not clean, as MountState.onExternalChange judges it), a removal in
+   * waiting, a hard-linked name. A clean node (a file open for reading) holds the engine's bytes.
+   */
+  unrecordedBelow(path: string): boolean {
+    for (const [name, node] of this.nodes) {
+      if (name === path || !isWithin(name, path) || node.detached) continue;
+      if (node.dirty || node.busy !== null || node.originMarker !== null || node.enginePath !== name) return true;
+    }
+    for (const names of [this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return true;
+    return false;
+  }
+
   /** Something below `path` the mount holds that is not a directory (pending state or a name). */
   private holdsFileBelow(path: string): boolean {
     for (const names of [this.nodes.keys(), this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return true;
