@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -237,6 +237,16 @@ describe('sync model: defects found and fixed', () => {
     }
     expect(await apart()).toEqual([]);
     await expectServerKeptBoth('wsC');
+    // `a` a directory again elsewhere: C's mount shows what the project has in it, not also the
+    // directory `a/a` made there before `a` gave way (it came back, empty).
+    const [, b] = world!.stations as [Station, Station, Station];
+    await rm(join(b.ws.dir, 'a'));
+    await mkdir(join(b.ws.dir, 'a'));
+    await writeFile(join(b.ws.dir, 'a', 'x'), 'x\n');
+    expect((await syncWait(b)).code).toBe(0);
+    const again = await syncWait(c);
+    expect(again.code, again.stderr).toBe(0);
+    expect(await readdir(join(c.ws.dir, 'a'))).toEqual(['x']);
   });
 
   it("a directory on a mount holding a file the project does not have stays in the way of the server's file (needs the user)", { timeout: 400_000 }, async () => {
