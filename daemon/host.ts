@@ -154,6 +154,13 @@ export interface ProjectHost {
    * snapshot restore that turns a versioned link back into a directory removes the link itself).
    */
   checkWritable?(paths: string[], removing?: ReadonlySet<string>): Promise<void>;
+  /**
+   * Whether the directory at `path` may give way to a file sync takes there (its files below are
+   * versions the server kept as conflict copies: engine/commands/sync-make-way-above.ts): false when
+   * it holds anything the project has not recorded — files not captured yet, ignored ones — which
+   * the file would lose (watch mode: on disk) or put out of reach (a mount: its backing directory).
+   */
+  mayReplaceDirectory?(path: string): Promise<boolean>;
 }
 
 /** Outcome of one capture: a new version, or why none was made. */

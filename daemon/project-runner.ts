@@ -5,7 +5,6 @@ import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { ContentStore, Engine } from '../engine/engine-api.js';
-import { isStrataError } from '../engine/errors.js';
 import type { Actor } from '../engine/types.js';
 import { createIgnoreRules } from './capture/ignore.js';
 import { createCapturePipeline, type PipelineHandle } from './capture/pipeline.js';
@@ -235,18 +234,8 @@ export class ProjectRunner {
       },
       hostFacts: () => this.#syncHostFacts(),
       diskBehind: async () => (await this.#host?.diskBehind?.()) ?? false,
-      mayReplaceDirectory: async (path) => {
-        // A directory whose files the server kept as conflict copies gives way to the server's file
-        // (engine/commands/sync-make-way-above.ts) only if nothing else is in it on disk: a file not
-        // captured yet, or an ignored one, would be lost (the version is skipped, as before).
-        try {
-          await this.#host?.checkWritable?.([path]);
-          return true;
-        } catch (error) {
-          if (isStrataError(error)) return false;
-          throw error;
-        }
-      },
+      // The host decides (ProjectHost.mayReplaceDirectory); a refusal skips the version (needs the user).
+      mayReplaceDirectory: async (path) => (await this.#host?.mayReplaceDirectory?.(path)) ?? true,
     });
   }
 

@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allVersions, diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -49,13 +49,38 @@ async function seed42000(extra?: (dir: string) => Promise<void>, c3: { running?:
   return [a, b, c];
 }
 
-/** Seed 42000's end on the server: B's file `a`, and A's file as the one conflict copy below `a (conflict wsA …)/`. */
-async function expectServerKeptBoth(): Promise<void> {
+/**
+ * Seed 42000 on a mount: C (the mounted clone) plays A. A mount is there only while its daemon runs,
+ * so C's edits go through it while the server is down, then C stops; B's file `a` reaches the
+ * server, and C comes back and pushes `a/a/b`. A is stopped throughout (only C and B act).
+ */
+async function seed42000OnMount(extra?: (dir: string) => Promise<void>): Promise<[Station, Station, Station]> {
+  world = await openModelWorld({ workstations: 3, mount: true });
+  await world.newProject();
+  const [a, b, c] = world.stations as [Station, Station, Station];
+  await a.ws.stop();
+  await world.stopServer('SIGTERM');
+  await rename(join(c.ws.dir, 'a', 'a'), join(c.ws.dir, 'b'));
+  await mkdir(join(c.ws.dir, 'a', 'a'));
+  await writeFile(join(c.ws.dir, 'a', 'a', 'b'), 'v28\n');
+  await extra?.(c.ws.dir);
+  await c.ws.quiet();
+  await c.ws.stop();
+  await world.startServer();
+  await rm(join(b.ws.dir, 'a'), { recursive: true });
+  await writeFile(join(b.ws.dir, 'a'), 'v95\n');
+  expect((await syncWait(b)).code).toBe(0);
+  await c.ws.start();
+  return [a, b, c];
+}
+
+/** Seed 42000's end on the server: B's file `a`, and `kept`'s file as the one conflict copy below `a (conflict wsA …)/`. */
+async function expectServerKeptBoth(kept = 'wsA'): Promise<void> {
   const head = await headFiles(world!.server);
   expect(head.get('a')).toEqual(fileNode('v95\n'));
   const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
   expect(copies).toHaveLength(1);
-  expect(copies[0]).toMatch(/^a \(conflict wsA [^/]*\)\/a\/b$/);
+  expect(copies[0]).toMatch(new RegExp(`^a \\(conflict ${kept} [^/]*\\)/a/b$`));
   expect(head.get(copies[0]!)).toEqual(fileNode('v28\n'));
 }
 
@@ -218,6 +243,44 @@ describe('sync model: defects found and fixed', () => {
     expect(disk.get('a/a/b')).toEqual(fileNode('v28\n'));
     expect(await readFile(join(a.ws.dir, 'a', 'notes.swp'), 'utf8')).toBe('editor state\n');
     await expectServerKeptBoth();
+  });
+
+  it('a directory on a mount whose files the server kept as conflict copies makes way for the file the server has there', { timeout: 400_000 }, async () => {
+    // The test above with C's mount in A's place.
+    const [a, , c] = await seed42000OnMount();
+    const back = await syncWait(c);
+    expect(back.code, back.stderr).toBe(0);
+    await a.ws.start();
+    for (const station of world!.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    await expectServerKeptBoth('wsC');
+    // `a` a directory again elsewhere: C's mount shows what the project has in it, not also the
+    // directory `a/a` made there before `a` gave way (it came back, empty).
+    const [, b] = world!.stations as [Station, Station, Station];
+    await rm(join(b.ws.dir, 'a'));
+    await mkdir(join(b.ws.dir, 'a'));
+    await writeFile(join(b.ws.dir, 'a', 'x'), 'x\n');
+    expect((await syncWait(b)).code).toBe(0);
+    const again = await syncWait(c);
+    expect(again.code, again.stderr).toBe(0);
+    expect(await readdir(join(c.ws.dir, 'a'))).toEqual(['x']);
+  });
+
+  it("a directory on a mount holding a file the project does not have stays in the way of the server's file (needs the user)", { timeout: 400_000 }, async () => {
+    // As above, with an editor's swap file in C's directory: the mount keeps it in its backing
+    // directory (not versioned). The mount answered "may replace" to everything (only watch mode
+    // looked), so the directory gave way and the swap file was out of reach below the file `a`.
+    const [, , c] = await seed42000OnMount((dir) => writeFile(join(dir, 'a', '.notes.swp'), 'editor state\n'));
+    const wait = await syncWait(c);
+    expect(wait.code, wait.stderr).toBe(4);
+    expect(wait.stderr).toContain("cannot be taken here ('a' is a directory)");
+    // Nothing lost: C's file and the swap file are on its mount, and C's file is the server's copy.
+    expect(await readFile(join(c.ws.dir, 'a', 'a', 'b'), 'utf8')).toBe('v28\n');
+    expect(await readFile(join(c.ws.dir, 'a', '.notes.swp'), 'utf8')).toBe('editor state\n');
+    await expectServerKeptBoth('wsC');
   });
 
   it('a directory replaced by a file on the mount itself stays on the mount once others change the project', { timeout: 400_000 }, async () => {

@@ -190,6 +190,11 @@ class MountHost implements ProjectHost {
     return (await this.project?.state.ns.behind()) ?? false;
   }
 
+  /** ProjectHost.mayReplaceDirectory (mounted-project.ts); nothing mounted: nothing of the mount's is in the way. */
+  async mayReplaceDirectory(path: string): Promise<boolean> {
+    return (await this.project?.mayReplaceDirectory(path)) ?? true;
+  }
+
   /** For the mass-delete guard: the engine's count (see delete-guard.ts). */
   trackedFiles(): number {
     // In-place, before the mount: what the directory held when it was last in sync (the import's deletions count against it).

@@ -291,6 +291,18 @@ export class MountedProject {
     };
   }
 
+  /**
+   * ProjectHost.mayReplaceDirectory. The engine's files below `path` are accounted for (sync checked
+   * that the server kept each as a conflict copy); what only this mount holds below it is not: a
+   * file the project does not version (an editor's swap file, `.git/`: the backing directory) or
+   * local state not recorded yet (Namespace.unrecordedBelow). Given way, the file at `path` would
+   * put those out of reach, and sync would say in sync. Watch mode refuses the same on disk.
+   */
+  async mayReplaceDirectory(path: string): Promise<boolean> {
+    if (this.state.ns.unrecordedBelow(path)) return false;
+    return this.state.backing.onlyDirsBelow(path);
+  }
+
   /** Files the mount shows from the engine plus new ones not yet captured (for the mass-delete guard). */
   trackedFiles(): number {
     return this.state.ns.nodes.size;

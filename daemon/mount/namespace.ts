@@ -341,16 +341,38 @@ export class Namespace {
     if (fresh.length === 0 && this.deferred.length === 0) return;
     const records = this.deferred.length === 0 ? fresh : [...this.deferred, ...fresh];
     this.deferred = [];
+    const files = new Set<string>();
     for (const record of records) {
       if (this.own.delete(record.versionId)) continue;
       if (this.ownInFlight(record.path)) {
         this.deferred.push(record);
         continue;
       }
-      if (record.contentHash != null) await this.fileReplacesEmptyDir(record.path);
-      else this.hiddenFiles.delete(record.path);
+      if (record.contentHash != null) {
+        files.add(record.path);
+        await this.fileReplacesEmptyDir(record.path);
+      } else this.hiddenFiles.delete(record.path);
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
+    }
+    this.dropDirsBelowFiles(files);
+  }
+
+  /**
+   * Directories made here below a versioned directory that gave way to a file in the engine (sync's
+   * makeWayAbove, once the mount said it may: MountedProject.mayReplaceDirectory). They went with
+   * it; kept, they showed again, empty, once the path was a directory again (`a/a` after seed
+   * 42000's `a` came back as a directory). An explicit directory at the file's path itself is
+   * fileReplacesEmptyDir's: kept, it keeps what is below it. One pass over the explicit directories
+   * per poll, not one per record.
+   */
+  private dropDirsBelowFiles(files: ReadonlySet<string>): void {
+    if (files.size === 0 || this.explicitDirs.size === 0) return;
+    for (const dir of [...this.explicitDirs]) {
+      const above = ancestorsOf(dir).find((path) => files.has(path));
+      if (above === undefined || this.explicitDirs.has(above)) continue;
+      this.removeExplicitDir(dir);
+      this.dirs.delete(dir);
     }
   }
 
@@ -378,6 +400,20 @@ export class Namespace {
       this.dirs.delete(dir);
     }
     this.invalidate(path, true);
+  }
+
+  /**
+   * Something below `path` the engine has not recorded: a file written, waiting for its capture or
+   * renamed (a node that is not clean, as MountState.onExternalChange judges it), a removal in
+   * waiting, a hard-linked name. A clean node (a file open for reading) holds the engine's bytes.
+   */
+  unrecordedBelow(path: string): boolean {
+    for (const [name, node] of this.nodes) {
+      if (name === path || !isWithin(name, path) || node.detached) continue;
+      if (node.dirty || node.busy !== null || node.originMarker !== null || node.enginePath !== name) return true;
+    }
+    for (const names of [this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return true;
+    return false;
   }
 
   /** Something below `path` the mount holds that is not a directory (pending state or a name). */

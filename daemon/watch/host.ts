@@ -10,6 +10,7 @@
 // to disk run one at a time per path.
 
 import { join } from 'node:path';
+import { isStrataError } from '../../engine/errors.js';
 import { DEFAULT_POLL_MS } from '../config.js';
 import type { HostContext, HostFactory, HostStatus, ProjectHost, ScanProgress } from '../host.js';
 import { STRATAIGNORE } from '../capture/ignore.js';
@@ -450,6 +451,20 @@ class WatchHost implements ProjectHost {
       if (parent.kind === 'link' && !removing.has(parent.at)) throw throughLink(path, parent.at);
       const blocking = await blockingBelow(this.#ctx.dir, path, removable);
       if (blocking !== null) throw directoryInTheWay(path, blocking);
+    }
+  }
+
+  /**
+   * ProjectHost.mayReplaceDirectory: checkWritable's answer for a file at `path` (below it nothing
+   * but directories and files the project has as they are).
+   */
+  async mayReplaceDirectory(path: string): Promise<boolean> {
+    try {
+      await this.checkWritable([path]);
+      return true;
+    } catch (error) {
+      if (isStrataError(error)) return false;
+      throw error;
     }
   }
 

@@ -23,6 +23,21 @@ function under(abs: string | Buffer, child: Buffer): string | Buffer {
 
 const listRaw = (abs: string | Buffer) => readdir(abs, { encoding: 'buffer' });
 
+/**
+ * listRaw, or null when the directory is gone: what brings a pulled deletion to disk removes the
+ * directories it empties, and may do so while a file is being brought to a directory's place (seed
+ * 42000: the deletion of `a/a/b` and the file `a`, side by side; the write of `a` failed with
+ * ENOENT and waited for its retry). A directory gone is no longer in the way.
+ */
+async function listOrGone(abs: string | Buffer): Promise<Buffer[] | null> {
+  try {
+    return await listRaw(abs);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
 function split(path: string): { dir: string; name: string } {
   const slash = path.lastIndexOf('/');
   return { dir: slash === -1 ? '' : path.slice(0, slash), name: path.slice(slash + 1) };
@@ -75,7 +90,7 @@ export function directoryInTheWay(path: string, blocking: string): StrataError {
  * for the empty subdirectories removed on the way).
  */
 export async function removeEmptyTree(abs: string | Buffer): Promise<boolean> {
-  for (const child of await listRaw(abs)) {
+  for (const child of (await listOrGone(abs)) ?? []) {
     const childAbs = under(abs, child);
     const st = await lstat(childAbs).catch(() => null);
     if (st === null) continue;
@@ -134,7 +149,7 @@ export async function removeVersionedTreeInTheWay(host: HostContext, path: strin
   for (let walked = 0; queue.length > 0; walked++) {
     if (walked >= MAX_WALK) return false;
     const dir = queue.shift()!;
-    for (const child of await listRaw(dir.abs)) {
+    for (const child of (await listOrGone(dir.abs)) ?? []) {
       const recorded = encodeName(child);
       if (recorded === null) return false;
       const entry = { abs: under(dir.abs, child), rel: `${dir.rel}/${recorded}` };
