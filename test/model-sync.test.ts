@@ -4,7 +4,8 @@
 // server stopped or killed, a daemon killed, a workstation offline, a key refused, a disk full) and
 // observation points, checked for truth, convergence, no loss, snapshots and tags everywhere, and
 // fsck (test/model/sync.ts). Seeded
-// and shrinking: a failure prints STRATA_MODEL_SEED (and STRATA_MODEL_PATH) to replay it;
+// and shrinking: a failure prints STRATA_MODEL_SEED (and STRATA_MODEL_PATH) to replay it (with
+// STRATA_MODEL_STEPS=30 for the long run's);
 // STRATA_MODEL_SEED=random explores. The long run is bench/sync-model.ts.
 
 import { describe, expect, it } from 'vitest';
@@ -21,7 +22,8 @@ describe('sync model', () => {
       workstations: 3,
       mount: true,
       runs: Number(process.env['STRATA_MODEL_RUNS'] ?? 4),
-      maxSteps: 14,
+      // STRATA_MODEL_STEPS: a path printed by the long run (30 steps) replays with its own length.
+      maxSteps: Number(process.env['STRATA_MODEL_STEPS'] ?? 14),
       // No new sequence after this; the one under way finishes (the world's setup and a sequence take
       // 20-60 s each on a loaded 2-core machine).
       timeLimitMs: Number(process.env['STRATA_MODEL_TIME_MS'] ?? 90_000),

@@ -134,6 +134,10 @@ export class IncomingChanges {
    */
   async behind(): Promise<boolean> {
     if (this.#announced || this.#following !== null || !this.#compared) return true;
+    // A path that failed or was skipped once is tried again 0.5 s later before the verdict may call
+    // it the user's to end: what was in its way is often gone by then (a directory emptied by the
+    // same round's deletions; `sync wait` stopped with exit 4 half a second before the retry).
+    for (const [path, retry] of this.#retry) if (retry.attempts === 1 && !this.#noRoom.has(path)) return true;
     const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
     return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
   }

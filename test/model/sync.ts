@@ -248,6 +248,10 @@ export async function runSyncSequence(steps: SyncStep[], options: SyncModelOptio
       for (const station of world.stations) {
         const status = station.ws.running ? await syncStatusOf(world, station).catch(() => null) : null;
         if (status !== null) failures.push(`${station.name} at the end: inSync ${status.inSync}, state ${status.state}, reasons ${JSON.stringify(status.reasons)}`);
+        // The daemon's last warnings and errors (pino levels 40, 50) name the cause a reason only
+        // counts ("1 file … could not be written here"), in the report of a run that is not replayed.
+        const warned = station.ws.log().split('\n').filter((line) => /"level":(40|50)/.test(line)).slice(-6);
+        if (warned.length > 0) failures.push(`${station.name}'s last warnings:\n    ${warned.map((line) => line.slice(0, 400)).join('\n    ')}`);
       }
       for (const station of world.stations) log(`--- ${station.name}'s daemon log (tail):\n${station.ws.log().slice(-3000)}`);
     }
