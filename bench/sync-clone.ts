@@ -8,6 +8,13 @@
 // cost a `fs/read` request per file. The big file is also timed on its own (a tree of it alone), so
 // the small files' figure is visible apart from it on this 2-core machine.
 //
+// The daemon's user and system CPU of the clone alone are printed apart: on an ext4 without a journal
+// (this machine's), each file created in a block group where many were deleted within the last
+// minute or so costs ext4 a scan of them (recently_deleted() in inode allocation). Measured: 5,000
+// files made where 5,000 had just been removed, 2.3-3.3 s of system CPU instead of 0.13 s. The
+// previous run's trees are removed right before this one's, so the clone's system time swung from
+// 1.5 to 4.5 s between runs; a fresh BENCH_TMP per run keeps it steady.
+//
 //   node dist/bench/sync-clone.js [--files 5000] [--big-mib 500]   (--files 0: the big file alone)
 // Result: bench/results/sync-clone.json.
 
@@ -162,6 +169,7 @@ async function phases(root: string, source: string, label: string) {
   const homeB = join(root, label, 'home-b');
   const dirB = freshDir(`sync-clone-b-${label}`);
   const b = await startDaemonProc(homeB);
+  const cloneStartSplit = cpuSplit(b.child.pid!);
   const beforeClone = await server.requests();
   const serverBeforeClone = server.usage();
   const cloneSeconds = await timed(async () => {
@@ -172,10 +180,19 @@ async function phases(root: string, source: string, label: string) {
   const cloneServer = usageSince(server.usage(), serverBeforeClone);
   // The clone is what was sent: same bytes at every path.
   const cloneCpuSeconds = b.cpuSeconds();
+  const cloneEndSplit = cpuSplit(b.child.pid!);
+  // user and system seconds of the clone alone (the daemon's start-up left out)
+  const cloneCpuSplit = { user: Number((cloneEndSplit.user - cloneStartSplit.user).toFixed(2)), system: Number((cloneEndSplit.system - cloneStartSplit.system).toFixed(2)) };
   execFileSync('diff', ['-r', '-q', '--exclude=.strata', source, dirB]);
   await b.stop();
   await server.stop();
-  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, firstCpuSeconds, firstServer, rsyncSeconds, cloneSeconds, cloneRequests, cloneCpuSeconds, cloneServer };
+  return { rsyncFsyncSeconds: rsyncFsync.seconds, firstSeconds, firstRequests, firstCpuSeconds, firstServer, rsyncSeconds, cloneSeconds, cloneRequests, cloneCpuSeconds, cloneCpuSplit, cloneServer };
+}
+
+/** A process's user and system CPU seconds so far (/proc/PID/stat). */
+function cpuSplit(pid: number): { user: number; system: number } {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
 /** rsync -a from an rsync daemon serving `source` into `target` (the daemon's module is read-only here: same tree). */
@@ -225,6 +242,7 @@ async function main(): Promise<void> {
   }
   printTable(`${files} files of 1–20 KiB (${Math.round(bytes / 1024 ** 2)} MiB)${bigMib > 0 ? ` + one ${bigMib} MiB file` : ''}, loopback`, ['strata', 'seconds', 'peer seconds', 'speed vs peer', 'server requests'], rows);
   console.log(`daemon CPU seconds (user + system): clone ${whole.cloneCpuSeconds.toFixed(2)}, first sync ${whole.firstCpuSeconds.toFixed(2)}`);
+  console.log(`  the clone alone (start-up left out): user ${whole.cloneCpuSplit.user.toFixed(2)}, system ${whole.cloneCpuSplit.system.toFixed(2)}`);
   const gc = (u: { markCompacts: number }) => (process.env['BENCH_SERVE_FLAGS']?.includes('--trace-gc') ? `, ${u.markCompacts} mark-compacts` : '');
   console.log(`server CPU seconds: clone ${whole.cloneServer.cpuSeconds.toFixed(2)}${gc(whole.cloneServer)}, first sync ${whole.firstServer.cpuSeconds.toFixed(2)}${gc(whole.firstServer)}`);
   console.log('clone requests by route:', whole.cloneRequests);

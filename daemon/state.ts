@@ -122,7 +122,19 @@ function fromRaw(row: RawIndexRow): IndexRow {
   };
 }
 
-export function openDaemonState(file: string): DaemonState {
+/**
+ * Staged index rows are written this long after the first of them, or as soon as this many wait.
+ * One transaction per event-loop turn was still ~2 rows a transaction when a round of 16 paths at a
+ * time brought a clone to disk: 2,500 WAL commits for 5,000 files, ~300 ms of the daemon's event
+ * loop (bench/sync-clone.ts, --big-mib 0). The cap bounds what byIno/hasBelow scan and what a crash
+ * loses (hints either way, see the top).
+ */
+export const INDEX_FLUSH_MS = 25;
+export const INDEX_FLUSH_ROWS = 256;
+
+/** `flushMs`: tests hold staged rows longer than INDEX_FLUSH_MS. */
+export function openDaemonState(file: string, options: { flushMs?: number } = {}): DaemonState {
+  const flushMs = options.flushMs ?? INDEX_FLUSH_MS;
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   let db: Database.Database;
   try {
@@ -162,10 +174,10 @@ export function openDaemonState(file: string): DaemonState {
     for (const row of rows) put(projectId, row);
   });
 
-  // Index writes are one transaction per event-loop turn, not one per file: a burst of saves wrote a
-  // WAL commit per captured file (11% of the watch daemon's main thread at 10,000 saves). Until the
-  // turn ends the rows wait here, and every read sees them: get() and byIno() overlay them, the other
-  // queries write them first. A crash loses at most that turn's rows, which are hints (see the top).
+  // Index writes are one transaction per INDEX_FLUSH_MS (or INDEX_FLUSH_ROWS rows), not one per file:
+  // a burst of saves wrote a WAL commit per captured file (11% of the watch daemon's main thread at
+  // 10,000 saves). Until then the rows wait here, and every read sees them: get() and byIno() overlay
+  // them, the other queries write them first. A crash loses at most those rows, which are hints.
   const pending = new Map<string, { projectId: string; path: string; row: IndexRow | null }>();
   const keyOf = (projectId: string, path: string) => `${projectId}\0${path}`;
   const writePending = db.transaction(() => {
@@ -182,18 +194,36 @@ export function openDaemonState(file: string): DaemonState {
       pending.clear();
     }
   };
-  let scheduled: NodeJS.Immediate | null = null;
+  let scheduled: { timer: NodeJS.Timeout | NodeJS.Immediate; soon: boolean } | null = null;
+  const unschedule = () => {
+    if (scheduled === null) return;
+    if (scheduled.soon) clearImmediate(scheduled.timer as NodeJS.Immediate);
+    else clearTimeout(scheduled.timer as NodeJS.Timeout);
+    scheduled = null;
+  };
+  const flushLater = () => {
+    scheduled = null;
+    try {
+      flushPending();
+    } catch {
+      // Rows are hints: dropped ones cost a re-hash at the next scan. A broken database fails the
+      // next query, where its caller sees it.
+    }
+  };
   const stage = (projectId: string, path: string, row: IndexRow | null) => {
     pending.set(keyOf(projectId, path), { projectId, path, row });
-    scheduled ??= setImmediate(() => {
-      scheduled = null;
-      try {
-        flushPending();
-      } catch {
-        // Rows are hints: dropped ones cost a re-hash at the next scan. A broken database fails the
-        // next query, where its caller sees it.
+    if (pending.size >= INDEX_FLUSH_ROWS) {
+      // Enough for a transaction: written at the end of this turn, as before.
+      if (scheduled?.soon !== true) {
+        unschedule();
+        scheduled = { timer: setImmediate(flushLater), soon: true };
       }
-    });
+    } else if (scheduled === null) {
+      const timer = setTimeout(flushLater, flushMs);
+      // Never what keeps the process alive: close() writes what waits.
+      timer.unref();
+      scheduled = { timer, soon: false };
+    }
   };
   /** Runs a query after writing what is staged. */
   const flushed = <T>(query: () => T): T => {
@@ -286,8 +316,7 @@ export function openDaemonState(file: string): DaemonState {
       },
     },
     close: () => {
-      if (scheduled !== null) clearImmediate(scheduled);
-      scheduled = null;
+      unschedule();
       if (db.open) {
         flushPending();
         db.close();
