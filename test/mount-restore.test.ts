@@ -138,4 +138,23 @@ describe('restores seen through the mount', () => {
     const found = 'for n in deep gone new stays; do if [ -e top/$n ]; then echo $n; fi; done';
     expect((await inMount(m, `ls top; ${found}; ls top/new`)).stdout).toBe('new\nstays\nnew\nstays\ner\n');
   });
+
+  it('a directory whose last file goes behind the mount stays while it holds an unversioned file', async () => {
+    // The other way a listing and lookup disagreed: the mount lists its backing directory's names
+    // too, and `keep/.a.swp` (ignored, so kept there) made one `keep/`. With `keep/a` gone elsewhere
+    // (`rm keep/a` on another workstation, pulled), the root listed `keep` and lookup found nothing:
+    // the swap file was out of reach. On a watching workstation the directory stays on disk with it.
+    await m.api('PUT', p('/fs/write?path=keep%2Fa'), 'a\n');
+    await waitFor('keep/a in the mount', async () => ((await inMount(m, '[ -f keep/a ] && echo yes')).stdout === 'yes\n' ? true : undefined));
+    await inMount(m, 'echo swap > keep/.a.swp');
+    await m.api('POST', p('/fs/delete'), { path: 'keep/a' });
+    await waitFor('keep/a gone from the mount', async () => ((await inMount(m, '[ ! -e keep/a ] && echo gone')).stdout === 'gone\n' ? true : undefined));
+    expect((await inMount(m, 'ls | grep -x keep; stat -c %F keep; ls -A keep; cat keep/.a.swp')).stdout).toBe('keep\ndirectory\n.a.swp\nswap\n');
+    // A directory of the mount's own now: files written in it are versioned, and it goes with rmdir.
+    await inMount(m, 'echo b > keep/b');
+    await m.idle();
+    expect((await m.read('keep/b')).toString()).toBe('b\n');
+    await inMount(m, 'rm keep/b keep/.a.swp && rmdir keep');
+    expect((await inMount(m, 'ls')).stdout).not.toMatch(/^keep$/m);
+  });
 });
