@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { allVersions, diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
@@ -24,6 +24,36 @@ async function apart(): Promise<string[]> {
   const out: string[] = [];
   for (const station of world!.stations) out.push(...diffTrees(await diskFiles(station), head, { actual: 'disk', expected: 'head' }).map((d) => `${station.name}: ${d}`));
   return out;
+}
+
+/**
+ * Lists `dir` and lstats each name over and over until `done`: the names it listed that lstat did
+ * not find for 200 ms in a row, with how long (a moment's disagreement is a change arriving: the
+ * kernel hears of a directory and of its parent one after the other).
+ */
+async function listedButMissing(dir: string, done: () => Promise<boolean>): Promise<string[]> {
+  const missingSince = new Map<string, number>();
+  const lasting = new Map<string, number>();
+  const deadline = Date.now() + 300_000;
+  while (!(await done()) && Date.now() < deadline) {
+    const missing = new Set<string>();
+    for (const name of await readdir(dir)) {
+      try {
+        await lstat(join(dir, name));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        missing.add(name);
+      }
+    }
+    for (const name of [...missingSince.keys()]) if (!missing.has(name)) missingSince.delete(name);
+    for (const name of missing) {
+      const since = missingSince.get(name) ?? Date.now();
+      missingSince.set(name, since);
+      if (Date.now() - since >= 200) lasting.set(name, Date.now() - since);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return [...lasting].map(([name, ms]) => `${name}: listed, not found for ${ms} ms`);
 }
 
 /**
@@ -316,6 +346,38 @@ describe('sync model: defects found and fixed', () => {
     await a.ws.start();
     await b.ws.start();
   });
+  it("another workstation's `rm -r c` takes `c` out of the mount's root listing, not only out of lookups", { timeout: 400_000 }, async () => {
+    // Seed 43000 path 37 of bench/sync-model.ts (30 steps), shrunk: C (mounted) writes `c/a`; with the
+    // server down B runs `rm -r c`; back up, every workstation syncs. C's root, listed before the
+    // deletion arrived, still listed `c` while lstat said ENOENT (five reads in a row): only `c/a`
+    // and `c` were dropped from the kernel's caches, not its listing of the root. The kernel asks
+    // for a directory's attributes again after a second, and a new mtime drops the listing: so a
+    // reader lists C's root all along here, and a name listed that lstat does not find for 200 ms in
+    // a row is the defect (the deterministic case is mount-restore's "a directory that goes or comes").
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [, b, c] = world.stations as [Station, Station, Station];
+    await writeFile(join(c.ws.dir, 'c', 'a'), 'v6\n');
+    for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
+    await world.stopServer('SIGTERM');
+    await rm(join(b.ws.dir, 'c'), { recursive: true });
+    await b.ws.quiet();
+    let synced = false;
+    const reader = listedButMissing(c.ws.dir, async () => synced && !(await readdir(c.ws.dir)).includes('c'));
+    reader.catch(() => undefined); // awaited below, once the workstations are in sync
+    try {
+      await world.startServer();
+      for (const station of world.stations) {
+        const wait = await syncWait(station);
+        expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+      }
+    } finally {
+      synced = true;
+    }
+    expect(await reader).toEqual([]);
+    expect(await apart()).toEqual([]);
+  });
+
   it('a directory replaced by a file on one workstation is not undone by a watching one', { timeout: 400_000 }, async () => {
     // Defect 4, the watch half (seeds 38000-38004 of bench/sync-model.ts: `wsC: rm -r c; echo v21 >
     // c` on the mount). A watching workstation pulled the deletion of `c/a`, removed `c/a` and the

@@ -106,4 +106,55 @@ describe('restores seen through the mount', () => {
     await m.api('POST', p(`/fs/snapshots/${snapshot.snapshotId}/restore`));
     expect((await inMount(m, 'ls listed')).stdout).toBe('one\ntwo\n');
   });
+
+  it('a directory that goes or comes with a file changed behind the mount goes or comes in the listings above it', async () => {
+    // Seed 43000 path 37 of bench/sync-model.ts: another workstation's `rm -r c` reached the mount,
+    // and its root, listed before, still listed `c` while lstat said ENOENT. The change named `c/a`,
+    // and only `c/a` and `c` were dropped from the kernel's caches: the root's listing stayed, and so
+    // did its attributes in native/fuse, whose mtime would have had the kernel drop that listing. A
+    // directory is there for the files below it: any directory above a changed file may go or come.
+    // Written behind the mount, so that the directories are there for their files only (`mkdir`
+    // through the mount keeps a directory of its own, which stays when its files go).
+    for (const [path, data] of [['top/gone/f', '1\n'], ['top/deep/er/f', '2\n'], ['top/stays', '3\n']]) await m.api('PUT', p(`/fs/write?path=${encodeURIComponent(path!)}`), data);
+    const listings = async () => {
+      const doc = await m.api<DaemonStatus>('GET', '/v1/daemon/status');
+      return doc.projects.find((p) => p.projectId === m.projectId)!.mount!.ops['readdir']?.count ?? 0;
+    };
+    // The kernel lists `top` from its cache: the mount has taken these writes (each dropped the
+    // cached listing of its parent), and another `ls` asks it nothing.
+    await waitFor('the listing of top from the kernel', async () => {
+      const before = await listings();
+      const out = await inMount(m, 'ls top; ls top/deep');
+      return out.stdout === 'deep\ngone\nstays\ner\n' && (await listings()) === before ? true : undefined;
+    });
+    await m.api('POST', p('/fs/delete'), { path: 'top/gone/f' });
+    await m.api('POST', p('/fs/delete'), { path: 'top/deep/er/f' });
+    await m.api('PUT', p('/fs/write?path=top%2Fnew%2Fer%2Ff'), 'new\n');
+    // Once the mount has taken the changes (the name `gone`, the parent of a removed file, finds
+    // nothing; `new/er/f` is there), what the kernel lists and finds in `top` has them too. Read right
+    // away: a second after the kernel last asked for a directory's attributes it asks again, and a
+    // changed mtime drops its copy of the listing (the attributes of `deep` go the same way).
+    await waitFor('the mount has taken the changes', async () => ((await inMount(m, '[ ! -e top/gone ] && [ -f top/new/er/f ] && echo yes')).stdout === 'yes\n' ? true : undefined));
+    const found = 'for n in deep gone new stays; do if [ -e top/$n ]; then echo $n; fi; done';
+    expect((await inMount(m, `ls top; ${found}; ls top/new`)).stdout).toBe('new\nstays\nnew\nstays\ner\n');
+  });
+
+  it('a directory whose last file goes behind the mount stays while it holds an unversioned file', async () => {
+    // The other way a listing and lookup disagreed: the mount lists its backing directory's names
+    // too, and `keep/.a.swp` (ignored, so kept there) made one `keep/`. With `keep/a` gone elsewhere
+    // (`rm keep/a` on another workstation, pulled), the root listed `keep` and lookup found nothing:
+    // the swap file was out of reach. On a watching workstation the directory stays on disk with it.
+    await m.api('PUT', p('/fs/write?path=keep%2Fa'), 'a\n');
+    await waitFor('keep/a in the mount', async () => ((await inMount(m, '[ -f keep/a ] && echo yes')).stdout === 'yes\n' ? true : undefined));
+    await inMount(m, 'echo swap > keep/.a.swp');
+    await m.api('POST', p('/fs/delete'), { path: 'keep/a' });
+    await waitFor('keep/a gone from the mount', async () => ((await inMount(m, '[ ! -e keep/a ] && echo gone')).stdout === 'gone\n' ? true : undefined));
+    expect((await inMount(m, 'ls | grep -x keep; stat -c %F keep; ls -A keep; cat keep/.a.swp')).stdout).toBe('keep\ndirectory\n.a.swp\nswap\n');
+    // A directory of the mount's own now: files written in it are versioned, and it goes with rmdir.
+    await inMount(m, 'echo b > keep/b');
+    await m.idle();
+    expect((await m.read('keep/b')).toString()).toBe('b\n');
+    await inMount(m, 'rm keep/b keep/.a.swp && rmdir keep');
+    expect((await inMount(m, 'ls')).stdout).not.toMatch(/^keep$/m);
+  });
 });

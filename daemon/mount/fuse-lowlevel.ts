@@ -100,12 +100,45 @@ export class LowLevelSession {
     // One name of a hard-linked file changed behind the mount (a restore): it may be a file of its own
     // now, so its next lookup decides its inode afresh (the same one again while it is still linked).
     if (ino !== undefined && parent !== undefined && (this.inodes.hasAliases(ino) || (renumber && (this.inodes.node(ino)?.opens ?? 0) > 0))) this.inodes.detach(parent, name);
-    const work: Promise<number>[] = [];
+    const work: Promise<unknown>[] = [];
     if (ino !== undefined) this.native.attrDrop(handle, ino);
     if (parent !== undefined) this.native.attrDrop(handle, parent);
     if (ino !== undefined) work.push(this.native.invalidate(handle, ino, null));
     if (parent !== undefined) work.push(this.native.invalidate(handle, parent, null), this.native.invalidate(handle, parent, name));
+    // A directory is there for the files below it: one behind the mount may have made or removed
+    // every directory above it (`rm -r c` elsewhere removes `c` with `c/a`), so the listings and
+    // attributes of all of them go too. Kept, the root's cached listing named `c` while lookup found
+    // nothing, until the kernel next asked for the root's attributes (native/fuse could answer those
+    // itself, with the old mtime that keeps the listing).
+    if (parentPath !== '') work.push(this.invalidateDirs(parentPath));
     await Promise.all(work);
+  }
+
+  /** Directories above changed paths whose listings the kernel must drop, once per turn of the event loop. */
+  private readonly staleDirs = new Set<number>();
+  private staleDirsDone: Promise<void> | null = null;
+
+  /**
+   * Drops the attributes and listings of the directories above `dir`. A pull of many files in one
+   * tree names the same directories again and again: each is told to the kernel once per turn.
+   */
+  private invalidateDirs(dir: string): Promise<void> {
+    for (let path = dir; path !== ''; ) {
+      const slash = path.lastIndexOf('/');
+      path = slash === -1 ? '' : path.slice(0, slash);
+      const ino = this.inodes.inoOf(path);
+      if (ino !== undefined) this.staleDirs.add(ino);
+    }
+    this.staleDirsDone ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const inos = [...this.staleDirs];
+      this.staleDirs.clear();
+      this.staleDirsDone = null;
+      const handle = this.handle;
+      if (handle === null) return;
+      for (const ino of inos) this.native.attrDrop(handle, ino);
+      await Promise.all(inos.map((ino) => this.native.invalidate(handle, ino, null)));
+    });
+    return this.staleDirsDone;
   }
 
   /** The creating caller native/fuse put in scratch[14..15] (src/fuse_ll.c dispatch); read before any await. */

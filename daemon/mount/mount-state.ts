@@ -18,7 +18,7 @@ import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
 import type { Namespace } from './namespace.js';
 import { holdBase } from './node-content.js';
-import { isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
+import { baseName, isFuseHidden, isVersionable, isWithin, parentOf } from './paths.js';
 import { MountTimes } from './times.js';
 import type { Reconciler } from './reconciler.js';
 import type { MountSink } from './sink.js';
@@ -189,6 +189,7 @@ export class MountState {
         }
         this.ns.invalidate(parentOf(path)); // the listing was stale
       }
+      if (kind === null && (await this.keepsUnversioned(path))) return { kind: 'dir', versioned: true };
     }
     if (this.backingCandidate(path) || this.attrs.isSpecial(path)) {
       const stat = await this.backing.stat(path);
@@ -199,6 +200,27 @@ export class MountState {
       }
     }
     return null;
+  }
+
+  /**
+   * A directory the engine no longer has whose backing directory holds unversioned entries (`c/.a.swp`
+   * when another workstation's `rm -r c` arrived): the directory stays, as watch mode leaves it on disk
+   * and as keepParent keeps one whose last file goes through the mount. Found at its first lookup, it
+   * becomes a directory of the mount's own. Unkept, readdir listed `c` (the backing directory's name)
+   * while lookup found nothing, and the swap file was out of reach. The backing directory's
+   * subdirectories are remembered (Backing.subdirNames): a name looked up in vain costs no syscall.
+   */
+  private async keepsUnversioned(path: string): Promise<boolean> {
+    // An ignored directory (`node_modules/`) is the backing directory's own: looked up below.
+    if (this.backingCandidate(path, true)) return false;
+    const parent = parentOf(path);
+    if (!(await this.backing.subdirNames(parent)).includes(baseName(path))) return false;
+    if (parent !== '' && (await this.ns.kindOf(parent)) !== 'dir') return false;
+    // The mount may have changed while the backing directory was read.
+    if ((await this.ns.kindOf(path)) !== null) return false;
+    this.ns.addExplicitDir(path);
+    this.ns.setEntry(path, 'dir');
+    return true;
   }
 
   /**
