@@ -416,4 +416,37 @@ describe('sync model: defects found and fixed', () => {
     ]);
     expect(await fsckFailures(world)).toEqual([]);
   });
+  it('a file made on a mount below a name where the project got its file back from elsewhere is kept below a conflict copy', { timeout: 400_000 }, async () => {
+    // The other half of the case above (watch mode's seed 5000): with the server down, C runs `rm b;
+    // mkdir b; echo x > b/a` on its mount while A edits `b`. The edit beats C's deletion and `b`
+    // comes back into C's engine before C's `b/a` is captured: the engine refuses `b/a` ('b' is a
+    // file), and the mount retried for ever. C's file stays open until then, so the order is fixed.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, , c] = world.stations as [Station, Station, Station];
+    await world.stopServer('SIGTERM');
+    await rm(join(c.ws.dir, 'b'));
+    await mkdir(join(c.ws.dir, 'b'));
+    let file: FileHandle | null = await open(join(c.ws.dir, 'b', 'a'), 'w');
+    try {
+      await file.writeFile('x\n');
+      await waitFor('C\'s deletion of b in its engine', async () => ((await headFiles(c.ws)).has('b') ? undefined : true), 60_000);
+      await writeFile(join(a.ws.dir, 'b'), 'v3\n+1\n');
+      await a.ws.quiet();
+      await world.startServer();
+      expect((await syncWait(a)).code).toBe(0);
+      await waitFor('A\'s b back in C\'s engine', async () => ((await headFiles(c.ws)).get('b')?.type === 'file' ? true : undefined), 60_000);
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    for (const station of world.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    expect((await headFiles(world.server)).get('b')).toEqual(fileNode('v3\n+1\n'));
+    await expectMountCopies([[/^b \(conflict wsC [^/]*\)\/a$/, 'x\n']]);
+  });
 });
