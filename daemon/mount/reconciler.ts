@@ -14,6 +14,7 @@ import type { FileNode, GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
 import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
+import type { SinkResult } from './sink.js';
 import { isWithin, parentOf } from './paths.js';
 
 const RETRY_BASE_MS = 500;
@@ -222,15 +223,8 @@ export class Reconciler {
     }
     let captured = origin !== null;
     if (node.dirty || node.enginePath !== node.path) {
-      let result: Awaited<ReturnType<typeof captureNode>>;
-      try {
-        result = await captureNode(this.state, node);
-      } catch (error) {
-        const refusal = treeRefusal(node.path, error);
-        if (refusal === null || this.ownChangeInTheWay(node.path, refusal)) throw error;
-        await this.keepAsConflictCopy(node, refusal);
-        return;
-      }
+      const result = await this.captureOrKeep(node);
+      if (result === 'kept') return;
       if (result !== null) {
         captured = true;
         if (result.historyKept === false && result.versionIds.length > 0) this.#noteHistoryNotKept(node.path, result.entry.size);
@@ -241,6 +235,28 @@ export class Reconciler {
     // Nothing changed while it ran: what the journal holds for the path is in the engine now.
     if (captured && !node.dirty && !node.detached) this.state.journal.append({ op: 'c', path: node.path });
     this.state.dropIfIdle(node);
+  }
+
+  /**
+   * Captures the node, or keeps it as a conflict copy when the project's tree refuses its path
+   * because of a change from elsewhere ('kept': the node has left the mount; see keepAsConflictCopy).
+   */
+  private async captureOrKeep(node: FileNode): Promise<SinkResult | null | 'kept'> {
+    let refused: unknown;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await captureNode(this.state, node);
+      } catch (error) {
+        refused = error;
+      }
+      const refusal = treeRefusal(node.path, refused);
+      if (refusal === null || this.ownChangeInTheWay(node.path, refusal)) throw refused;
+      // Once more first: a removal of this mount's own may have committed after the engine refused
+      // the write (both in the capture thread at once) and its marker gone before this answer came.
+      if (attempt === 1) continue;
+      await this.keepAsConflictCopy(node, refusal);
+      return 'kept';
+    }
   }
 
   /**
@@ -291,7 +307,8 @@ export class Reconciler {
       ns.invalidate(path, true);
       ns.invalidate(parentOf(path));
       state.onExternalChange(path);
-      state.forgetInKernel(path, renumber);
+      // Open handles keep reading the file: the directory needs an inode of its own.
+      if (renumber) state.forgetInKernel(path, true);
       return;
     }
     // The directory made here for the file gives way to the project's file, unless it holds more.
