@@ -1,0 +1,60 @@
+// A file made on a mount whose path the project's tree refuses (a directory there now, made
+// elsewhere): kept as a conflict copy (reconciler.ts keepAsConflictCopy), and the mount then shows
+// the project's directory. The mount's own `rm -r c; echo v > c` is refused too while its removals
+// are being recorded, and must never be taken for a change from elsewhere.
+import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inMount, type MountedDir, mountProject } from './mount-harness.js';
+
+let m: MountedDir;
+
+beforeAll(async () => {
+  m = await mountProject();
+  // Enough files that the removals below stay under the mass-delete guard's share (capture/guard.ts).
+  await inMount(m, 'mkdir keep && for i in $(seq 1 200); do echo $i > keep/f$i; done');
+  await m.idle(60_000);
+}, 120_000);
+
+afterAll(async () => {
+  await m?.dispose();
+});
+
+async function rootNames(): Promise<string[]> {
+  const listing = await m.api<{ items: Array<{ name: string }> }>('GET', `/v1/projects/${m.projectId}/fs/dir?path=`);
+  return listing.items.map((item) => item.name);
+}
+
+describe('a file the project refuses at its path on a mount', () => {
+  it("is the mount's own `rm -r c; echo v > c`: versioned at its path, no conflict copy", { timeout: 120_000 }, async () => {
+    for (let round = 0; round < 5; round++) {
+      await inMount(m, `mkdir -p c${round}/d && for i in $(seq 1 6); do echo $i > c${round}/f$i; echo $i > c${round}/d/g$i; done`);
+      await m.idle();
+      await inMount(m, `rm -r c${round} && echo v > c${round}`);
+      await m.idle(60_000);
+      expect((await m.read(`c${round}`)).toString()).toBe('v\n');
+    }
+    expect((await rootNames()).filter((name) => name.includes(' (conflict '))).toEqual([]);
+  });
+
+  it('made elsewhere while the file was open: kept as a conflict copy, and the directory shows', { timeout: 120_000 }, async () => {
+    await inMount(m, 'mkdir e && echo old > e/a');
+    await m.idle();
+    await inMount(m, 'rm -r e');
+    let file: FileHandle | null = await open(join(m.dir, 'e'), 'w');
+    try {
+      await file.writeFile('mine\n');
+      await m.api('PUT', `/v1/projects/${m.projectId}/fs/write?path=e%2Fx`, 'from elsewhere');
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    await m.idle(60_000);
+    const copies = (await rootNames()).filter((name) => /^e \(conflict .+\)$/.test(name));
+    expect(copies).toHaveLength(1);
+    expect((await m.read(copies[0]!)).toString()).toBe('mine\n');
+    expect(await readdir(join(m.dir, 'e'))).toEqual(['x']);
+    expect(await readFile(join(m.dir, copies[0]!), 'utf8')).toBe('mine\n');
+  });
+});
