@@ -3,7 +3,7 @@
 // the project's directory. The mount's own `rm -r c; echo v > c` may be refused too while its
 // removals are being recorded, and must never be taken for a change from elsewhere (a check that the
 // rule does not misfire: that race did not show here even without the guards against it).
-import { type FileHandle, open, readdir, readFile } from 'node:fs/promises';
+import { type FileHandle, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inMount, type MountedDir, mountProject } from './mount-harness.js';
@@ -58,5 +58,28 @@ describe('a file the project refuses at its path on a mount', () => {
     expect((await m.read(copies[0]!)).toString()).toBe('mine\n');
     expect(await readdir(join(m.dir, 'e'))).toEqual(['x']);
     expect(await readFile(join(m.dir, copies[0]!), 'utf8')).toBe('mine\n');
+  });
+  it('renamed onto a name where a directory came from elsewhere: the file goes to a conflict copy, not back to its old name', { timeout: 120_000 }, async () => {
+    await inMount(m, 'echo moved > r');
+    await m.idle();
+    // Open for writing (nothing written), the file's rename is recorded only once it is closed.
+    let file: FileHandle | null = await open(join(m.dir, 'r'), 'a');
+    try {
+      await rename(join(m.dir, 'r'), join(m.dir, 'g'));
+      await m.api('PUT', `/v1/projects/${m.projectId}/fs/write?path=g%2Fx`, 'from elsewhere');
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    await m.idle(60_000);
+    const names = await rootNames();
+    const copies = names.filter((name) => /^g \(conflict .+\)$/.test(name));
+    expect(copies).toHaveLength(1);
+    expect((await m.read(copies[0]!)).toString()).toBe('moved\n');
+    expect(names).not.toContain('r');
+    expect(await m.stat('r')).toBeNull();
+    expect(await readdir(join(m.dir, 'g'))).toEqual(['x']);
+    expect((await readdir(m.dir)).filter((name) => name === 'r' || name.startsWith('g'))).toEqual(['g', copies[0]]);
   });
 });

@@ -10,7 +10,7 @@
 import { StrataError } from '../../engine/errors.js';
 import { conflictCopyFor, type TreeRefusal, treeRefusal } from '../capture/conflict-copy.js';
 import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
-import type { FileNode, GoneMarker } from './file-node.js';
+import { baseOf, type FileNode, type GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
 import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
@@ -207,11 +207,22 @@ export class Reconciler {
     const origin = node.originMarker;
     if (origin !== null && node.enginePath !== null && ns.gone.get(node.enginePath) === origin) {
       const from = node.enginePath;
+      let refused = null as TreeRefusal | null;
       const result = await this.state.sink.rename(from, node.path).catch((error: unknown) => {
         // The source vanished from the engine meanwhile (a restore, another client): capture afresh.
         if (error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'STALE_BASE_VERSION')) return null;
-        throw error;
+        // `mv x c` where the project got a directory `c` from elsewhere: refused a second time (the
+        // first may have raced a removal of this mount's own, as in captureOrKeep), `x` goes to the
+        // conflict copy instead, its history with it.
+        refused = treeRefusal(node.path, error);
+        if (refused === null || this.ownChangeInTheWay(node.path, refused) || !this.attempts.has(node.path)) throw error;
+        return null;
       });
+      if (refused !== null) {
+        await this.keepAsConflictCopy(node, refused, from);
+        if (ns.gone.get(from) === origin) ns.gone.delete(from);
+        return;
+      }
       if (ns.gone.get(from) === origin) ns.gone.delete(from);
       node.originMarker = null;
       if (result !== null) {
@@ -282,12 +293,22 @@ export class Reconciler {
    * own version: the namespace's poll shows the copy as a change from elsewhere), and the mount then
    * shows the project's tree: the file leaves it, and so does a directory made here for it.
    */
-  private async keepAsConflictCopy(node: FileNode, refusal: TreeRefusal): Promise<void> {
+  private async keepAsConflictCopy(node: FileNode, refusal: TreeRefusal, renamedFrom?: string): Promise<void> {
     const { state } = this;
     const { ns } = state;
     const path = node.path;
     const copy = await conflictCopyFor(state.engine, state.projectId, path, refusal, state.workstation, state.now());
-    const result = await captureNode(state, node, copy);
+    let result: SinkResult | null = null;
+    if (renamedFrom !== undefined) {
+      // A rename not recorded yet (`mv x c`): recorded to the copy; the old name's tombstone is ours.
+      result = await state.sink.rename(renamedFrom, copy);
+      ns.noteOwnVersion(result.versionIds[0]!);
+      node.originMarker = null;
+      node.base = baseOf(result.entry);
+      node.enginePath = copy;
+    }
+    // Bytes written since the rename go to the copy too.
+    if (renamedFrom === undefined || node.dirty) result = await captureNode(state, node, copy);
     if (result === null) return;
     state.logger.warn(
       { path, copy },
