@@ -6,7 +6,7 @@
 import { type FileHandle, open, readdir, readFile, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inMount, type MountedDir, mountProject } from './mount-harness.js';
+import { inMount, type MountedDir, mountProject, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 
@@ -26,6 +26,17 @@ async function rootNames(): Promise<string[]> {
   return listing.items.map((item) => item.name);
 }
 
+/** Waits for the engine's conflict copies of `name` in the root (the mount's release of a closed file may come late under load). */
+async function copiesOf(name: string): Promise<string[]> {
+  const pattern = new RegExp(`^${name} \\(conflict .+\\)$`);
+  const copies = await waitFor(`a conflict copy of ${name}`, async () => {
+    const found = (await rootNames()).filter((entry) => pattern.test(entry));
+    return found.length > 0 ? found : undefined;
+  }, 60_000);
+  await m.idle(60_000);
+  return copies;
+}
+
 describe('a file the project refuses at its path on a mount', () => {
   it("is the mount's own `rm -r c; echo v > c`: versioned at its path, no conflict copy", { timeout: 120_000 }, async () => {
     // One busy burst (300 removals and the write in one batch of captures).
@@ -33,6 +44,7 @@ describe('a file the project refuses at its path on a mount', () => {
       await inMount(m, `mkdir -p c${round}/d && for i in $(seq 1 150); do echo $i > c${round}/f$i; echo $i > c${round}/d/g$i; done`);
       await m.idle();
       await inMount(m, `rm -r c${round} && echo v > c${round}`);
+      await waitFor(`c${round} versioned`, async () => ((await m.stat(`c${round}`)) === null ? undefined : true), 60_000);
       await m.idle(60_000);
       expect((await m.read(`c${round}`)).toString()).toBe('v\n');
     }
@@ -52,8 +64,7 @@ describe('a file the project refuses at its path on a mount', () => {
     } finally {
       await file?.close();
     }
-    await m.idle(60_000);
-    const copies = (await rootNames()).filter((name) => /^e \(conflict .+\)$/.test(name));
+    const copies = await copiesOf('e');
     expect(copies).toHaveLength(1);
     expect((await m.read(copies[0]!)).toString()).toBe('mine\n');
     expect(await readdir(join(m.dir, 'e'))).toEqual(['x']);
@@ -72,10 +83,9 @@ describe('a file the project refuses at its path on a mount', () => {
     } finally {
       await file?.close();
     }
-    await m.idle(60_000);
-    const names = await rootNames();
-    const copies = names.filter((name) => /^g \(conflict .+\)$/.test(name));
+    const copies = await copiesOf('g');
     expect(copies).toHaveLength(1);
+    const names = await rootNames();
     expect((await m.read(copies[0]!)).toString()).toBe('moved\n');
     expect(names).not.toContain('r');
     expect(await m.stat('r')).toBeNull();
