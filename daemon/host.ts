@@ -280,6 +280,12 @@ export interface HostContext {
    * positional reads). Writes still go through the engine (capture pipeline).
    */
   store?: ContentStore;
+  /**
+   * The synced project's workstation name (the sync link's), which names conflict copies: a mount
+   * keeps a file the project's tree refuses because of a change from elsewhere as one
+   * (mount/reconciler.ts). Absent: not synced.
+   */
+  workstation?: string;
 }
 
 export type HostFactory = (ctx: HostContext) => ProjectHost;

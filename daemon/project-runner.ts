@@ -189,6 +189,7 @@ export class ProjectRunner {
         home: this.#deps.home,
         stagingDir: this.#deps.stagingDir,
         versioned: () => this.#sync?.wake(),
+        ...(this.config.sync === undefined ? {} : { workstation: this.config.sync.workstation }),
         ...(this.#deps.formerStagingDir === undefined ? {} : { formerStagingDir: this.#deps.formerStagingDir }),
         ...(this.#deps.store ? { store: this.#deps.store } : {}),
         ...(this.config.inPlace === true ? { inPlace: true } : {}),

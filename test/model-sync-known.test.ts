@@ -1,10 +1,11 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { lstat, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allVersions, diskFiles, headFiles, syncStatusOf } from './model/sync-checks.js';
+import { waitFor } from './daemon-harness.js';
+import { allVersions, diskFiles, fsckFailures, headFiles, syncStatusOf } from './model/sync-checks.js';
 import { openModelWorld, type Station, type SyncModelWorld } from './model/sync-world.js';
 import { diffTrees, fileNode } from './model/tree.js';
 
@@ -123,6 +124,21 @@ async function mountWithNestedDirs(): Promise<[Station, Station, Station]> {
   for (const station of world.stations) expect((await syncWait(station)).code).toBe(0);
   await mkdir(join(c.ws.dir, 'a', 'a', 'b'), { recursive: true });
   return world.stations as [Station, Station, Station];
+}
+
+/**
+ * The project's conflict copies on the server's head, as path → content; expects each content of
+ * `kept` on the head exactly once, at a conflict copy of `wsC` matching its pattern.
+ */
+async function expectMountCopies(kept: Array<[RegExp, string]>): Promise<void> {
+  const head = await headFiles(world!.server);
+  const copies = [...head.keys()].filter((path) => path.includes(' (conflict '));
+  expect(copies, JSON.stringify(copies)).toHaveLength(kept.length);
+  for (const [pattern, content] of kept) {
+    const at = copies.find((path) => pattern.test(path));
+    expect(at, `${pattern} among ${JSON.stringify(copies)}`).toBeDefined();
+    expect(head.get(at!)).toEqual(fileNode(content));
+  }
 }
 
 describe('sync model: defects found and fixed', () => {
@@ -398,5 +414,101 @@ describe('sync model: defects found and fixed', () => {
       expect((await headFiles(world.server)).get('c'), `round ${round}`).toEqual(fileNode('v21\n'));
       expect(await apart()).toEqual([]);
     }
+  });
+  it('a file made on a mount where the project meanwhile got a directory from elsewhere is kept as a conflict copy', { timeout: 400_000 }, async () => {
+    // Seed 43002 path 5 of bench/sync-model.ts: `rm a/a; mkdir a/a; echo v83 > a/a/a` on A while C,
+    // on its mount, runs `rm -r a; echo v15 > a`. A's `a/a/a` reached C's engine before C's file was
+    // captured: the engine refused the file ('a' is a directory), the mount retried for ever, and
+    // C's `sync wait` said "changes here not versioned yet" for good (exit 7). Here C's file stays
+    // open until A's change is in C's engine, so its capture comes after it.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, , c] = world.stations as [Station, Station, Station];
+    await rm(join(c.ws.dir, 'a'), { recursive: true });
+    let file: FileHandle | null = await open(join(c.ws.dir, 'a'), 'w');
+    try {
+      await file.writeFile('v15\n');
+      // C's deletions of `a/a` and `a/b` are on the server (its own, recorded before the pull).
+      await waitFor('C\'s deletions on the server', async () => ((await headFiles(world!.server)).has('a/b') ? undefined : true), 60_000);
+      await rm(join(a.ws.dir, 'a', 'a'));
+      await mkdir(join(a.ws.dir, 'a', 'a'));
+      await writeFile(join(a.ws.dir, 'a', 'a', 'a'), 'v83\n');
+      expect((await syncWait(a)).code).toBe(0);
+      await waitFor('A\'s a/a/a in C\'s engine', async () => ((await headFiles(c.ws)).has('a/a/a') ? true : undefined), 60_000);
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    for (const station of world.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    const head = await headFiles(world.server);
+    expect(head.get('a/a/a')).toEqual(fileNode('v83\n'));
+    await expectMountCopies([[/^a \(conflict wsC [^/]*\)$/, 'v15\n']]);
+    // The model's later step on C, `rm a; mkdir a; echo v29 > a/a`, once more where the project
+    // meanwhile got a directory `a/a` from elsewhere (here A's `a/a/b`): v29 is a conflict copy too.
+    await rm(join(c.ws.dir, 'a'), { recursive: true });
+    await mkdir(join(c.ws.dir, 'a'));
+    file = await open(join(c.ws.dir, 'a', 'a'), 'w');
+    try {
+      await file.writeFile('v29\n');
+      await waitFor('C\'s deletion on the server', async () => ((await headFiles(world!.server)).has('a/a/a') ? undefined : true), 60_000);
+      expect((await syncWait(a)).code).toBe(0);
+      await mkdir(join(a.ws.dir, 'a', 'a'), { recursive: true });
+      await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v84\n');
+      expect((await syncWait(a)).code).toBe(0);
+      await waitFor('A\'s a/a/b in C\'s engine', async () => ((await headFiles(c.ws)).has('a/a/b') ? true : undefined), 60_000);
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    for (const station of world.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    expect((await headFiles(world.server)).get('a/a/b')).toEqual(fileNode('v84\n'));
+    await expectMountCopies([
+      [/^a \(conflict wsC [^/]*\)$/, 'v15\n'],
+      [/^a\/a \(conflict wsC [^/]*\)$/, 'v29\n'],
+    ]);
+    expect(await fsckFailures(world)).toEqual([]);
+  });
+  it('a file made on a mount below a name where the project got its file back from elsewhere is kept below a conflict copy', { timeout: 400_000 }, async () => {
+    // The other half of the case above (watch mode's seed 5000): with the server down, C runs `rm b;
+    // mkdir b; echo x > b/a` on its mount while A edits `b`. The edit beats C's deletion and `b`
+    // comes back into C's engine before C's `b/a` is captured: the engine refuses `b/a` ('b' is a
+    // file), and the mount retried for ever. C's file stays open until then, so the order is fixed.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, , c] = world.stations as [Station, Station, Station];
+    await world.stopServer('SIGTERM');
+    await rm(join(c.ws.dir, 'b'));
+    await mkdir(join(c.ws.dir, 'b'));
+    let file: FileHandle | null = await open(join(c.ws.dir, 'b', 'a'), 'w');
+    try {
+      await file.writeFile('x\n');
+      await waitFor('C\'s deletion of b in its engine', async () => ((await headFiles(c.ws)).has('b') ? undefined : true), 60_000);
+      await writeFile(join(a.ws.dir, 'b'), 'v3\n+1\n');
+      await a.ws.quiet();
+      await world.startServer();
+      expect((await syncWait(a)).code).toBe(0);
+      await waitFor('A\'s b back in C\'s engine', async () => ((await headFiles(c.ws)).get('b')?.type === 'file' ? true : undefined), 60_000);
+      await file.close();
+      file = null;
+    } finally {
+      await file?.close();
+    }
+    for (const station of world.stations) {
+      const wait = await syncWait(station);
+      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+    }
+    expect(await apart()).toEqual([]);
+    expect((await headFiles(world.server)).get('b')).toEqual(fileNode('v3\n+1\n'));
+    await expectMountCopies([[/^b \(conflict wsC [^/]*\)\/a$/, 'x\n']]);
   });
 });

@@ -5,12 +5,12 @@
 
 import type { Logger } from 'pino';
 import type { Engine, WriteInput } from '../../engine/engine-api.js';
-import { conflictCopyPath } from '../../engine/commands/sync-versions.js';
 import { isStrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
 import type { DaemonState } from '../state.js';
 import { CaptureQueue } from './capture-queue.js';
+import { conflictCopyFor, freeConflictCopy as freeCopyName, treeRefusal } from './conflict-copy.js';
 import { RenameBatch } from './rename-batch.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
@@ -296,13 +296,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     return true;
   }
 
-  async function freeConflictCopy(path: string, workstation: string): Promise<string> {
-    const at = new Date(now()).toISOString();
-    for (let n = 1; ; n++) {
-      const copy = conflictCopyPath(path, workstation, at, n);
-      if (n >= 20 || (await engine.stat({ projectId, path: copy })) === null) return copy;
-    }
-  }
+  const freeConflictCopy = (path: string, workstation: string) => freeCopyName(engine, projectId, path, workstation, now());
 
   /**
    * One write of `path`'s new content (ifChanged: the same content and flags are no version), based on
@@ -327,21 +321,8 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     try {
       result = await write(path, base);
     } catch (error) {
-      if (copies !== undefined && isStrataError(error, 'PATH_IS_DIRECTORY')) {
-        // The sync model's defect 4 (seed 4000): this directory replaced the directory `c` by a file
-        // while the project got files below `c` from elsewhere (pulled, or written through the API)
-        // that were never on this disk; the deletions of the ones it had gave way, and the file could
-        // not be versioned at all ('c' is a directory): it was on no version anywhere, and `c/a`
-        // could not be brought to disk. It is kept as a conflict copy, as an edit against another
-        // edit is; the disk's file then makes way for the directory (in-the-way.ts).
-        const copy = await freeConflictCopy(path, copies.workstation);
-        result = await write(copy, null);
-        logger.warn({ path, copy }, 'this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy');
-        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
-        return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
-      }
-      const fileAbove = isStrataError(error, 'PATH_EXISTS') ? error.details?.['conflictingPath'] : undefined;
-      if (typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`) && (await deleteFileAbove(fileAbove))) {
+      const refusal = treeRefusal(path, error);
+      if (refusal?.kind === 'file-above' && (await deleteFileAbove(refusal.above))) {
         // The file above is gone from this disk (a file is below its name now) and its deletion was
         // this directory's own, not yet recorded: the catch-up scan after a restart versions what it
         // finds before it looks for what vanished, and a live deletion waits out its settle delay.
@@ -353,14 +334,19 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
         return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
       }
-      if (copies !== undefined && typeof fileAbove === 'string' && path.startsWith(`${fileAbove}/`)) {
-        // The other way round (seed 5000 of the model): `rm b; mkdir b; echo x > b/a` here while the
-        // project's `b` changed elsewhere — the deletion of `b` gave way, and `b/a` could not be
-        // versioned below the file. It goes below a conflict copy of the directory's name, as the
-        // server keeps such a file (sync-versions.ts); the directory then makes way (in-the-way.ts).
-        const copy = (await freeConflictCopy(fileAbove, copies.workstation)) + path.slice(fileAbove.length);
+      if (copies !== undefined && refusal !== null) {
+        // A directory there (the sync model's defect 4, seed 4000): this directory replaced the
+        // directory `c` by a file while the project got files below `c` from elsewhere (pulled, or
+        // written through the API) that were never on this disk; the deletions of the ones it had
+        // gave way, and the file could not be versioned at all ('c' is a directory): it was on no
+        // version anywhere, and `c/a` could not be brought to disk. A file above (seed 5000): `rm b;
+        // mkdir b; echo x > b/a` here while the project's `b` changed elsewhere — the deletion of `b`
+        // gave way, and `b/a` could not be versioned below the file. Either way the file is kept as
+        // a conflict copy (conflict-copy.ts), and what is on disk then makes way for the project's
+        // tree (in-the-way.ts).
+        const copy = await conflictCopyFor(engine, projectId, path, refusal, copies.workstation, now());
         result = await write(copy, null);
-        logger.warn({ path, copy }, 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory');
+        logger.warn({ path, copy }, refusal.kind === 'directory' ? 'this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy' : 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory');
         if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
         return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
       }

@@ -7,11 +7,15 @@ import type { MountState } from './mount-state.js';
 import type { SinkContent, SinkResult } from './sink.js';
 import { StagingFile } from './staging-file.js';
 
-export async function captureNode(state: MountState, node: FileNode): Promise<SinkResult | null> {
+/**
+ * `at`: where the bytes go instead of the node's path (a conflict copy: reconciler.ts); the node then
+ * has its content there, at a name the mount does not show it under, and the caller detaches it.
+ */
+export async function captureNode(state: MountState, node: FileNode, at?: string): Promise<SinkResult | null> {
   return node.exclusive(async () => {
     if (node.detached) return null;
     const generation = node.generation;
-    const path = node.path;
+    const path = at ?? node.path;
     const content = node.content;
     let payload: SinkContent;
     let adopted: { file: StagingFile; hash: ContentHash; size: number } | null = null;

@@ -73,6 +73,7 @@ class MountHost implements ProjectHost {
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),
         logger: ctx.logger,
+        ...(ctx.workstation === undefined ? {} : { workstation: ctx.workstation }),
         ...(this.inPlace === null ? {} : { inPlace: { backingRoot: this.inPlace.backingRoot } }),
       });
       this.inPlace?.markMounted();

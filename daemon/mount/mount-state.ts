@@ -57,6 +57,8 @@ export interface MountStateDeps {
   /** times of versioned files other than their versions' timestamps (times.ts; default: in memory) */
   times?: MountTimes;
   logger: Logger;
+  /** names conflict copies of files the project's tree refuses (reconciler.ts) */
+  workstation?: string;
   isIgnored(path: string, dir: boolean): boolean;
   projectJson: Buffer;
   uid: number;
@@ -75,6 +77,7 @@ export class MountState {
   readonly attrs: MountAttrs;
   readonly links: LinkGroups;
   readonly logger: Logger;
+  readonly workstation: string;
   readonly source: ReadSource;
   readonly handles = new Map<number, Handle>();
   /** directories that exist only in the backing directory (found or created there) */
@@ -108,6 +111,7 @@ export class MountState {
     this.links = deps.links;
     this.times = deps.times ?? new MountTimes(null, deps.now);
     this.logger = deps.logger;
+    this.workstation = deps.workstation ?? 'mount';
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
     this.startMs = deps.now();
   }

@@ -4,6 +4,7 @@ import { type AttrRows, MountAttrs } from './attrs.js';
 import { LinkGroups, type LinkRows } from './link-groups.js';
 import { splitDiverged, splitOff } from './ops-links.js';
 import { mkdir } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
@@ -54,6 +55,8 @@ export interface MountProjectOptions {
   /** the sink for bytes of files still open at a crash: its actor marks their versions as recovered */
   unclosedSink?: MountSink;
   logger: Logger;
+  /** names conflict copies of files the project's tree refuses (HostContext.workstation; default: the host name) */
+  workstation?: string;
   /** quiet time after a close before its capture (default 100 ms, like watch mode) */
   settleMs?: number;
   /**
@@ -175,6 +178,7 @@ export class MountedProject {
       links,
       times: new MountTimes(options.timeRows ?? null, now),
       logger,
+      workstation: options.workstation ?? hostname().split('.')[0],
       isIgnored: (path, isDir) => ignore.ignores(path, isDir),
       projectJson: Buffer.from(`${JSON.stringify({ projectId: options.projectId, home: options.home }, null, 2)}\n`),
       uid: process.getuid?.() ?? 0,

@@ -385,7 +385,7 @@ export class Namespace {
    * same way). A file below (local state, a linked name, an unversioned file in the backing
    * directory) keeps the directory.
    */
-  private async fileReplacesEmptyDir(path: string): Promise<void> {
+  async fileReplacesEmptyDir(path: string): Promise<void> {
     if (!this.explicitDirs.has(path)) return;
     const kept = this.holdsFileBelow(path) || !(await this.onlyDirsUnversioned(path));
     // The mount may have changed while the backing directory was read.

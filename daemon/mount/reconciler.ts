@@ -8,12 +8,14 @@
 // A new file with a temp-file name (capture/temp-names.ts) waits longer (TEMP_SETTLE_MS), so a tool
 // that writes its temp file, pauses and only then renames it still gives the target the one version.
 import { StrataError } from '../../engine/errors.js';
+import { conflictCopyFor, type TreeRefusal, treeRefusal } from '../capture/conflict-copy.js';
 import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
-import type { FileNode, GoneMarker } from './file-node.js';
+import { baseOf, type FileNode, type GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
 import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
-import { isWithin } from './paths.js';
+import type { SinkResult } from './sink.js';
+import { isWithin, parentOf } from './paths.js';
 
 const RETRY_BASE_MS = 500;
 const RETRY_MAX_MS = 30_000;
@@ -205,11 +207,22 @@ export class Reconciler {
     const origin = node.originMarker;
     if (origin !== null && node.enginePath !== null && ns.gone.get(node.enginePath) === origin) {
       const from = node.enginePath;
+      let refused = null as TreeRefusal | null;
       const result = await this.state.sink.rename(from, node.path).catch((error: unknown) => {
         // The source vanished from the engine meanwhile (a restore, another client): capture afresh.
         if (error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'STALE_BASE_VERSION')) return null;
-        throw error;
+        // `mv x c` where the project got a directory `c` from elsewhere: refused a second time (the
+        // first may have raced a removal of this mount's own, as in captureOrKeep), `x` goes to the
+        // conflict copy instead, its history with it.
+        refused = treeRefusal(node.path, error);
+        if (refused === null || this.ownChangeInTheWay(node.path, refused) || !this.attempts.has(node.path)) throw error;
+        return null;
       });
+      if (refused !== null) {
+        await this.keepAsConflictCopy(node, refused, from);
+        if (ns.gone.get(from) === origin) ns.gone.delete(from);
+        return;
+      }
       if (ns.gone.get(from) === origin) ns.gone.delete(from);
       node.originMarker = null;
       if (result !== null) {
@@ -221,7 +234,8 @@ export class Reconciler {
     }
     let captured = origin !== null;
     if (node.dirty || node.enginePath !== node.path) {
-      const result = await captureNode(this.state, node);
+      const result = await this.captureOrKeep(node);
+      if (result === 'kept') return;
       if (result !== null) {
         captured = true;
         if (result.historyKept === false && result.versionIds.length > 0) this.#noteHistoryNotKept(node.path, result.entry.size);
@@ -232,6 +246,98 @@ export class Reconciler {
     // Nothing changed while it ran: what the journal holds for the path is in the engine now.
     if (captured && !node.dirty && !node.detached) this.state.journal.append({ op: 'c', path: node.path });
     this.state.dropIfIdle(node);
+  }
+
+  /**
+   * Captures the node, or keeps it as a conflict copy when the project's tree refuses its path
+   * because of a change from elsewhere ('kept': the node has left the mount; see keepAsConflictCopy).
+   */
+  private async captureOrKeep(node: FileNode): Promise<SinkResult | null | 'kept'> {
+    let refused: unknown;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await captureNode(this.state, node);
+      } catch (error) {
+        refused = error;
+      }
+      const refusal = treeRefusal(node.path, refused);
+      if (refusal === null || this.ownChangeInTheWay(node.path, refusal)) throw refused;
+      // Once more first: a removal of this mount's own may have committed after the engine refused
+      // the write (both in the capture thread at once) and its marker gone before this answer came.
+      if (attempt === 1) continue;
+      await this.keepAsConflictCopy(node, refusal);
+      return 'kept';
+    }
+  }
+
+  /**
+   * The engine refused the file at `path` for a directory there or a file above it, and this mount is
+   * still recording a change of its own that ends that: a removal below `path` (`rm -r c; echo v >
+   * c`, captured before the removals of `c/*`) or of the file above (`rm b; mkdir b; echo v > b/a`).
+   * The capture is retried once those are recorded. Anything else there came from elsewhere.
+   */
+  private ownChangeInTheWay(path: string, refusal: TreeRefusal): boolean {
+    const { gone } = this.state.ns;
+    if (refusal.kind === 'file-above') return gone.get(refusal.above)?.dir === false;
+    for (const name of gone.keys()) if (name !== path && isWithin(name, path)) return true;
+    return false;
+  }
+
+  /**
+   * The mount's half of the rule watch mode keeps (capture/conflict-copy.ts): a file made here where
+   * the project meanwhile got a directory from elsewhere (files pulled below the name this mount made
+   * a file: the sync model's seed 43002, `rm -r a; echo v15 > a` here while another workstation made
+   * `a/a/a`), or below a name where the project got a file back. Retried, it was refused for good:
+   * the file was on no version anywhere, sync said "changes here not versioned yet" for ever, and
+   * the project's files were never shown. Its bytes are kept as a conflict copy (not this mount's
+   * own version: the namespace's poll shows the copy as a change from elsewhere), and the mount then
+   * shows the project's tree: the file leaves it, and so does a directory made here for it.
+   */
+  private async keepAsConflictCopy(node: FileNode, refusal: TreeRefusal, renamedFrom?: string): Promise<void> {
+    const { state } = this;
+    const { ns } = state;
+    const path = node.path;
+    const copy = await conflictCopyFor(state.engine, state.projectId, path, refusal, state.workstation, state.now());
+    let result: SinkResult | null = null;
+    if (renamedFrom !== undefined) {
+      // A rename not recorded yet (`mv x c`): recorded to the copy; the old name's tombstone is ours.
+      result = await state.sink.rename(renamedFrom, copy);
+      ns.noteOwnVersion(result.versionIds[0]!);
+      node.originMarker = null;
+      node.base = baseOf(result.entry);
+      node.enginePath = copy;
+    }
+    // Bytes written since the rename go to the copy too.
+    if (renamedFrom === undefined || node.dirty) result = await captureNode(state, node, copy);
+    if (result === null) return;
+    state.logger.warn(
+      { path, copy },
+      refusal.kind === 'directory'
+        ? 'mount: this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy'
+        : 'mount: this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory',
+    );
+    if (result.versionIds.length > 0) this.noteVersion(copy, result.entry.versionId, result.entry.timestamp);
+    // Written again while the copy was made: the node stays, and its next capture is another copy.
+    if (node.dirty) return;
+    state.journal.append({ op: 'c', path });
+    const renumber = node.handles > 0;
+    state.detach(node);
+    if (refusal.kind === 'directory') {
+      // The directory removed here (its marker hid the project's files below it) is the project's again.
+      if (ns.gone.get(path)?.dir === true) ns.gone.delete(path);
+      ns.invalidate(path, true);
+      ns.invalidate(parentOf(path));
+      state.onExternalChange(path);
+      // Open handles keep reading the file: the directory needs an inode of its own.
+      if (renumber) state.forgetInKernel(path, true);
+      return;
+    }
+    // The directory made here for the file gives way to the project's file, unless it holds more.
+    ns.invalidate(refusal.above, true);
+    await ns.fileReplacesEmptyDir(refusal.above);
+    ns.invalidate(parentOf(refusal.above));
+    state.onExternalChange(path);
+    state.onExternalChange(refusal.above);
   }
 
   /** A hard-linked file's primary was captured: its other names get that content (link-mirror.ts). */
