@@ -64,7 +64,7 @@ describe('judgeSync', () => {
     expect(judgeSync({ ...inStep, readOnly: true }).inSync).toBe(true);
   });
 
-  it('a path in the way needs the user only once nothing is in flight (a push or pull under way may clear it); a full disk at once', () => {
+  it('a path in the way needs the user only once nothing is in flight (a push or pull under way may clear it); a full disk at once, unless room came back', () => {
     const inTheWay = { notOnDisk: { count: 1, example: 'a' }, skipped: { "'a' is a directory": 1 } };
     for (const working of [{ notPushed: 1 }, { serverAhead: true }, { serverAhead: null }, { capturing: 1 }, { diskBehind: true }, { starting: true }, { offline: { message: 'ECONNREFUSED', retryAt: null } }] as Array<Partial<SyncFacts>>) {
       const { inSync, reasons } = judgeSync({ ...inStep, ...inTheWay, ...working });
@@ -73,6 +73,9 @@ describe('judgeSync', () => {
     }
     const full = judgeSync({ ...inStep, notPushed: 1, notOnDisk: { count: 1, example: 'big', diskFull: 1 } });
     expect(full.reasons.find((r) => r.code === 'WRITE_FAILED')?.needsYou).toBe(true);
+    // Room came back: the host counts as behind until its retry, and the full disk is not the user's.
+    const roomBack = judgeSync({ ...inStep, diskBehind: true, notOnDisk: { count: 1, example: 'big', diskFull: 1 } });
+    expect(roomBack.reasons.find((r) => r.code === 'WRITE_FAILED')?.needsYou).toBe(false);
   });
 
   it('puts what needs the user before what sync is working on', () => {

@@ -106,12 +106,13 @@ export function judgeSync(facts: SyncFacts): SyncVerdict {
   // itself while it still works: the push of the files in it makes them conflict copies on the
   // server, and the directory then makes way (engine/commands/sync-make-way-above.ts). Said to need
   // the user only once nothing is in flight; `sync wait` stopped at the first look, mid-exchange,
-  // with "could not be written here" (CI, model-sync-known). A full disk needs the user at once.
+  // with "could not be written here" (CI, model-sync-known).
   const settled = !facts.starting && facts.offline === null && facts.capturing === 0 && facts.notPushed === 0 && facts.serverAhead === false && !facts.diskBehind;
   if (facts.notOnDisk.count > 0) {
     const full = facts.notOnDisk.diskFull ?? 0;
     const why = full > 0 ? `disk full: ${files(full)} waiting for room here (tried again until they fit)${full < facts.notOnDisk.count ? `, and ${files(facts.notOnDisk.count - full)} more` : ''}` : `${files(facts.notOnDisk.count)} of the project could not be written here`;
-    add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, full > 0 || settled);
+    // A full disk needs the user at once, unless room came back and the retry is due (diskBehind).
+    add('WRITE_FAILED', `${why}${example(facts.notOnDisk.example)}`, full > 0 ? !facts.diskBehind : settled);
   }
   if (facts.refused.count > 0) {
     // The server's cause, not just a count: "refused 1 version" alone left the user (and the model

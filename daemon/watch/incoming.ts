@@ -138,6 +138,10 @@ export class IncomingChanges {
     // it the user's to end: what was in its way is often gone by then (a directory emptied by the
     // same round's deletions; `sync wait` stopped with exit 4 half a second before the retry).
     for (const [path, retry] of this.#retry) if (retry.attempts === 1 && !this.#noRoom.has(path)) return true;
+    // Room came back since a path did not fit: the next round (about a second away) tries it, so the
+    // full disk is not the user's to end any more (the sync model's seed 44000 path 55: `sync wait`
+    // stopped on "disk full" with the disk freed, a moment before the file came down).
+    if (this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom) return true;
     const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
     return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
   }
