@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { adoptSyncedVersions } from '../engine/commands/sync-adopt.js';
 import { setRetention } from '../engine/commands/retention.js';
+import { applySyncedVersions } from '../engine/commands/sync-versions.js';
 import { writeFile } from '../engine/commands/write-file.js';
 import { createEngineContext, type EngineContext } from '../engine/context.js';
 import { createIdGenerator } from '../engine/ids.js';
@@ -33,7 +34,7 @@ describe('engine: adopting pulled versions while retention collects', () => {
    * the current entry of a path (after its content check, before its commit), and how many writes
    * hold the GC lock shared.
    */
-  function contextWithHook(onEntry: (path: string) => Promise<void>): { ctx: EngineContext; sharedHeld: () => number } {
+  function contextWithHook(onEntry: (path: string) => Promise<void>, onIdCheck?: () => Promise<void>): { ctx: EngineContext; sharedHeld: () => number } {
     let held = 0;
     const versions = new Proxy(t.repository.versions, {
       get(target, prop) {
@@ -41,6 +42,12 @@ describe('engine: adopting pulled versions while retention collects', () => {
           return async (projectId: string, path: string) => {
             await onEntry(path);
             return target.getEntry(projectId, path);
+          };
+        }
+        if (prop === 'versionIdInUse' && onIdCheck !== undefined) {
+          return async (versionId: string) => {
+            await onIdCheck();
+            return target.versionIdInUse(versionId);
           };
         }
         const value = Reflect.get(target, prop) as unknown;
@@ -92,6 +99,32 @@ describe('engine: adopting pulled versions while retention collects', () => {
     await ctx.retention.settle();
     // The copy references the bytes, and they are here.
     expect((await t.engine.stat({ projectId: t.projectId, path: copyPath }))?.contentHash).toBe(hash);
+    expect(await t.store.has(hash)).toBe(true);
+    expect((await t.engine.fsck()).missing).toEqual([]);
+  });
+
+  it('the server keeps content a pushed version references though retention released it meanwhile', async () => {
+    // The same on the server's side: a workstation does not send content the server has; there it
+    // may be referenced only by a version retention prunes while the push is applied.
+    let armed = false;
+    const { ctx, sharedHeld } = contextWithHook(
+      async () => undefined,
+      async () => {
+        if (!armed) return;
+        armed = false;
+        await setRetention(ctx, { projectId: t.projectId, maxVersions: 1, actor: alice });
+        if (sharedHeld() === 0) await ctx.retention.settle();
+      },
+    );
+    const first = await writeFile(ctx, { projectId: t.projectId, path: 'fit.m', actor: alice, content: Buffer.from('same bytes\n') });
+    await writeFile(ctx, { projectId: t.projectId, path: 'fit.m', actor: alice, content: Buffer.from('later\n') });
+    const hash = first.version.contentHash!;
+    armed = true;
+    const pushed = { versionId: randomUUID(), path: 'copy.m', baseVersionId: null, contentHash: hash, timestamp: '2026-11-29T12:20:40.000Z' };
+    const outcomes = await applySyncedVersions(ctx, { projectId: t.projectId, actor: alice, workstation: 'wsB', versions: [pushed] });
+    expect(armed).toBe(false);
+    expect(outcomes.map((o) => o.result)).toEqual(['applied']);
+    await ctx.retention.settle();
     expect(await t.store.has(hash)).toBe(true);
     expect((await t.engine.fsck()).missing).toEqual([]);
   });
