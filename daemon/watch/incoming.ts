@@ -129,8 +129,9 @@ export class IncomingChanges {
 
   /**
    * Whether the engine holds changes this directory does not show yet: a follow is due or under way,
-   * or the newest record is not the one the feed last brought to disk (a follow skipped while the
-   * delete guard is tripped, a daemon that stopped before it got there). A fact for sync's verdict.
+   * or a record was committed after the position the feed last brought to disk (a follow skipped
+   * while the delete guard is tripped, a daemon that stopped before it got there). A fact for sync's
+   * verdict.
    */
   async behind(): Promise<boolean> {
     if (this.#announced || this.#following !== null || !this.#compared) return true;
@@ -142,8 +143,7 @@ export class IncomingChanges {
     // full disk is not the user's to end any more (the sync model's seed 44000 path 55: `sync wait`
     // stopped on "disk full" with the disk freed, a moment before the file came down).
     if (this.#noRoom.size > 0 && (await this.#freeBytes()) > this.#freeAtNoRoom) return true;
-    const newest = (await this.#host.engine.history({ projectId: this.#host.projectId, limit: 1 })).items[0]?.versionId ?? null;
-    return this.#feed.hasCursor ? newest !== this.#feed.cursor : newest !== null;
+    return (await this.#feed.newest()) > (this.#feed.cursor ?? 0);
   }
 
   /** Free bytes of the directory's filesystem for this user (0 when it cannot be told). */

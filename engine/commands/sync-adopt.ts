@@ -102,7 +102,16 @@ export async function adoptSyncedVersions(
         break;
       }
     }
-    const results = await Promise.all(wave.slice(0, cut).map((pulled) => adoptOne(ctx, { projectId, pushedSeq, pulled, refused, ...(mayReplace === undefined ? {} : { mayReplace }) })));
+    // Each under the shared GC lock, from "its content is here" to "its record committed" (rw-lock.ts):
+    // retention prunes what the page's own adoptions replaced (a version of this workstation's kept by
+    // the server as a conflict copy comes back under the same id, its content no longer referenced in
+    // between), and its collection once deleted such content between adoptOne's check and the commit
+    // (the sync model's seed 43001: fsck "1 missing" on the workstation, its conflict copy's bytes).
+    const results = await Promise.all(
+      wave
+        .slice(0, cut)
+        .map((pulled) => ctx.gcLock.shared(() => adoptOne(ctx, { projectId, pushedSeq, pulled, refused, ...(mayReplace === undefined ? {} : { mayReplace }) }))),
+    );
     outcomes.push(...results);
     if (cut < wave.length) {
       outcomes.push({ versionId: wave[cut]!.record.versionId, result: 'deferred' });
@@ -229,6 +238,11 @@ async function copyOf(ctx: EngineContext, projectId: string, record: VersionReco
     // continues it here, on top of what came from the server — never over a change made here.
     const head = await ctx.repository.versions.pathHead(projectId, record.path);
     if (!current || head === null || !head.pulled || head.versionId !== existing.versionId) return { versionId: record.versionId, result: 'known' };
+  }
+  // The original's content, unless retention pruned the original since it was read (the caller holds
+  // the GC lock: what is here now stays until the copy is committed).
+  if (copy.contentHash !== null && !(await ctx.store.has(copy.contentHash))) {
+    throw new StrataError('CONTENT_NOT_AVAILABLE', { details: { hashes: [copy.contentHash], count: 1 } });
   }
   try {
     if (existing === null) await assertWritablePath(ctx, projectId, record.path);

@@ -67,6 +67,17 @@ export async function applySyncedVersions(
   }
   // Everything is checked before anything is applied: bad input changes nothing.
   const checked = input.versions.map((version, i) => check(version, `versions[${i}]`));
+  // Under the shared GC lock from "the project has this content" to "its records committed" (rw-lock.ts):
+  // content the server had already (not sent again) may be referenced only by a version that
+  // retention prunes meanwhile, and its collection would delete it under the records being committed.
+  return ctx.gcLock.shared(() => applyChecked(ctx, input, checked));
+}
+
+async function applyChecked(
+  ctx: EngineContext,
+  input: { projectId: string; actor: Actor; workstation: string; versions: SyncedVersion[] },
+  checked: Checked[],
+): Promise<SyncedOutcome[]> {
   const hashes = [...new Set(checked.flatMap((v) => (v.contentHash === null ? [] : [v.contentHash])))];
   const unavailable = hashes.length === 0 ? [] : await ctx.repository.versions.unavailableObjects(input.projectId, hashes);
   if (unavailable.length > 0) {
