@@ -6,7 +6,7 @@
 // loop in execSync can deadlock (the child touches the mount, the kernel waits for our loop). Every
 // helper is spawned asynchronously, without a shell, with a timeout.
 import { spawn } from 'node:child_process';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { readFile, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
 
@@ -101,9 +101,13 @@ export type StaleCheck = { kind: 'none' } | { kind: 'cleaned' } | { kind: 'live'
 export async function cleanStaleMount(mountPoint: string): Promise<StaleCheck> {
   const mounts = (await mountsAt(mountPoint)).filter((m) => m.fsType.startsWith('fuse'));
   if (mounts.length === 0) return { kind: 'none' };
-  // A stat that does not answer means a live server that is stuck (e.g. stopped): not ours to tear down.
+  // A statfs that does not answer means a live server that is stuck (e.g. stopped): not ours to tear
+  // down. statfs, not stat: the kernel answers a stat of the root from its attribute cache even once
+  // the connection is gone, so a daemon restarted right after a kill -9 took its own dead mount for
+  // another process's (PROJECT_DIR_TAKEN, the sync model's seeds 45002 and 45003); FUSE_STATFS is
+  // never cached and fails with ENOTCONN on a dead connection.
   const probe = await Promise.race([
-    stat(mountPoint).then(
+    statfs(mountPoint).then(
       () => 'ok',
       (error: NodeJS.ErrnoException) => error.code ?? 'error',
     ),
