@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { type FileHandle, lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from './daemon-harness.js';
@@ -17,6 +17,28 @@ afterEach(async () => {
 
 async function syncWait(station: Station): Promise<{ code: number | null; stderr: string }> {
   return world!.cli(station, ['sync', 'wait', '--timeout', '60'], 120_000);
+}
+
+/** Every workstation's `sync wait` exits 0, asked once each. */
+async function expectEveryoneInSync(): Promise<void> {
+  for (const station of world!.stations) {
+    const wait = await syncWait(station);
+    expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
+  }
+}
+
+/**
+ * Writes `content` to `path` through a descriptor held open while `meanwhile` runs: the mount
+ * versions a file at its close, so the change from elsewhere lands first.
+ */
+async function writeHeldOpen(path: string, content: string, meanwhile: () => Promise<void>): Promise<void> {
+  const file = await open(path, 'w');
+  try {
+    await file.writeFile(content);
+    await meanwhile();
+  } finally {
+    await file.close();
+  }
 }
 
 /** How each workstation's directory differs from the server's head (empty: converged). */
@@ -250,10 +272,7 @@ describe('sync model: defects found and fixed', () => {
     const back = await syncWait(a);
     expect(back.code, back.stderr).toBe(0);
     await c.ws.start();
-    for (const station of world!.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    await expectEveryoneInSync();
     expect(await apart()).toEqual([]);
     await expectServerKeptBoth();
   });
@@ -268,10 +287,7 @@ describe('sync model: defects found and fixed', () => {
     // A's directory `a` is in the way until A's pushed files are the server's copies and it makes
     // way: `sync wait` waits that out (it stopped with exit 4 in 3 of 4 runs while it took the path
     // in the way for one needing the user).
-    for (const station of world!.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    await expectEveryoneInSync();
     const deletions = (await allVersions(world!.server)).filter((v) => v.path === 'a' && v.contentHash === null);
     expect(deletions.map((v) => `${v.actor.name} ${v.timestamp}`)).toEqual([]);
     expect(await apart()).toEqual([]);
@@ -297,10 +313,7 @@ describe('sync model: defects found and fixed', () => {
     const back = await syncWait(c);
     expect(back.code, back.stderr).toBe(0);
     await a.ws.start();
-    for (const station of world!.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    await expectEveryoneInSync();
     expect(await apart()).toEqual([]);
     await expectServerKeptBoth('wsC');
     // `a` a directory again elsewhere: C's mount shows what the project has in it, not also the
@@ -383,10 +396,7 @@ describe('sync model: defects found and fixed', () => {
     reader.catch(() => undefined); // awaited below, once the workstations are in sync
     try {
       await world.startServer();
-      for (const station of world.stations) {
-        const wait = await syncWait(station);
-        expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-      }
+      await expectEveryoneInSync();
     } finally {
       synced = true;
     }
@@ -425,9 +435,7 @@ describe('sync model: defects found and fixed', () => {
     await world.newProject();
     const [a, , c] = world.stations as [Station, Station, Station];
     await rm(join(c.ws.dir, 'a'), { recursive: true });
-    let file: FileHandle | null = await open(join(c.ws.dir, 'a'), 'w');
-    try {
-      await file.writeFile('v15\n');
+    await writeHeldOpen(join(c.ws.dir, 'a'), 'v15\n', async () => {
       // C's deletions of `a/a` and `a/b` are on the server (its own, recorded before the pull).
       await waitFor('C\'s deletions on the server', async () => ((await headFiles(world!.server)).has('a/b') ? undefined : true), 60_000);
       await rm(join(a.ws.dir, 'a', 'a'));
@@ -435,15 +443,8 @@ describe('sync model: defects found and fixed', () => {
       await writeFile(join(a.ws.dir, 'a', 'a', 'a'), 'v83\n');
       expect((await syncWait(a)).code).toBe(0);
       await waitFor('A\'s a/a/a in C\'s engine', async () => ((await headFiles(c.ws)).has('a/a/a') ? true : undefined), 60_000);
-      await file.close();
-      file = null;
-    } finally {
-      await file?.close();
-    }
-    for (const station of world.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    });
+    await expectEveryoneInSync();
     expect(await apart()).toEqual([]);
     const head = await headFiles(world.server);
     expect(head.get('a/a/a')).toEqual(fileNode('v83\n'));
@@ -452,24 +453,15 @@ describe('sync model: defects found and fixed', () => {
     // meanwhile got a directory `a/a` from elsewhere (here A's `a/a/b`): v29 is a conflict copy too.
     await rm(join(c.ws.dir, 'a'), { recursive: true });
     await mkdir(join(c.ws.dir, 'a'));
-    file = await open(join(c.ws.dir, 'a', 'a'), 'w');
-    try {
-      await file.writeFile('v29\n');
+    await writeHeldOpen(join(c.ws.dir, 'a', 'a'), 'v29\n', async () => {
       await waitFor('C\'s deletion on the server', async () => ((await headFiles(world!.server)).has('a/a/a') ? undefined : true), 60_000);
       expect((await syncWait(a)).code).toBe(0);
       await mkdir(join(a.ws.dir, 'a', 'a'), { recursive: true });
       await writeFile(join(a.ws.dir, 'a', 'a', 'b'), 'v84\n');
       expect((await syncWait(a)).code).toBe(0);
       await waitFor('A\'s a/a/b in C\'s engine', async () => ((await headFiles(c.ws)).has('a/a/b') ? true : undefined), 60_000);
-      await file.close();
-      file = null;
-    } finally {
-      await file?.close();
-    }
-    for (const station of world.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    });
+    await expectEveryoneInSync();
     expect(await apart()).toEqual([]);
     expect((await headFiles(world.server)).get('a/a/b')).toEqual(fileNode('v84\n'));
     await expectMountCopies([
@@ -489,24 +481,15 @@ describe('sync model: defects found and fixed', () => {
     await world.stopServer('SIGTERM');
     await rm(join(c.ws.dir, 'b'));
     await mkdir(join(c.ws.dir, 'b'));
-    let file: FileHandle | null = await open(join(c.ws.dir, 'b', 'a'), 'w');
-    try {
-      await file.writeFile('x\n');
+    await writeHeldOpen(join(c.ws.dir, 'b', 'a'), 'x\n', async () => {
       await waitFor('C\'s deletion of b in its engine', async () => ((await headFiles(c.ws)).has('b') ? undefined : true), 60_000);
       await writeFile(join(a.ws.dir, 'b'), 'v3\n+1\n');
       await a.ws.quiet();
-      await world.startServer();
+      await world!.startServer();
       expect((await syncWait(a)).code).toBe(0);
       await waitFor('A\'s b back in C\'s engine', async () => ((await headFiles(c.ws)).get('b')?.type === 'file' ? true : undefined), 60_000);
-      await file.close();
-      file = null;
-    } finally {
-      await file?.close();
-    }
-    for (const station of world.stations) {
-      const wait = await syncWait(station);
-      expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
-    }
+    });
+    await expectEveryoneInSync();
     expect(await apart()).toEqual([]);
     expect((await headFiles(world.server)).get('b')).toEqual(fileNode('v3\n+1\n'));
     await expectMountCopies([[/^b \(conflict wsC [^/]*\)\/a$/, 'x\n']]);
