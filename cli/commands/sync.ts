@@ -170,7 +170,7 @@ export function registerSyncCommands(program: Command): void {
       // Blocked likewise: twice in a row, the second look verified, so a state sync leaves by itself a
       // moment later (the server's answer in flight) does not end the wait.
       let previousInSync = false;
-      let previousBlocked: boolean = false;
+      let previousBlocked = false;
       let projects: LinkedProject[] = [];
       let pushedAtStart: number | undefined;
       for (;;) {

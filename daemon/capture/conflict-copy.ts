@@ -36,3 +36,10 @@ export async function conflictCopyFor(engine: Engine, projectId: string, path: s
   if (refusal.kind === 'directory') return freeConflictCopy(engine, projectId, path, workstation, nowMs);
   return (await freeConflictCopy(engine, projectId, refusal.above, workstation, nowMs)) + path.slice(refusal.above.length);
 }
+
+/** What a host logs when it keeps a refused file as a conflict copy (watch mode and the mount alike). */
+export function keptAsConflictCopy(refusal: TreeRefusal): string {
+  return refusal.kind === 'directory'
+    ? 'this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy'
+    : 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory';
+}

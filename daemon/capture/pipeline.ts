@@ -10,7 +10,7 @@ import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
 import type { DaemonState } from '../state.js';
 import { CaptureQueue } from './capture-queue.js';
-import { conflictCopyFor, freeConflictCopy as freeCopyName, treeRefusal } from './conflict-copy.js';
+import { conflictCopyFor, freeConflictCopy as freeCopyName, keptAsConflictCopy, treeRefusal } from './conflict-copy.js';
 import { RenameBatch } from './rename-batch.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
 import type { IgnoreRules } from './ignore.js';
@@ -346,7 +346,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         // tree (in-the-way.ts).
         const copy = await conflictCopyFor(engine, projectId, path, refusal, copies.workstation, now());
         result = await write(copy, null);
-        logger.warn({ path, copy }, refusal.kind === 'directory' ? 'this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy' : 'this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory');
+        logger.warn({ path, copy }, keptAsConflictCopy(refusal));
         if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
         return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
       }

@@ -8,7 +8,7 @@
 // A new file with a temp-file name (capture/temp-names.ts) waits longer (TEMP_SETTLE_MS), so a tool
 // that writes its temp file, pauses and only then renames it still gives the target the one version.
 import { StrataError } from '../../engine/errors.js';
-import { conflictCopyFor, type TreeRefusal, treeRefusal } from '../capture/conflict-copy.js';
+import { conflictCopyFor, keptAsConflictCopy, type TreeRefusal, treeRefusal } from '../capture/conflict-copy.js';
 import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { baseOf, type FileNode, type GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
@@ -310,12 +310,7 @@ export class Reconciler {
     // Bytes written since the rename go to the copy too.
     if (renamedFrom === undefined || node.dirty) result = await captureNode(state, node, copy);
     if (result === null) return;
-    state.logger.warn(
-      { path, copy },
-      refusal.kind === 'directory'
-        ? 'mount: this file stands where the project has a directory with files made elsewhere: it is kept as a conflict copy'
-        : 'mount: this file is below a directory where the project has a file changed elsewhere: it is kept below a conflict copy of the directory',
-    );
+    state.logger.warn({ path, copy }, `mount: ${keptAsConflictCopy(refusal)}`);
     if (result.versionIds.length > 0) this.noteVersion(copy, result.entry.versionId, result.entry.timestamp);
     // Written again while the copy was made: the node stays, and its next capture is another copy.
     if (node.dirty) return;

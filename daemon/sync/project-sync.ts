@@ -120,7 +120,7 @@ export interface ProjectSyncDeps {
   hostFacts(): SyncHostFacts;
   /** Watch mode: whether the engine has changes not brought to disk yet (one indexed read). */
   diskBehind?(): Promise<boolean>;
-  /** Watch mode: whether the directory at `path` on disk may give way to the server's file there (nothing in it would be lost). */
+  /** Whether the host's directory at `path` may give way to the server's file there (ProjectHost.mayReplaceDirectory: nothing in it would be lost or hidden). */
   mayReplaceDirectory?(path: string): Promise<boolean>;
 }
 
@@ -586,7 +586,7 @@ export class ProjectSync {
       pushedSeq: pushedAtRead,
       versions,
       refused: this.#refused.versionIds(),
-      ...(mayReplaceDirectory === undefined ? {} : { mayReplaceDirectory: (path: string) => mayReplaceDirectory(path) }),
+      ...(mayReplaceDirectory === undefined ? {} : { mayReplaceDirectory }),
     });
     this.#log.debug({ versions: items.length, fetched: unknown.length, downloadMs: downloadedAt - startedAt, adoptMs: Date.now() - downloadedAt }, 'pulled a page');
     this.#noteAdopted(outcomes, items);
