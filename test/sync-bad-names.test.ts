@@ -8,14 +8,12 @@ import { mkdir, readdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allInSync, fsckFailures, openSyncWorld, type SyncProject, type SyncWorld, waitFor, type Workstation } from './sync-harness.js';
+import { allInSync, fsckFailures, openSyncWorld, reasonsOf, type SyncWorld, waitFor, type Workstation } from './sync-harness.js';
 
 let world: SyncWorld;
 let a: Workstation;
 let b: Workstation;
 
-type Reason = { code: string; message: string; needsYou: boolean };
-const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? [];
 const BAD = Buffer.from('bad\xff\xfename.txt', 'latin1');
 const SHOWN = 'bad\\xff\\xfename.txt';
 const at = (dir: string, name: Buffer) => Buffer.concat([Buffer.from(`${dir}/`), name]);

@@ -9,7 +9,7 @@ import { mkdir, readdir, readFile, rm, statfs, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSmallDiskPair, type SmallDiskPair } from './helpers/small-disk.js';
-import { allInSync, type SyncProject, treeOf, waitFor, type Workstation } from './sync-harness.js';
+import { allInSync, reasonsOf, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
 const asRoot = process.getuid?.() === 0;
 let a: Workstation;
@@ -19,8 +19,6 @@ let pair: SmallDiskPair | undefined;
 let disk: string;
 let bDir: string;
 
-type Reason = { code: string; message: string };
-const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? [];
 
 beforeAll(async () => {
   if (!asRoot) return;

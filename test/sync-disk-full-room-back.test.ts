@@ -9,14 +9,12 @@ import { readFile, rm, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSmallDiskPair, type SmallDiskPair } from './helpers/small-disk.js';
-import { type SyncProject, waitFor } from './sync-harness.js';
+import { reasonsOf, waitFor } from './sync-harness.js';
 
 const asRoot = process.getuid?.() === 0;
 const MiB = 1024 * 1024;
 let pair: SmallDiskPair | undefined;
 
-type Reason = { code: string; message: string; needsYou: boolean };
-const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? [];
 
 beforeAll(async () => {
   if (!asRoot) return;

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSmallDiskPair, type SmallDiskPair } from './helpers/small-disk.js';
-import { allInSync, openSyncWorld, type SyncProject, treeOf, waitFor, type Workstation } from './sync-harness.js';
+import { allInSync, openSyncWorld, reasonsOf, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
 const run = promisify(execFile);
 const asRoot = process.getuid?.() === 0;
@@ -20,8 +20,6 @@ let a: Workstation;
 let b: Workstation;
 let pair: SmallDiskPair | undefined;
 
-type Reason = { code: string; message: string; needsYou: boolean };
-const reasonsOf = (project: SyncProject | undefined) => (project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? [];
 const MiB = 1024 * 1024;
 
 beforeAll(async () => {

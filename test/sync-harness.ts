@@ -28,6 +28,18 @@ export interface Workstation {
   syncStatus(): Promise<SyncProject[]>;
 }
 
+/** One reason of a project's sync verdict (daemon/sync/sync-verdict.ts), as `sync status --json` gives it. */
+export interface SyncReasonView {
+  code: string;
+  message: string;
+  needsYou: boolean;
+}
+
+/** Why a project is not in sync (empty: in sync, or no project). */
+export function reasonsOf(project: SyncProject | undefined): SyncReasonView[] {
+  return (project?.sync as { reasons?: SyncReasonView[] } | undefined)?.reasons ?? [];
+}
+
 export interface SyncProject {
   projectId: string;
   dir: string;

@@ -7,15 +7,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closedPort } from './cli-harness.js';
-import { allInSync, openSyncWorld, type SyncProject, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
+import { allInSync, openSyncWorld, reasonsOf, type SyncProject, type SyncWorld, treeOf, waitFor, type Workstation } from './sync-harness.js';
 
 const run = promisify(execFile);
 let world: SyncWorld;
 let a: Workstation;
 let b: Workstation;
 
-type Reason = { code: string; message: string; needsYou: boolean };
-const reasonsOf = (project: SyncProject | undefined) => ((project?.sync as { reasons?: Reason[] } | undefined)?.reasons ?? []).map((r) => r.code);
+const codesOf = (project: SyncProject | undefined) => reasonsOf(project).map((r) => r.code);
 const exists = (path: string) => access(path).then(
   () => true,
   () => false,
@@ -60,7 +59,7 @@ describe('in sync, from facts', () => {
       "A's guard to trip",
       async () => {
         const [project] = await a.syncStatus();
-        return reasonsOf(project).includes('LOCAL_GUARD') ? project : undefined;
+        return codesOf(project).includes('LOCAL_GUARD') ? project : undefined;
       },
       60_000,
     );
@@ -80,7 +79,7 @@ describe('in sync, from facts', () => {
     const reset = await a.cli(['guard', 'reset'], { cwd: a.dir });
     expect(reset.code, reset.stderr).toBe(0);
     // B, in turn, holds the 30 deletions (its incoming guard), and says so the same way until confirmed.
-    await waitFor('B to hold the deletions', async () => (reasonsOf((await b.syncStatus())[0]).includes('HELD') ? true : undefined), 60_000);
+    await waitFor('B to hold the deletions', async () => (codesOf((await b.syncStatus())[0]).includes('HELD') ? true : undefined), 60_000);
     const held = await b.cli(['sync', 'wait', '--timeout', '60']);
     expect(held.code, held.stderr).toBe(4);
     expect(held.stderr).toMatch(/held by the incoming delete guard: the server's changes delete 30 files/);
@@ -112,7 +111,7 @@ describe('in sync, from facts', () => {
         'D to say the file could not be written',
         async () => {
           const [project] = await d.syncStatus();
-          return reasonsOf(project).includes('WRITE_FAILED') ? project : undefined;
+          return codesOf(project).includes('WRITE_FAILED') ? project : undefined;
         },
         90_000,
       );
