@@ -30,7 +30,7 @@ async function shows(test: string): Promise<void> {
 
 describe('directories made on the mount, emptied from elsewhere', () => {
   it('go once the files below them are removed elsewhere, nested ones too', async () => {
-    await inMount(m, 'mkdir d && mkdir -p n/e');
+    await inMount(m, 'mkdir -m 0700 d && mkdir -p n/e');
     await m.idle();
     await put('d/x', 'x\n');
     await put('n/e/y', 'y\n');
@@ -39,10 +39,15 @@ describe('directories made on the mount, emptied from elsewhere', () => {
     await remove('n/e/y');
     await shows('[ ! -e d ] && [ ! -e n ]');
     expect((await inMount(m, 'ls -A')).stdout).not.toMatch(/^(d|n)$/m);
-    // The names are free again: made once more, they are directories of the mount's own as before.
-    await inMount(m, 'mkdir d && echo z > d/z');
+    // The names are free again: a file from elsewhere makes `d` a directory of the project's, with
+    // a directory's usual mode (not the one `mkdir -m` gave the one that went).
+    await put('d/y', 'y\n');
+    await shows('[ -f d/y ]');
+    expect((await inMount(m, 'stat -c %a d')).stdout).toBe('755\n');
+    // Made once more on the mount, it is a directory of the mount's own as before.
+    await inMount(m, 'mkdir n && echo z > n/z');
     await m.idle();
-    expect((await m.read('d/z')).toString()).toBe('z\n');
+    expect((await m.read('n/z')).toString()).toBe('z\n');
   });
 
   it('stay while they hold something: an unversioned file, or a directory made here and never filled', async () => {

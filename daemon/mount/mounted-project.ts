@@ -198,6 +198,7 @@ export class MountedProject {
       state.backingDirs.delete(path);
       return true;
     };
+    ns.onDirDropped = (path) => state.attrs.remove(path, true);
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
     // A name linked just before a crash may not have its first version yet: it is checked (and made) now.

@@ -90,6 +90,8 @@ export class Namespace {
    * as when there is none); false when something is in it.
    */
   removeEmptyUnversioned: (dir: string) => Promise<boolean> = async () => true;
+  /** Set by the mount: a directory of its own left the tree (its mode and owner go with it). */
+  onDirDropped: (dir: string) => void = () => {};
   /** commit position of the newest record read */
   private lastSeq = 0;
   private lastPollMs = 0;
@@ -397,6 +399,7 @@ export class Namespace {
         this.removeExplicitDir(dir);
         this.dirs.delete(dir);
         this.deleteEntry(dir);
+        this.onDirDropped(dir);
         // The kernel forgets the name (the record's change dropped only the listings above it).
         this.onExternalChange(dir);
       }
