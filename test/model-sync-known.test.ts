@@ -404,6 +404,25 @@ describe('sync model: defects found and fixed', () => {
     expect(await apart()).toEqual([]);
   });
 
+  it("a directory made on a mount goes from it with another workstation's `rm -r`, as from a watching one", { timeout: 400_000 }, async () => {
+    // `mkdir d` on C's mount, files added below it on A, then B's `rm -r d`: A's and B's disks had no
+    // `d`, and C's mount kept it, empty, for good (a directory of the mount's own stayed once the files
+    // that had filled it were removed elsewhere). A watching workstation removes the directories an
+    // incoming deletion empties (materialize.ts removeEmptyParents): the mount now does the same.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, b, c] = world.stations as [Station, Station, Station];
+    await mkdir(join(c.ws.dir, 'd'));
+    await mkdir(join(a.ws.dir, 'd'));
+    await writeFile(join(a.ws.dir, 'd', 'x'), 'x\n');
+    await expectEveryoneInSync();
+    expect(await readdir(join(c.ws.dir, 'd'))).toEqual(['x']);
+    await rm(join(b.ws.dir, 'd'), { recursive: true });
+    await expectEveryoneInSync();
+    for (const station of world.stations) expect((await readdir(station.ws.dir)).filter((name) => name === 'd'), station.name).toEqual([]);
+    expect(await apart()).toEqual([]);
+  });
+
   it('a directory replaced by a file on one workstation is not undone by a watching one', { timeout: 400_000 }, async () => {
     // Defect 4, the watch half (seeds 38000-38004 of bench/sync-model.ts: `wsC: rm -r c; echo v21 >
     // c` on the mount). A watching workstation pulled the deletion of `c/a`, removed `c/a` and the

@@ -194,6 +194,31 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     for (const resolve of waiters) resolve({ kind: 'absent' });
   }
 
+  /** Takes `path`'s deletion waiting to commit out of the queue, its waiters unanswered (a rename settles them). */
+  function takeDelete(path: string): Array<(outcome: CaptureOutcome) => void> {
+    const waiters = pendingDeletes.get(path) ?? [];
+    pendingDeletes.delete(path);
+    return waiters;
+  }
+
+  /** Queues `path`'s deletion again for `waiters` (taken out by a rename that did not happen), as captureDelete would. */
+  function requeueDelete(path: string, waiters: Array<(outcome: CaptureOutcome) => void>): void {
+    if (waiters.length === 0) return;
+    if (guard.tripped) {
+      hold([path]);
+      for (const resolve of waiters) resolve({ kind: 'guarded' });
+      return;
+    }
+    const queued = pendingDeletes.get(path);
+    if (queued !== undefined) {
+      queued.push(...waiters);
+      return;
+    }
+    if (pendingDeletes.size === 0) firstPendingAt = now();
+    pendingDeletes.set(path, waiters);
+    scheduleDeleteFlush();
+  }
+
   function holdPendingDeletes(): void {
     const held = [...pendingDeletes];
     pendingDeletes.clear();
@@ -448,12 +473,21 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
 
     captureRename(from, to) {
       if (ignore.ignores(to)) return pipeline.captureDelete(from);
-      cancelDelete(from);
+      // The old name's deletion waiting to commit is the rename's first half: out of the queue now
+      // (the guard does not count it), answered once the rename is done. Answered 'absent' up front,
+      // it was dropped with the old name's index row even when the rename was then refused (a file
+      // above the new name from elsewhere): the file stayed in the project, gone from this disk with
+      // nothing left to bring it back, and sync said in sync (the sync model's seed 45000 path 3:
+      // `mv a b/a/a` while the project had another workstation's file `b/a`).
+      const fromDeletion = takeDelete(from);
+      const answer = (outcome: CaptureOutcome) => {
+        for (const resolve of fromDeletion.splice(0)) resolve(outcome);
+      };
       cancelDelete(to);
       release(to);
       // Lock both paths, always in the same order, so two crossing renames cannot deadlock.
       const [first, second] = from < to ? [from, to] : [to, from];
-      return serial(first, () =>
+      const renamed = serial(first, () =>
         serial(second, () =>
           limited(async (): Promise<CaptureOutcome> => {
             try {
@@ -461,14 +495,25 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
               // The old name's tombstone is this directory's own doing too: the engine feed leaves it
               // out (a 2,000-file directory rename had the feed stat 2,000 old names for nothing).
               ownVersions.add(deleted.versionId);
+              answer({ kind: 'absent' });
               return recorded({ kind: 'versioned', version: created.version, entry: created.entry });
             } catch (error) {
-              if (isStrataError(error, 'PATH_NOT_FOUND')) return { kind: 'absent' };
+              // The engine has no file at the old name any more: there is nothing left to delete.
+              if (isStrataError(error, 'PATH_NOT_FOUND')) {
+                answer({ kind: 'absent' });
+                return { kind: 'absent' };
+              }
+              // Nothing was renamed: the old name is still gone from disk, and its deletion is recorded as one.
+              requeueDelete(from, fromDeletion.splice(0));
               return failed(to, error);
             }
           }),
         ),
       );
+      // However the rename ended (a throw before its task ran), the deletion is never left unanswered.
+      const leftOver = () => requeueDelete(from, fromDeletion.splice(0));
+      void renamed.then(leftOver, leftOver);
+      return renamed;
     },
 
     admitDelete(path) {

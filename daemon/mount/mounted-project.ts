@@ -11,7 +11,7 @@ import type { Engine } from '../../engine/engine-api.js';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { MountCaptureStatus } from '../host.js';
-import { Backing } from './backing.js';
+import { Backing, isMissing } from './backing.js';
 import { type FuseMount, loadFuse, mountFuse } from './fuse-binding.js';
 import { buildFuseOps, type OpStats } from './fuse-ops.js';
 import { MountIgnore, STRATAIGNORE } from './ignore.js';
@@ -187,6 +187,18 @@ export class MountedProject {
     });
     ns.isBusy = () => state.isBusy(now());
     ns.onlyDirsUnversioned = (path) => state.backing.onlyDirsBelow(path);
+    ns.removeEmptyUnversioned = async (path) => {
+      if ((await state.backing.readdir(path)).length > 0) return false;
+      try {
+        await state.backing.rmdir(path);
+      } catch (error) {
+        // Not there (as for most directories made here), or filled meanwhile.
+        if (!isMissing(error)) return false;
+      }
+      state.backingDirs.delete(path);
+      return true;
+    };
+    ns.onDirDropped = (path) => state.attrs.remove(path, true);
     // STRATA_MOUNT_SETTLE_MS: a tuning knob (and how the benchmarks measure the mount without captures).
     state.reconciler = new Reconciler(state, options.settleMs ?? Number(process.env['STRATA_MOUNT_SETTLE_MS'] ?? 100));
     // A name linked just before a crash may not have its first version yet: it is checked (and made) now.

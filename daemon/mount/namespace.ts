@@ -85,6 +85,13 @@ export class Namespace {
   linkedNames: () => Iterable<string> = () => [];
   /** Set by the mount: the unversioned (backing) directory at `dir` holds nothing but directories, if any. */
   onlyDirsUnversioned: (dir: string) => Promise<boolean> = async () => true;
+  /**
+   * Set by the mount: the unversioned (backing) directory at `dir` holds nothing, and is removed (true,
+   * as when there is none); false when something is in it.
+   */
+  removeEmptyUnversioned: (dir: string) => Promise<boolean> = async () => true;
+  /** Set by the mount: a directory of its own left the tree (its mode and owner go with it). */
+  onDirDropped: (dir: string) => void = () => {};
   /** commit position of the newest record read */
   private lastSeq = 0;
   private lastPollMs = 0;
@@ -166,6 +173,11 @@ export class Namespace {
   /** A loaded directory's merged entries (loads it on first use). Empty for a directory that does not exist. */
   async listing(dir: string): Promise<Map<string, Kind>> {
     await this.maybePoll();
+    return this.listingAsPolled(dir);
+  }
+
+  /** listing() without the poll first: a poll's own work would wait for itself. */
+  private async listingAsPolled(dir: string): Promise<Map<string, Kind>> {
     for (;;) {
       const cached = this.dirs.get(dir);
       if (cached !== undefined) return cached;
@@ -342,6 +354,7 @@ export class Namespace {
     const records = this.deferred.length === 0 ? fresh : [...this.deferred, ...fresh];
     this.deferred = [];
     const files = new Set<string>();
+    const deleted = new Set<string>();
     for (const record of records) {
       if (this.own.delete(record.versionId)) continue;
       if (this.ownInFlight(record.path)) {
@@ -351,11 +364,55 @@ export class Namespace {
       if (record.contentHash != null) {
         files.add(record.path);
         await this.fileReplacesEmptyDir(record.path);
-      } else this.hiddenFiles.delete(record.path);
+      } else {
+        this.hiddenFiles.delete(record.path);
+        deleted.add(record.path);
+      }
       for (const dir of ancestorsOf(record.path)) this.invalidate(dir);
       this.onExternalChange(record.path);
     }
     this.dropDirsBelowFiles(files);
+    await this.dropEmptiedDirs(deleted);
+  }
+
+  /**
+   * Directories of this mount's own (`mkdir d` here) that deletions from elsewhere left with nothing
+   * in them go, and so on up to the first directory that still holds something: watch mode removes
+   * the directories an incoming deletion empties on disk (materialize.ts removeEmptyParents). Kept,
+   * `d` stayed on the mount, empty, for good once another workstation's `rm -r d` came through, while
+   * every other workstation had no `d`. A directory holding anything stays: a file or a subdirectory
+   * (one made here and never filled, as rmdir on a disk would fail), something the mount has not
+   * recorded yet, or anything unversioned in its backing directory (an editor's swap file).
+   */
+  private async dropEmptiedDirs(deleted: ReadonlySet<string>): Promise<void> {
+    if (deleted.size === 0 || this.explicitDirs.size === 0) return;
+    const looked = new Set<string>();
+    for (const path of deleted) {
+      const above = ancestorsOf(path).filter((dir) => dir !== '');
+      // Only up to this mount's own directories: the engine's go by themselves with their last file.
+      const highest = above.findLastIndex((dir) => this.explicitDirs.has(dir));
+      for (const dir of above.slice(0, highest + 1)) {
+        if (looked.has(dir)) break;
+        looked.add(dir);
+        if (!(await this.emptied(dir))) break;
+        if (!this.explicitDirs.has(dir)) continue;
+        this.removeExplicitDir(dir);
+        this.dirs.delete(dir);
+        this.deleteEntry(dir);
+        this.onDirDropped(dir);
+        // The kernel forgets the name (the record's change dropped only the listings above it).
+        this.onExternalChange(dir);
+      }
+    }
+  }
+
+  /** Nothing is in the directory at `dir`, versioned or not (its empty backing directory is removed). */
+  private async emptied(dir: string): Promise<boolean> {
+    const holds = async () => (await this.listingAsPolled(dir)).size > 0 || this.holdsFileBelow(dir);
+    if (await holds()) return false;
+    if (!(await this.removeEmptyUnversioned(dir))) return false;
+    // The mount may have changed while the backing directory was looked at.
+    return !(await holds());
   }
 
   /**
