@@ -235,6 +235,7 @@ export class ProjectRunner {
       },
       hostFacts: () => this.#syncHostFacts(),
       diskBehind: async () => (await this.#host?.diskBehind?.()) ?? false,
+      writesFiles: this.config.mode === 'watch',
       // The host decides (ProjectHost.mayReplaceDirectory); a refusal skips the version (needs the user).
       mayReplaceDirectory: async (path) => (await this.#host?.mayReplaceDirectory?.(path)) ?? true,
     });

@@ -42,6 +42,13 @@ export interface DatasetStreamOptions {
    * match are kept either way. A store may also ignore it and chunk as usual.
    */
   expect?: { hash: ContentHash; shards: ReadonlyArray<{ hash: ContentHash; size: number }> };
+  /**
+   * With `expect`: the bytes are about to be written out as a file (a pulled dataset that watch mode
+   * brings to disk). A store may also write them to a file of its own from the same buffers as it
+   * stores them, and hand that file to writeObjectsTo for the same shards for a while instead of
+   * reading its copy back and hashing it again. Nothing changes for callers that ignore it.
+   */
+  keepCopy?: boolean;
 }
 
 export interface DatasetIngest {
@@ -123,7 +130,8 @@ export interface ContentStore {
   objectSpans?(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>>;
   /**
    * Optional: creates `target` (which must not exist) with `mode`, holding the objects' bytes in order,
-   * each checked against its hash, fsynced; off the event loop. False (and no file) when some object is
+   * each checked against its hash (here, or as they were stored: a copy kept by putDatasetStream),
+   * fsynced; off the event loop. False (and no file) when some object is
    * not kept in a file this can read from (the caller streams it instead).
    */
   writeObjectsTo?(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean>;

@@ -13,13 +13,15 @@
 // or 'end' is answered with {id, chunks: [{offset, size, hash, packOffset?}], hash, size, packBytes}
 // or {id, error: {message, code, errno, syscall, path}}; every message gets exactly one reply.
 //
-// With job.stage = {packPath, objectsDir, dbPath, minBytes}, the worker also
+// With job.stage = {packPath, objectsDir, dbPath, minBytes, copyPath?}, the worker also
 // keeps each chunk of at least minBytes that the store does not hold yet (no loose object, no row in
 // the object pack's objects or pack_entries tables, not staged by this file already) in one new pack
 // file at packPath (a temp name of the store: a crash leaves it to the next start's cleanup), and
 // reports its offset there as \`packOffset\`; the reply's \`packBytes\` is the pack's length. The bytes
 // written are the bytes just hashed, from the same buffer, so the store can index the pack without
-// reading it again (local-content-store-shard-packs.ts), which fsyncs the pack.
+// reading it again (local-content-store-shard-packs.ts), which fsyncs the pack. With stage.copyPath,
+// every byte fed is also written there, in order, from the same buffer (kept-copies.ts: a pulled
+// dataset's working-tree file); closed, not fsynced, at the end; removed with the pack on a failure.
 //
 // Like the hash worker, the thread lowers its own priority (nice +5): chunking a dataset is background
 // work, and the event loop must win when the 2 cores are contended.
@@ -82,7 +84,15 @@ function openPack(stage) {
     db.pragma('busy_timeout = 5000');
     const known = db.prepare('SELECT 1 FROM pack_entries WHERE hash = ? UNION ALL SELECT 1 FROM objects WHERE hash = ? LIMIT 1');
     const fd = fs.openSync(stage.packPath, 'wx', 0o600);
-    return { stage, db, known, fd, bytes: 0, staged: new Set(), closed: false };
+    let copyFd = null;
+    try {
+      // The file the bytes are about to become (0o666 less the umask, like any new file of the user's).
+      if (stage.copyPath) copyFd = fs.openSync(stage.copyPath, 'wx', 0o666);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+    return { stage, db, known, fd, copyFd, bytes: 0, staged: new Set(), closed: false };
   } catch (err) {
     db.close();
     throw err;
@@ -108,6 +118,7 @@ function closePack(pack) {
   pack.closed = true;
   try {
     fs.closeSync(pack.fd);
+    if (pack.copyFd !== null) fs.closeSync(pack.copyFd);
   } finally {
     pack.db.close();
   }
@@ -150,6 +161,7 @@ function createCutter(job, chunker, pack) {
   return {
     feed(view) {
       if (whole !== null) whole.update(view);
+      if (pack !== null && pack.copyFd !== null) writeAt(pack.copyFd, view, pos);
       let from = 0;
       for (const end of chunker.push(view)) {
         add(view.subarray(from, end - pos));
@@ -198,6 +210,7 @@ function discard(job, pack) {
   if (pack !== null) {
     try {
       fs.rmSync(job.stage.packPath, { force: true });
+      if (job.stage.copyPath) fs.rmSync(job.stage.copyPath, { force: true });
     } catch {
       // the store's start-up cleanup removes it
     }

@@ -99,7 +99,7 @@ export async function putDatasetFile(sink: ShardSink, absolutePath: string, para
 /**
  * A stream (an upload) cut as it arrives (chunk-session.ts); every new chunk, however small, goes to
  * the pack, since there is no file to read a small one back from. BODY_TOO_LARGE past maxBytes, and
- * nothing is stored.
+ * nothing is stored. `copyPath`: every byte is also written there (kept-copies.ts; the caller removes it).
  */
 export async function putDatasetStream(
   packs: NonNullable<ShardSink['packs']>,
@@ -107,8 +107,9 @@ export async function putDatasetStream(
   params: ChunkerParams,
   maxBytes: number,
   expect?: DatasetStreamOptions['expect'],
+  copyPath?: string,
 ): Promise<DatasetIngest> {
-  const staging = { ...packs.staging(), minBytes: 1 };
+  const staging = { ...packs.staging(), minBytes: 1, ...(copyPath === undefined ? {} : { copyPath }) };
   // Bytes that must be a known manifest are cut at its shards and each piece checked against its
   // shard: no cut search and one BLAKE3 pass instead of two (the whole-content hash would repeat what
   // the shard hashes and the manifest's own hash already prove). A pull of 500 MiB spent about half

@@ -27,6 +27,7 @@ import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
 import { type PackEntry, PackObjects } from './local-content-store-pack.js';
+import { KeptCopies } from './kept-copies.js';
 import { keepReserve, releaseReserve } from './local-content-store-reserve.js';
 import { ShardPacks } from './local-content-store-shard-packs.js';
 import { corruptError, resolveRange, streamLooseObject, streamPackedObject } from './local-content-store-read.js';
@@ -87,6 +88,8 @@ class LocalContentStore implements ContentStore {
   private closed = false;
   private batchReader: BatchReader | null = null;
   private onceReader: BatchReader | null = null;
+  /** pulled datasets' copies, for the files they are about to become (kept-copies.ts) */
+  private readonly keptCopies = new KeptCopies();
 
   constructor(
     private readonly ctx: IngestContext,
@@ -137,7 +140,21 @@ class LocalContentStore implements ContentStore {
 
   async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<DatasetIngest> {
     this.assertOpen();
-    return putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY, options.expect);
+    const expect = options.expect;
+    // A copy only of bytes checked against a manifest: kept only when every shard matched (kept-copies.ts).
+    const copyPath = options.keepCopy === true && expect !== undefined ? this.ctx.loose.newTempPath() : undefined;
+    let ingest: DatasetIngest;
+    try {
+      ingest = await putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY, expect, copyPath);
+    } catch (error) {
+      if (copyPath !== undefined) await rm(copyPath, { force: true });
+      throw error;
+    }
+    if (copyPath !== undefined) {
+      if (ingest.hash === expect!.hash) this.keptCopies.keep(expect!.shards, copyPath);
+      else await rm(copyPath, { force: true });
+    }
+    return ingest;
   }
 
   async objectFile(hash: ContentHash): Promise<string | null> {
@@ -155,6 +172,7 @@ class LocalContentStore implements ContentStore {
 
   async writeObjectsTo(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean> {
     this.assertOpen();
+    if (await this.keptCopies.placeAt(objects, target, mode)) return true;
     for (let attempt = 0; ; attempt++) {
       const spans = await this.objectSpans(objects.map((object) => object.hash));
       if (spans.some((span) => span === null)) return false;
@@ -333,6 +351,7 @@ class LocalContentStore implements ContentStore {
     // and remove their temp files.
     await this.ctx.pack.close();
     await this.ctx.pool.close();
+    await this.keptCopies.close();
     await this.batchReader?.close();
     await this.onceReader?.close();
   }
