@@ -82,11 +82,10 @@ describe('local content store: writeObjectsTo', () => {
     expect(await readdir(join(root, 'tmp'))).toHaveLength(1);
     // Damage the pack after the bytes were checked: the file comes from the kept copy, not from the
     // pack (assembled from it, this would be CONTENT_CORRUPT).
-    const packsDir = join(root, 'objects', 'packs');
-    const [pack] = await readdir(packsDir);
-    const handle = await open(join(packsDir, pack!), 'r+');
+    const span = (await store.objectSpan!(manifest.shards[0]!.hash))!;
+    const handle = await open(span.file, 'r+');
     try {
-      await handle.write(Buffer.from([data[5]! ^ 0xff]), 0, 1, 5);
+      await handle.write(Buffer.from([data[5]! ^ 0xff]), 0, 1, span.offset + 5);
     } finally {
       await handle.close();
     }

@@ -88,9 +88,8 @@ function openPack(stage) {
     try {
       // The file the bytes are about to become (0o666 less the umask, like any new file of the user's).
       if (stage.copyPath) copyFd = fs.openSync(stage.copyPath, 'wx', 0o666);
-    } catch (err) {
-      fs.closeSync(fd);
-      throw err;
+    } catch {
+      // no copy (writeCopy says why that is fine)
     }
     return { stage, db, known, fd, copyFd, bytes: 0, staged: new Set(), closed: false };
   } catch (err) {
@@ -109,6 +108,22 @@ function isNew(pack, hash) {
 function writeAt(fd, bytes, position) {
   let done = 0;
   while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
+}
+
+// The copy is a shortcut, never a reason to fail: a full disk drops it (the store then finds no
+// whole copy and assembles the file from the pack, which reports that disk full where it always did).
+function writeCopy(pack, view, position) {
+  try {
+    writeAt(pack.copyFd, view, position);
+  } catch {
+    try {
+      fs.closeSync(pack.copyFd);
+      fs.rmSync(pack.stage.copyPath, { force: true });
+    } catch {
+      // the store's check of the copy's size finds it short, and removes it
+    }
+    pack.copyFd = null;
+  }
 }
 
 // Not fsynced here: the store does that on libuv's pool (ShardPacks.commit), so this thread is free
@@ -161,7 +176,7 @@ function createCutter(job, chunker, pack) {
   return {
     feed(view) {
       if (whole !== null) whole.update(view);
-      if (pack !== null && pack.copyFd !== null) writeAt(pack.copyFd, view, pos);
+      if (pack !== null && pack.copyFd !== null) writeCopy(pack, view, pos);
       let from = 0;
       for (const end of chunker.push(view)) {
         add(view.subarray(from, end - pos));

@@ -9,7 +9,7 @@
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
 // threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
-import { open as openFile, readFile, rm } from 'node:fs/promises';
+import { open as openFile, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
@@ -151,7 +151,9 @@ class LocalContentStore implements ContentStore {
       throw error;
     }
     if (copyPath !== undefined) {
-      if (ingest.hash === expect!.hash) this.keptCopies.keep(expect!.shards, copyPath);
+      // Whole, or not at all (the chunking thread drops a copy it could not write: a full disk).
+      const whole = ingest.hash === expect!.hash && (await stat(copyPath).catch(() => null))?.size === ingest.size;
+      if (whole) this.keptCopies.keep(expect!.shards, copyPath);
       else await rm(copyPath, { force: true });
     }
     return ingest;
