@@ -51,6 +51,23 @@ export interface DatasetStreamOptions {
   keepCopy?: boolean;
 }
 
+/**
+ * Bytes a store may GET itself, off the event loop (a pulled dataset: putDatasetFetch). The caller
+ * (daemon/sync/remote.ts) owns what the URL and headers mean and how a failure is classified.
+ */
+export interface FetchSource {
+  url: string;
+  headers: Record<string, string>;
+  /** the connection is cut after this long without a byte */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** How a FetchSource's GET ended: a 2xx body (cut midway or not), or another answer (its body as text). */
+export type FetchOutcome =
+  | { kind: 'body'; size: number; cut: { message: string; code: string | null } | null }
+  | { kind: 'status'; status: number; body: string; retryAfter: string | null };
+
 export interface DatasetIngest {
   /** BLAKE3 of the whole file, and its size */
   hash: ContentHash;
@@ -147,6 +164,12 @@ export interface ContentStore {
    * not stored yet are written. BODY_TOO_LARGE past maxBytes, storing nothing.
    */
   putDatasetStream?(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: DatasetStreamOptions): Promise<DatasetIngest>;
+  /**
+   * Optional: putDatasetStream of the body of a GET the store makes itself, off the event loop. A
+   * body cut midway keeps what arrived, as a stream that ends early would; `fetched` says how it ended
+   * (with another answer than 2xx nothing is stored and `ingest` is null).
+   */
+  putDatasetFetch?(source: FetchSource, params: ChunkerParams, options?: DatasetStreamOptions): Promise<{ ingest: DatasetIngest | null; fetched: FetchOutcome }>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */

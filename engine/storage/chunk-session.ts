@@ -15,6 +15,7 @@ import type { ContentHash } from '../types.js';
 import type { ChunkFileResult, ChunkStaging, WorkerFailure, WorkerReply } from './chunk-file.js';
 import { toError } from './chunk-file.js';
 import { acquireChunkThread, type ChunkReply, type ChunkThread, releaseChunkThread } from './chunk-threads.js';
+import type { FetchOutcome, FetchSource } from '../ports/content-store.js';
 
 // 4 MiB blocks, three out at once: each hand-off to the thread (and its reply) is a wake-up that waits
 // for a core on a loaded machine; with 1 MiB blocks and two out, a 500 MiB upload or pull left both
@@ -80,6 +81,28 @@ export class ChunkSession {
       this.fill += n;
       offset += n;
       if (this.fill === BLOCK_BYTES) await this.dispatch();
+    }
+  }
+
+  /**
+   * The body of a GET of `source.url` fed to the session by the thread itself (chunk-file-worker-source.ts
+   * fetchInto): the bytes never reach the event loop. Instead of write() calls, not besides them.
+   * A body cut midway stays fed (end() keeps its whole shards) and is reported as `cut`.
+   */
+  async fetch(source: FetchSource): Promise<FetchOutcome> {
+    this.assertOpen();
+    const cancel = () => void this.thread.request({ op: 'cancel' }).catch(() => undefined);
+    source.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      const reply = await this.thread.request({ op: 'fetch', url: source.url, headers: source.headers, timeoutMs: source.timeoutMs });
+      failIfError(reply);
+      if (typeof reply['status'] === 'number') {
+        return { kind: 'status', status: reply['status'], body: reply['body'] as string, retryAfter: (reply['retryAfter'] as string | null) ?? null };
+      }
+      const cut = reply['cut'] as WorkerFailure | undefined;
+      return { kind: 'body', size: reply['size'] as number, cut: cut === undefined ? null : { message: cut.message, code: cut.code ?? null } };
+    } finally {
+      source.signal?.removeEventListener('abort', cancel);
     }
   }
 

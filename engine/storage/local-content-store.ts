@@ -15,13 +15,13 @@ import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
-import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, FetchOutcome, FetchSource, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
 import { adoptFile, objectFile } from './local-content-store-adopt.js';
 import { assembleFile } from './assemble-file.js';
-import { putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
+import { putDatasetFetch, putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
 import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
@@ -140,19 +140,36 @@ class LocalContentStore implements ContentStore {
 
   async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<DatasetIngest> {
     this.assertOpen();
+    const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    return this.withCopy(options, (copyPath) => putDatasetStream(this.shardPackSink(), source, params, maxBytes, options.expect, copyPath));
+  }
+
+  async putDatasetFetch(source: FetchSource, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<{ ingest: DatasetIngest | null; fetched: FetchOutcome }> {
+    this.assertOpen();
+    let fetched: FetchOutcome | undefined;
+    const ingest = await this.withCopy(options, async (copyPath) => {
+      const result = await putDatasetFetch(this.shardPackSink(), source, params, options.expect, copyPath);
+      fetched = result.fetched;
+      return result.ingest;
+    });
+    return { ingest, fetched: fetched! };
+  }
+
+  /** An ingest with `keepCopy`: the copy kept when it is whole and every shard matched, else removed (kept-copies.ts). */
+  private async withCopy<T extends DatasetIngest | null>(options: DatasetStreamOptions, ingestWith: (copyPath: string | undefined) => Promise<T>): Promise<T> {
     const expect = options.expect;
-    // A copy only of bytes checked against a manifest: kept only when every shard matched (kept-copies.ts).
+    // A copy only of bytes checked against a manifest.
     const copyPath = options.keepCopy === true && expect !== undefined ? this.ctx.loose.newTempPath() : undefined;
-    let ingest: DatasetIngest;
+    let ingest: T;
     try {
-      ingest = await putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY, expect, copyPath);
+      ingest = await ingestWith(copyPath);
     } catch (error) {
       if (copyPath !== undefined) await rm(copyPath, { force: true });
       throw error;
     }
     if (copyPath !== undefined) {
       // Whole, or not at all (the chunking thread drops a copy it could not write: a full disk).
-      const whole = ingest.hash === expect!.hash && (await stat(copyPath).catch(() => null))?.size === ingest.size;
+      const whole = ingest !== null && ingest.hash === expect!.hash && (await stat(copyPath).catch(() => null))?.size === ingest.size;
       if (whole) this.keptCopies.keep(expect!.shards, copyPath);
       else await rm(copyPath, { force: true });
     }
