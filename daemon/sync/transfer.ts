@@ -99,9 +99,8 @@ async function readAll(store: ContentStore, hashes: ContentHash[]): Promise<Arra
   return hashes.map((hash) => ({ hash, data: found.get(hash)! }));
 }
 
-/** `bytes` and `objects` (contents, dataset manifests and shards) fetched from the server. */
 /**
- * `writesFiles`: the host writes the project's current files into a directory (watch mode), so a
+ * `bytes` and `objects` (contents, dataset manifests and shards) fetched from the server. `writesFiles`: the host writes the project's current files into a directory (watch mode), so a
  * current dataset's bytes are also kept as a copy for that file (DatasetStreamOptions.keepCopy).
  */
 export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal, writesFiles = false): Promise<{ bytes: number; objects: number }> {

@@ -11,11 +11,11 @@ import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { chunkerParams } from '../datasets/chunker-params.js';
 import { jsChunkerModuleUrl, loadNativeChunker, nativeChunkerPath } from '../datasets/gear-chunker.js';
 import { StrataError } from '../errors.js';
+import type { FetchOutcome, FetchSource } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import type { ChunkFileResult, ChunkStaging, WorkerFailure, WorkerReply } from './chunk-file.js';
 import { toError } from './chunk-file.js';
 import { acquireChunkThread, type ChunkReply, type ChunkThread, releaseChunkThread } from './chunk-threads.js';
-import type { FetchOutcome, FetchSource } from '../ports/content-store.js';
 
 // 4 MiB blocks, three out at once: each hand-off to the thread (and its reply) is a wake-up that waits
 // for a core on a loaded machine; with 1 MiB blocks and two out, a 500 MiB upload or pull left both
@@ -91,6 +91,7 @@ export class ChunkSession {
    */
   async fetch(source: FetchSource): Promise<FetchOutcome> {
     this.assertOpen();
+    if (source.signal?.aborted) return { kind: 'body', size: 0, cut: { message: 'the fetch was cancelled', code: 'ABORT_ERR' } };
     const cancel = () => void this.thread.request({ op: 'cancel' }).catch(() => undefined);
     source.signal?.addEventListener('abort', cancel, { once: true });
     try {
