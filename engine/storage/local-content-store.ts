@@ -9,7 +9,7 @@
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
 // threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
-import { open as openFile, readFile, rm, stat } from 'node:fs/promises';
+import { open as openFile, readFile, rm, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
@@ -79,6 +79,14 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
   // or after a collection (local-content-store-reserve.ts).
   await keepReserve(options.root);
   return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks }, options.root);
+}
+
+/** Room a kept copy leaves on the store's disk beyond its own bytes and the pack's. */
+const COPY_MARGIN_BYTES = 256 * 1024 * 1024;
+
+async function freeBytes(dir: string): Promise<number> {
+  const fs = await statfs(dir).catch(() => null);
+  return fs === null ? 0 : fs.bavail * fs.bsize;
 }
 
 /** readBuffers of at least this many objects go to the batch reader thread. */
@@ -158,8 +166,11 @@ class LocalContentStore implements ContentStore {
   /** An ingest with `keepCopy`: the copy kept when it is whole and every shard matched, else removed (kept-copies.ts). */
   private async withCopy<T extends DatasetIngest | null>(options: DatasetStreamOptions, ingestWith: (copyPath: string | undefined) => Promise<T>): Promise<T> {
     const expect = options.expect;
-    // A copy only of bytes checked against a manifest.
-    const copyPath = options.keepCopy === true && expect !== undefined ? this.ctx.loose.newTempPath() : undefined;
+    // A copy only of bytes checked against a manifest, and only with room for both it and the pack
+    // (written side by side, the copy must never be why the pack does not fit).
+    const size = expect?.shards.reduce((sum, shard) => sum + shard.size, 0) ?? 0;
+    const room = options.keepCopy === true && expect !== undefined ? await freeBytes(this.ctx.loose.tmpDir) : 0;
+    const copyPath = room >= 2 * size + COPY_MARGIN_BYTES ? this.ctx.loose.newTempPath() : undefined;
     let ingest: T;
     try {
       ingest = await ingestWith(copyPath);
