@@ -235,6 +235,8 @@ export class ProjectRunner {
       },
       hostFacts: () => this.#syncHostFacts(),
       diskBehind: async () => (await this.#host?.diskBehind?.()) ?? false,
+      // A pulled dataset's copy becomes the file by a link: only worth making on the home's filesystem.
+      writesFiles: this.config.mode === 'watch' && sameFilesystem(this.config.dir, this.#deps.home),
       // The host decides (ProjectHost.mayReplaceDirectory); a refusal skips the version (needs the user).
       mayReplaceDirectory: async (path) => (await this.#host?.mayReplaceDirectory?.(path)) ?? true,
     });
@@ -318,5 +320,14 @@ export class ProjectRunner {
     const error = this.#startError ?? host?.error;
     if (error) status.error = error;
     return status;
+  }
+}
+
+/** Whether two existing paths are on one filesystem (false when either cannot be looked at). */
+function sameFilesystem(a: string, b: string): boolean {
+  try {
+    return statSync(a).dev === statSync(b).dev;
+  } catch {
+    return false;
   }
 }

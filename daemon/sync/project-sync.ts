@@ -120,6 +120,8 @@ export interface ProjectSyncDeps {
   hostFacts(): SyncHostFacts;
   /** Watch mode: whether the engine has changes not brought to disk yet (one indexed read). */
   diskBehind?(): Promise<boolean>;
+  /** Watch mode: pulled files are written into the directory (so a pulled dataset's bytes are kept for that write: transfer.ts). */
+  writesFiles?: boolean;
   /** Whether the host's directory at `path` may give way to the server's file there (ProjectHost.mayReplaceDirectory: nothing in it would be lost or hidden). */
   mayReplaceDirectory?(path: string): Promise<boolean>;
 }
@@ -565,7 +567,7 @@ export class ProjectSync {
     const known = await engine.syncKnownVersions({ projectId, versionIds: items.map((item) => item.versionId) });
     const unknown = items.filter((item) => !known.has(item.versionId));
     try {
-      const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal);
+      const downloaded = await downloadMissing(remote, this.#deps.store, unknown, this.#stop.signal, this.#deps.writesFiles === true);
       this.#stats.downloadedBytes += downloaded.bytes;
       this.#stats.downloadedObjects += downloaded.objects;
     } catch (error) {

@@ -5,6 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
+import type { FetchOutcome, FetchSource } from '../../engine/ports/content-store.js';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ComposedObject } from '../../engine/commands/sync-objects.js';
 import type { SyncedSnapshot, SyncedSnapshotOutcome } from '../../engine/commands/sync-snapshots.js';
@@ -116,6 +117,27 @@ export class Remote {
   /** A version's bytes, streamed (the caller verifies them against the record's hash as it stores them). */
   async read(versionId: string, signal?: AbortSignal): Promise<AsyncIterable<Uint8Array>> {
     return this.#receive(`/fs/read?versionId=${encodeURIComponent(versionId)}`, signal);
+  }
+
+  /**
+   * What read() GETs, for a store that fetches the bytes on a thread of its own
+   * (ContentStore.putDatasetFetch); its outcome is classified by fetchFailure.
+   */
+  async readSource(versionId: string, signal?: AbortSignal): Promise<FetchSource> {
+    const authorization = await this.#authorization();
+    return {
+      url: `${this.#base}/fs/read?versionId=${encodeURIComponent(versionId)}`,
+      headers: { authorization },
+      timeoutMs: this.#timeoutMs,
+      ...(signal ? { signal } : {}),
+    };
+  }
+
+  /** A fetch of readSource's that did not bring the whole body, classified as read() would have failed; null when it did. */
+  fetchFailure(outcome: FetchOutcome): RemoteError | null {
+    if (outcome.kind === 'status') return failure(outcome.status, outcome.body, outcome.retryAfter);
+    if (outcome.cut === null) return null;
+    return new RemoteError('retry', `the server is unreachable (${outcome.cut.code ?? outcome.cut.message})`, null, null);
   }
 
   /**

@@ -7,6 +7,7 @@ import PQueue from 'p-queue';
 import { type DatasetManifest, parseManifest } from '../../engine/datasets/manifest.js';
 import { streamUntilError } from '../../engine/datasets/stream-until-error.js';
 import type { ContentStore } from '../../engine/engine-api.js';
+import type { DatasetIngest } from '../../engine/ports/content-store.js';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ContentHash } from '../../engine/types.js';
 import type { Remote } from './remote.js';
@@ -98,16 +99,19 @@ async function readAll(store: ContentStore, hashes: ContentHash[]): Promise<Arra
   return hashes.map((hash) => ({ hash, data: found.get(hash)! }));
 }
 
-/** `bytes` and `objects` (contents, dataset manifests and shards) fetched from the server. */
-export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
+/**
+ * `bytes` and `objects` (contents, dataset manifests and shards) fetched from the server. `writesFiles`: the host writes the project's current files into a directory (watch mode), so a
+ * current dataset's bytes are also kept as a copy for that file (DatasetStreamOptions.keepCopy).
+ */
+export async function downloadMissing(remote: Remote, store: ContentStore, items: SyncChange[], signal: AbortSignal, writesFiles = false): Promise<{ bytes: number; objects: number }> {
   let downloaded = 0;
   let objects = 0;
   const wanted = new Map<ContentHash, { versionId: string; size: number }>();
-  const datasets = new Map<ContentHash, string>();
+  const datasets = new Map<ContentHash, { versionId: string; keepCopy: boolean }>();
   const candidates = new Map<ContentHash, { versionId: string; size: number }>();
   for (const item of items) {
     if (item.contentHash === null || candidates.has(item.contentHash) || datasets.has(item.contentHash)) continue;
-    if (item.dataset) datasets.set(item.contentHash, item.versionId);
+    if (item.dataset) datasets.set(item.contentHash, { versionId: item.versionId, keepCopy: writesFiles && item.current });
     else candidates.set(item.contentHash, { versionId: item.versionId, size: item.size });
   }
   // Asked all at once: one after another, a page of 500 new contents (each a failed stat of a loose
@@ -164,10 +168,10 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
     if (signal.aborted) break;
     await fetchOne().catch((error: unknown) => failures.push(error));
   }
-  for (const [manifestHash, versionId] of datasets) {
+  for (const [manifestHash, { versionId, keepCopy }] of datasets) {
     if (signal.aborted) break;
     try {
-      const dataset = await downloadDataset(remote, store, manifestHash, versionId, signal);
+      const dataset = await downloadDataset(remote, store, manifestHash, versionId, signal, keepCopy);
       downloaded += dataset.bytes;
       objects += dataset.objects;
     } catch (error) {
@@ -204,10 +208,11 @@ async function downloadBatch(remote: Remote, store: ContentStore, hashes: Conten
 /**
  * A pulled dataset: its manifest, then the shards this store lacks. Most of it missing (a first pull):
  * the assembled bytes stream once into the store, cut by the manifest's own chunker parameters, which
- * makes the same shards in one pack file; the result must hash to the manifest's `hash`. A few missing
+ * makes the same shards in one pack file; the result must hash to the manifest's `hash` (and with
+ * `keepCopy` the store may keep those bytes as the file they are about to become). A few missing
  * (an edit of a big file): only those shards travel, each fetched by hash and verified.
  */
-async function downloadDataset(remote: Remote, store: ContentStore, manifestHash: ContentHash, versionId: string, signal: AbortSignal): Promise<{ bytes: number; objects: number }> {
+async function downloadDataset(remote: Remote, store: ContentStore, manifestHash: ContentHash, versionId: string, signal: AbortSignal, keepCopy: boolean): Promise<{ bytes: number; objects: number }> {
   let downloaded = 0;
   let objects = 0;
   if (!(await store.has(manifestHash))) {
@@ -218,12 +223,28 @@ async function downloadDataset(remote: Remote, store: ContentStore, manifestHash
   let missing = await absentShards(store, manifest);
   const missingBytes = missing.reduce((sum, shard) => sum + shard.size, 0);
   if (store.putDatasetStream !== undefined && missingBytes >= manifest.size * WHOLE_DATASET_SHARE) {
-    // Cut off midway, the shards that arrived whole are kept: the retry fetches only the rest.
-    const stream = streamUntilError(await remote.read(versionId, signal));
-    const ingest = await store.putDatasetStream(stream.source, manifest.chunker, { expect: { hash: manifest.hash, shards: manifest.shards } });
-    downloaded += ingest.size;
-    objects++;
-    if (stream.failure() !== undefined) throw stream.failure();
+    const options = { expect: { hash: manifest.hash, shards: manifest.shards }, keepCopy };
+    let ingest: DatasetIngest;
+    if (store.putDatasetFetch !== undefined) {
+      // Fetched by the store's chunking thread: 500 MiB of socket buffers on the event loop made the
+      // daemon's heap run a full collection every few MiB (a third of its CPU in a clone).
+      const { ingest: stored, fetched } = await store.putDatasetFetch(await remote.readSource(versionId, signal), manifest.chunker, options);
+      if (stored !== null) {
+        downloaded += stored.size;
+        objects++;
+      }
+      if (signal.aborted) throw signal.reason;
+      const failure = remote.fetchFailure(fetched);
+      if (failure !== null) throw failure;
+      ingest = stored!;
+    } else {
+      // Cut off midway, the shards that arrived whole are kept: the retry fetches only the rest.
+      const stream = streamUntilError(await remote.read(versionId, signal));
+      ingest = await store.putDatasetStream(stream.source, manifest.chunker, options);
+      downloaded += ingest.size;
+      objects++;
+      if (stream.failure() !== undefined) throw stream.failure();
+    }
     if (ingest.hash !== manifest.hash) throw new Error(`the bytes of dataset version ${versionId} hash to ${ingest.hash}, not ${manifest.hash}`);
     missing = await absentShards(store, manifest);
   }

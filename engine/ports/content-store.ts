@@ -42,7 +42,31 @@ export interface DatasetStreamOptions {
    * match are kept either way. A store may also ignore it and chunk as usual.
    */
   expect?: { hash: ContentHash; shards: ReadonlyArray<{ hash: ContentHash; size: number }> };
+  /**
+   * With `expect`: the bytes are about to be written out as a file (a pulled dataset that watch mode
+   * brings to disk). A store may also write them to a file of its own from the same buffers as it
+   * stores them, and hand that file to writeObjectsTo for the same shards for a while instead of
+   * reading its copy back and hashing it again. Nothing changes for callers that ignore it.
+   */
+  keepCopy?: boolean;
 }
+
+/**
+ * Bytes a store may GET itself, off the event loop (a pulled dataset: putDatasetFetch). The caller
+ * (daemon/sync/remote.ts) owns what the URL and headers mean and how a failure is classified.
+ */
+export interface FetchSource {
+  url: string;
+  headers: Record<string, string>;
+  /** the connection is cut after this long without a byte */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** How a FetchSource's GET ended: a 2xx body (cut midway or not), or another answer (its body as text). */
+export type FetchOutcome =
+  | { kind: 'body'; size: number; cut: { message: string; code: string | null } | null }
+  | { kind: 'status'; status: number; body: string; retryAfter: string | null };
 
 export interface DatasetIngest {
   /** BLAKE3 of the whole file, and its size */
@@ -123,7 +147,8 @@ export interface ContentStore {
   objectSpans?(hashes: readonly ContentHash[]): Promise<Array<{ file: string; offset: number; size: number } | null>>;
   /**
    * Optional: creates `target` (which must not exist) with `mode`, holding the objects' bytes in order,
-   * each checked against its hash, fsynced; off the event loop. False (and no file) when some object is
+   * each checked against its hash (here, or as they were stored: a copy kept by putDatasetStream),
+   * fsynced; off the event loop. False (and no file) when some object is
    * not kept in a file this can read from (the caller streams it instead).
    */
   writeObjectsTo?(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean>;
@@ -139,6 +164,12 @@ export interface ContentStore {
    * not stored yet are written. BODY_TOO_LARGE past maxBytes, storing nothing.
    */
   putDatasetStream?(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options?: DatasetStreamOptions): Promise<DatasetIngest>;
+  /**
+   * Optional: putDatasetStream of the body of a GET the store makes itself, off the event loop. A
+   * body cut midway keeps what arrived, as a stream that ends early would; `fetched` says how it ended
+   * (with another answer than 2xx nothing is stored and `ingest` is null).
+   */
+  putDatasetFetch?(source: FetchSource, params: ChunkerParams, options?: DatasetStreamOptions): Promise<{ ingest: DatasetIngest | null; fetched: FetchOutcome }>;
   has(hash: ContentHash): Promise<boolean>;
   stat(hash: ContentHash): Promise<ObjectInfo | null>;
   /** Throws CONTENT_NOT_FOUND if absent. A ranged read is not verified (it cannot be, cheaply). */

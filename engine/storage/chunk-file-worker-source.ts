@@ -13,13 +13,15 @@
 // or 'end' is answered with {id, chunks: [{offset, size, hash, packOffset?}], hash, size, packBytes}
 // or {id, error: {message, code, errno, syscall, path}}; every message gets exactly one reply.
 //
-// With job.stage = {packPath, objectsDir, dbPath, minBytes}, the worker also
+// With job.stage = {packPath, objectsDir, dbPath, minBytes, copyPath?}, the worker also
 // keeps each chunk of at least minBytes that the store does not hold yet (no loose object, no row in
 // the object pack's objects or pack_entries tables, not staged by this file already) in one new pack
 // file at packPath (a temp name of the store: a crash leaves it to the next start's cleanup), and
 // reports its offset there as \`packOffset\`; the reply's \`packBytes\` is the pack's length. The bytes
 // written are the bytes just hashed, from the same buffer, so the store can index the pack without
-// reading it again (local-content-store-shard-packs.ts), which fsyncs the pack.
+// reading it again (local-content-store-shard-packs.ts), which fsyncs the pack. With stage.copyPath,
+// every byte fed is also written there, in order, from the same buffer (kept-copies.ts: a pulled
+// dataset's working-tree file); closed, not fsynced, at the end; removed with the pack on a failure.
 //
 // Like the hash worker, the thread lowers its own priority (nice +5): chunking a dataset is background
 // work, and the event loop must win when the 2 cores are contended.
@@ -82,7 +84,14 @@ function openPack(stage) {
     db.pragma('busy_timeout = 5000');
     const known = db.prepare('SELECT 1 FROM pack_entries WHERE hash = ? UNION ALL SELECT 1 FROM objects WHERE hash = ? LIMIT 1');
     const fd = fs.openSync(stage.packPath, 'wx', 0o600);
-    return { stage, db, known, fd, bytes: 0, staged: new Set(), closed: false };
+    let copyFd = null;
+    try {
+      // The file the bytes are about to become (0o666 less the umask, like any new file of the user's).
+      if (stage.copyPath) copyFd = fs.openSync(stage.copyPath, 'wx', 0o666);
+    } catch {
+      // no copy (writeCopy says why that is fine)
+    }
+    return { stage, db, known, fd, copyFd, bytes: 0, staged: new Set(), closed: false };
   } catch (err) {
     db.close();
     throw err;
@@ -101,6 +110,22 @@ function writeAt(fd, bytes, position) {
   while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
 }
 
+// The copy is a shortcut, never a reason to fail: a full disk drops it (the store then finds no
+// whole copy and assembles the file from the pack, which reports that disk full where it always did).
+function writeCopy(pack, view, position) {
+  try {
+    writeAt(pack.copyFd, view, position);
+  } catch {
+    try {
+      fs.closeSync(pack.copyFd);
+      fs.rmSync(pack.stage.copyPath, { force: true });
+    } catch {
+      // the store's check of the copy's size finds it short, and removes it
+    }
+    pack.copyFd = null;
+  }
+}
+
 // Not fsynced here: the store does that on libuv's pool (ShardPacks.commit), so this thread is free
 // for the next file while the disk catches up.
 function closePack(pack) {
@@ -108,6 +133,7 @@ function closePack(pack) {
   pack.closed = true;
   try {
     fs.closeSync(pack.fd);
+    if (pack.copyFd !== null) fs.closeSync(pack.copyFd);
   } finally {
     pack.db.close();
   }
@@ -150,6 +176,7 @@ function createCutter(job, chunker, pack) {
   return {
     feed(view) {
       if (whole !== null) whole.update(view);
+      if (pack !== null && pack.copyFd !== null) writeCopy(pack, view, pos);
       let from = 0;
       for (const end of chunker.push(view)) {
         add(view.subarray(from, end - pos));
@@ -198,6 +225,7 @@ function discard(job, pack) {
   if (pack !== null) {
     try {
       fs.rmSync(job.stage.packPath, { force: true });
+      if (job.stage.copyPath) fs.rmSync(job.stage.copyPath, { force: true });
     } catch {
       // the store's start-up cleanup removes it
     }
@@ -222,10 +250,80 @@ async function runFile(job) {
 // kept and answered to every later message; its pack is removed at once.
 let session = null;
 
+// {op: 'fetch', url, headers, timeoutMs} within a session: this thread GETs the url itself and feeds
+// the answer's body to the session, so a pulled dataset's bytes never cross the event loop (its
+// socket buffers made the daemon's 30 MB heap run a full collection every few MiB; this isolate's is
+// a few MB). Answered {size} when the body ended, {size, cut} when the connection failed midway (what
+// arrived stays fed: the session's end keeps the shards that arrived whole), {status, body,
+// retryAfter} for an answer other than 2xx (nothing fed), or {error} when the session failed.
+// {op: 'cancel'} cuts a fetch under way.
+const FETCH_BLOCK = 1 << 20;
+
+function fetchInto(current, m) {
+  return new Promise((resolve) => {
+    const http = require(m.url.startsWith('https:') ? 'node:https' : 'node:http');
+    const block = Buffer.allocUnsafe(FETCH_BLOCK);
+    let fill = 0;
+    let size = 0;
+    let settled = false;
+    const flush = () => {
+      if (fill === 0 || current.error !== null) return;
+      try {
+        current.cutter.feed(block.subarray(0, fill));
+      } catch (err) {
+        current.error = describe(err);
+        discard(current.job, current.pack);
+      }
+      fill = 0;
+    };
+    const done = (reply) => {
+      if (settled) return;
+      settled = true;
+      current.request = null;
+      if (reply.status === undefined) flush();
+      resolve(current.error !== null ? { error: current.error } : { size, ...reply });
+    };
+    const req = http.request(m.url, { method: 'GET', headers: m.headers });
+    current.request = req;
+    req.setTimeout(m.timeoutMs, () => req.destroy(Object.assign(new Error('the connection went quiet'), { code: 'ETIMEDOUT' })));
+    req.on('error', (err) => done({ cut: describe(err) }));
+    req.on('response', (res) => {
+      const status = res.statusCode || 0;
+      if (status < 200 || status >= 300) {
+        const pieces = [];
+        res.on('data', (piece) => pieces.push(piece));
+        res.on('end', () => done({ status, body: Buffer.concat(pieces).toString('utf8'), retryAfter: res.headers['retry-after'] ?? null }));
+        res.on('error', (err) => done({ cut: describe(err) }));
+        return;
+      }
+      res.on('data', (piece) => {
+        if (current.error !== null) {
+          req.destroy();
+          return;
+        }
+        size += piece.length;
+        for (let at = 0; at < piece.length; ) {
+          const n = Math.min(FETCH_BLOCK - fill, piece.length - at);
+          piece.copy(block, fill, at, at + n);
+          fill += n;
+          at += n;
+          if (fill === FETCH_BLOCK) flush();
+        }
+      });
+      res.on('end', () => done({}));
+      res.on('error', (err) => done({ cut: describe(err) }));
+      res.on('close', () => {
+        if (!res.complete) done({ cut: { message: 'the answer was cut short', code: 'ECONNRESET' } });
+      });
+    });
+    req.end();
+  });
+}
+
 async function handleSession(m) {
   switch (m.op) {
     case 'begin': {
-      session = { job: m, pack: null, cutter: null, error: null };
+      session = { job: m, pack: null, cutter: null, error: null, request: null };
       try {
         const chunker = await openChunker(m);
         if (m.stage) session.pack = openPack(m.stage);
@@ -248,6 +346,15 @@ async function handleSession(m) {
       const reply = session === null || session.error === null ? {} : { error: session.error };
       return [reply, m.buf];
     }
+    case 'fetch': {
+      if (session === null) return { error: { message: 'no chunking session is open' } };
+      if (session.error !== null) return { error: session.error };
+      return fetchInto(session, m);
+    }
+    case 'cancel': {
+      if (session !== null && session.request !== null) session.request.destroy(Object.assign(new Error('the fetch was cancelled'), { code: 'ABORT_ERR' }));
+      return {};
+    }
     case 'end': {
       const current = session;
       session = null;
@@ -263,6 +370,7 @@ async function handleSession(m) {
       }
     }
     case 'abort': {
+      if (session !== null && session.request !== null) session.request.destroy();
       if (session !== null && session.error === null) discard(session.job, session.pack);
       session = null;
       return {};

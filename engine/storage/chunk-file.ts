@@ -53,6 +53,8 @@ export interface ChunkStaging {
   objectsDir: string;
   dbPath: string;
   minBytes: number;
+  /** a stream session's bytes, all of them, also written here (created; closed, not fsynced, at the end) */
+  copyPath?: string;
 }
 
 export interface WorkerFailure {

@@ -11,6 +11,7 @@ import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { chunkerParams } from '../datasets/chunker-params.js';
 import { jsChunkerModuleUrl, loadNativeChunker, nativeChunkerPath } from '../datasets/gear-chunker.js';
 import { StrataError } from '../errors.js';
+import type { FetchOutcome, FetchSource } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import type { ChunkFileResult, ChunkStaging, WorkerFailure, WorkerReply } from './chunk-file.js';
 import { toError } from './chunk-file.js';
@@ -80,6 +81,29 @@ export class ChunkSession {
       this.fill += n;
       offset += n;
       if (this.fill === BLOCK_BYTES) await this.dispatch();
+    }
+  }
+
+  /**
+   * The body of a GET of `source.url` fed to the session by the thread itself (chunk-file-worker-source.ts
+   * fetchInto): the bytes never reach the event loop. Instead of write() calls, not besides them.
+   * A body cut midway stays fed (end() keeps its whole shards) and is reported as `cut`.
+   */
+  async fetch(source: FetchSource): Promise<FetchOutcome> {
+    this.assertOpen();
+    if (source.signal?.aborted) return { kind: 'body', size: 0, cut: { message: 'the fetch was cancelled', code: 'ABORT_ERR' } };
+    const cancel = () => void this.thread.request({ op: 'cancel' }).catch(() => undefined);
+    source.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      const reply = await this.thread.request({ op: 'fetch', url: source.url, headers: source.headers, timeoutMs: source.timeoutMs });
+      failIfError(reply);
+      if (typeof reply['status'] === 'number') {
+        return { kind: 'status', status: reply['status'], body: reply['body'] as string, retryAfter: (reply['retryAfter'] as string | null) ?? null };
+      }
+      const cut = reply['cut'] as WorkerFailure | undefined;
+      return { kind: 'body', size: reply['size'] as number, cut: cut === undefined ? null : { message: cut.message, code: cut.code ?? null } };
+    } finally {
+      source.signal?.removeEventListener('abort', cancel);
     }
   }
 

@@ -17,7 +17,7 @@ import { type FileHandle, open, rm, stat } from 'node:fs/promises';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
 import { StrataError } from '../errors.js';
 import { hashBuffer } from '../hash.js';
-import type { DatasetFileOptions, DatasetIngest, DatasetStreamOptions, PutOptions, PutResult } from '../ports/content-store.js';
+import type { DatasetFileOptions, DatasetIngest, DatasetStreamOptions, FetchOutcome, FetchSource, PutOptions, PutResult } from '../ports/content-store.js';
 import type { ContentHash } from '../types.js';
 import { type ChunkStaging, chunkFile, type FileChunk } from './chunk-file.js';
 import { ChunkSession } from './chunk-session.js';
@@ -99,7 +99,7 @@ export async function putDatasetFile(sink: ShardSink, absolutePath: string, para
 /**
  * A stream (an upload) cut as it arrives (chunk-session.ts); every new chunk, however small, goes to
  * the pack, since there is no file to read a small one back from. BODY_TOO_LARGE past maxBytes, and
- * nothing is stored.
+ * nothing is stored. `copyPath`: every byte is also written there (kept-copies.ts; the caller removes it).
  */
 export async function putDatasetStream(
   packs: NonNullable<ShardSink['packs']>,
@@ -107,15 +107,9 @@ export async function putDatasetStream(
   params: ChunkerParams,
   maxBytes: number,
   expect?: DatasetStreamOptions['expect'],
+  copyPath?: string,
 ): Promise<DatasetIngest> {
-  const staging = { ...packs.staging(), minBytes: 1 };
-  // Bytes that must be a known manifest are cut at its shards and each piece checked against its
-  // shard: no cut search and one BLAKE3 pass instead of two (the whole-content hash would repeat what
-  // the shard hashes and the manifest's own hash already prove). A pull of 500 MiB spent about half
-  // its chunking thread's time on those.
-  const session = await ChunkSession.open(params, expect === undefined ? { stage: staging } : { stage: staging, cuts: expect.shards.map((shard) => shard.size) });
-  let chunked: Awaited<ReturnType<ChunkSession['end']>>;
-  try {
+  return ingestSession(packs, params, expect, copyPath, async (session) => {
     let size = 0;
     for await (const piece of source) {
       size += piece.length;
@@ -124,6 +118,51 @@ export async function putDatasetStream(
       }
       await session.write(piece);
     }
+  });
+}
+
+/**
+ * putDatasetStream of a GET's body, fetched by the chunking thread itself (ChunkSession.fetch). An
+ * answer other than 2xx stores nothing (`ingest` null); a body cut midway keeps its whole shards.
+ */
+export async function putDatasetFetch(
+  packs: NonNullable<ShardSink['packs']>,
+  source: FetchSource,
+  params: ChunkerParams,
+  expect?: DatasetStreamOptions['expect'],
+  copyPath?: string,
+): Promise<{ ingest: DatasetIngest | null; fetched: FetchOutcome }> {
+  let fetched: FetchOutcome | undefined;
+  const refused = new Error('not a 2xx answer');
+  try {
+    const ingest = await ingestSession(packs, params, expect, copyPath, async (session) => {
+      fetched = await session.fetch(source);
+      // Nothing was fed: nothing to keep.
+      if (fetched.kind === 'status') throw refused;
+    });
+    return { ingest, fetched: fetched! };
+  } catch (error) {
+    if (error === refused) return { ingest: null, fetched: fetched! };
+    throw error;
+  }
+}
+
+async function ingestSession(
+  packs: NonNullable<ShardSink['packs']>,
+  params: ChunkerParams,
+  expect: DatasetStreamOptions['expect'] | undefined,
+  copyPath: string | undefined,
+  feed: (session: ChunkSession) => Promise<void>,
+): Promise<DatasetIngest> {
+  const staging = { ...packs.staging(), minBytes: 1, ...(copyPath === undefined ? {} : { copyPath }) };
+  // Bytes that must be a known manifest are cut at its shards and each piece checked against its
+  // shard: no cut search and one BLAKE3 pass instead of two (the whole-content hash would repeat what
+  // the shard hashes and the manifest's own hash already prove). A pull of 500 MiB spent about half
+  // its chunking thread's time on those.
+  const session = await ChunkSession.open(params, expect === undefined ? { stage: staging } : { stage: staging, cuts: expect.shards.map((shard) => shard.size) });
+  let chunked: Awaited<ReturnType<ChunkSession['end']>>;
+  try {
+    await feed(session);
     chunked = await session.end();
   } catch (error) {
     await session.abort();

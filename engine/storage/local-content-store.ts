@@ -9,24 +9,25 @@
 //
 // Every put resolves only once its object is durable. Large inputs are hashed and copied by worker
 // threads (hash-worker-pool.ts); this module wires the parts together and validates arguments.
-import { open as openFile, readFile, rm } from 'node:fs/promises';
+import { open as openFile, readFile, rm, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { StrataError } from '../errors.js';
 import { hashBuffer, parseContentHash } from '../hash.js';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
-import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
+import type { AdoptOptions, ContentStore, DatasetFileOptions, DatasetIngest, DatasetStreamOptions, FetchOutcome, FetchSource, ObjectInfo, PutOptions, PutResult, ReadRange } from '../ports/content-store.js';
 import { type Clock, systemClock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
 import { HashWorkerPool } from './hash-worker-pool.js';
 import { adoptFile, objectFile } from './local-content-store-adopt.js';
 import { assembleFile } from './assemble-file.js';
-import { putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
+import { putDatasetFetch, putDatasetFile, putDatasetStream } from './local-content-store-dataset.js';
 import { BatchReader } from './batch-read-worker.js';
 import { fsyncDirectory } from './local-content-store-dirsync.js';
 import { type IngestContext, ingestFile, ingestStream, readLimits, rehashFile, storeSmall } from './local-content-store-ingest.js';
 import { isNotFound, LooseObjects, storageError } from './local-content-store-loose.js';
 import { type PackEntry, PackObjects } from './local-content-store-pack.js';
+import { KeptCopies } from './kept-copies.js';
 import { keepReserve, releaseReserve } from './local-content-store-reserve.js';
 import { ShardPacks } from './local-content-store-shard-packs.js';
 import { corruptError, resolveRange, streamLooseObject, streamPackedObject } from './local-content-store-read.js';
@@ -80,6 +81,14 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
   return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks }, options.root);
 }
 
+/** Room a kept copy leaves on the store's disk beyond its own bytes and the pack's. */
+const COPY_MARGIN_BYTES = 256 * 1024 * 1024;
+
+async function freeBytes(dir: string): Promise<number> {
+  const fs = await statfs(dir).catch(() => null);
+  return fs === null ? 0 : fs.bavail * fs.bsize;
+}
+
 /** readBuffers of at least this many objects go to the batch reader thread. */
 const BATCH_READ_MIN = 16;
 
@@ -87,6 +96,8 @@ class LocalContentStore implements ContentStore {
   private closed = false;
   private batchReader: BatchReader | null = null;
   private onceReader: BatchReader | null = null;
+  /** pulled datasets' copies, for the files they are about to become (kept-copies.ts) */
+  private readonly keptCopies = new KeptCopies();
 
   constructor(
     private readonly ctx: IngestContext,
@@ -137,7 +148,43 @@ class LocalContentStore implements ContentStore {
 
   async putDatasetStream(source: AsyncIterable<Uint8Array>, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<DatasetIngest> {
     this.assertOpen();
-    return putDatasetStream(this.shardPackSink(), source, params, options.maxBytes ?? Number.POSITIVE_INFINITY, options.expect);
+    const maxBytes = options.maxBytes ?? Number.POSITIVE_INFINITY;
+    return this.withCopy(options, (copyPath) => putDatasetStream(this.shardPackSink(), source, params, maxBytes, options.expect, copyPath));
+  }
+
+  async putDatasetFetch(source: FetchSource, params: ChunkerParams, options: DatasetStreamOptions = {}): Promise<{ ingest: DatasetIngest | null; fetched: FetchOutcome }> {
+    this.assertOpen();
+    let fetched: FetchOutcome | undefined;
+    const ingest = await this.withCopy(options, async (copyPath) => {
+      const result = await putDatasetFetch(this.shardPackSink(), source, params, options.expect, copyPath);
+      fetched = result.fetched;
+      return result.ingest;
+    });
+    return { ingest, fetched: fetched! };
+  }
+
+  /** An ingest with `keepCopy`: the copy kept when it is whole and every shard matched, else removed (kept-copies.ts). */
+  private async withCopy<T extends DatasetIngest | null>(options: DatasetStreamOptions, ingestWith: (copyPath: string | undefined) => Promise<T>): Promise<T> {
+    const expect = options.expect;
+    // A copy only of bytes checked against a manifest, and only with room for both it and the pack
+    // (written side by side, the copy must never be why the pack does not fit).
+    const size = expect?.shards.reduce((sum, shard) => sum + shard.size, 0) ?? 0;
+    const room = options.keepCopy === true && expect !== undefined ? await freeBytes(this.ctx.loose.tmpDir) : 0;
+    const copyPath = room >= 2 * size + COPY_MARGIN_BYTES ? this.ctx.loose.newTempPath() : undefined;
+    let ingest: T;
+    try {
+      ingest = await ingestWith(copyPath);
+    } catch (error) {
+      if (copyPath !== undefined) await rm(copyPath, { force: true });
+      throw error;
+    }
+    if (copyPath !== undefined) {
+      // Whole, or not at all (the chunking thread drops a copy it could not write: a full disk).
+      const whole = ingest !== null && ingest.hash === expect!.hash && (await stat(copyPath).catch(() => null))?.size === ingest.size;
+      if (whole) this.keptCopies.keep(expect!.shards, copyPath);
+      else await rm(copyPath, { force: true });
+    }
+    return ingest;
   }
 
   async objectFile(hash: ContentHash): Promise<string | null> {
@@ -155,6 +202,7 @@ class LocalContentStore implements ContentStore {
 
   async writeObjectsTo(objects: ReadonlyArray<{ hash: ContentHash; size: number }>, target: string, mode: number): Promise<boolean> {
     this.assertOpen();
+    if (await this.keptCopies.placeAt(objects, target, mode)) return true;
     for (let attempt = 0; ; attempt++) {
       const spans = await this.objectSpans(objects.map((object) => object.hash));
       if (spans.some((span) => span === null)) return false;
@@ -333,6 +381,7 @@ class LocalContentStore implements ContentStore {
     // and remove their temp files.
     await this.ctx.pack.close();
     await this.ctx.pool.close();
+    await this.keptCopies.close();
     await this.batchReader?.close();
     await this.onceReader?.close();
   }
