@@ -162,11 +162,10 @@ class WatchHost implements ProjectHost {
         // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
         const watcher = this.#watcher;
         if (watcher === null || watcher.watches(path, st)) return;
-        // A watch under this name is on a directory that is gone (tree-watcher.ts watches): it and
-        // the watches below it are dead, and the directory here is walked as a new one.
-        watcher.removeTree(path);
+        // Not watched, or a watch under this name is on a directory that is gone (tree-watcher.ts
+        // watches): it and the watches below it are dead, and the directory here is walked anew.
         await this.#arrivals.walk(() =>
-          watcher.addTree(path, (file) => {
+          watcher.replaceTree(path, (file) => {
             this.#arrivals.add(file);
             this.schedule(file);
           }),

@@ -118,15 +118,38 @@ export class TreeWatcher {
     }
   }
 
+  /**
+   * Watches the directory at `path` and every one below it anew (addTree), then lets go of the
+   * watches held under those names until now: the directory there is not the one they were made on
+   * (see watches). Watched first, closed after: where it is the same directory after all (no birth
+   * time to tell), both share the kernel's watch (libuv keeps one per inode), so no event falls
+   * between the two.
+   */
+  async replaceTree(path: string, onFile?: (path: string) => void | Promise<void>): Promise<void> {
+    const previous = this.#takeTree(path);
+    try {
+      await this.addTree(path, onFile);
+    } finally {
+      for (const watcher of previous) watcher.close();
+    }
+  }
+
   /** Stops watching `path` and everything below it (the directory is gone). */
   removeTree(path: string): void {
+    for (const watcher of this.#takeTree(path)) watcher.close();
+  }
+
+  /** The watches of `path` and everything below it, no longer this watcher's (the caller closes them). */
+  #takeTree(path: string): FSWatcher[] {
     const prefix = `${path}/`;
+    const taken: FSWatcher[] = [];
     for (const [dir, { watcher }] of this.#watchers) {
       if (dir === path || path === '' || dir.startsWith(prefix)) {
-        watcher.close();
+        taken.push(watcher);
         this.#watchers.delete(dir);
       }
     }
+    return taken;
   }
 
   close(): void {
