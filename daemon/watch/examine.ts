@@ -20,8 +20,8 @@ export const RACY_MTIME = '-1';
 
 export interface ExamineContext {
   host: HostContext;
-  /** directory appeared: watch it and examine its files (watch mode); no-op when polling */
-  onDirectory(path: string): Promise<void>;
+  /** directory appeared (`st`: its lstat): watch it and examine its files (watch mode); no-op when polling */
+  onDirectory(path: string, st: BigIntStats): Promise<void>;
   /** directory vanished: stop watching it */
   onDirectoryGone(path: string): void;
   /** runs `task` after anything else under way on `path` (an event's examine, a materialization) */
@@ -158,7 +158,7 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
     if (host.capture.isIgnored(path, true)) return 'ignored';
     // A file replaced by a directory of the same name.
     if (host.state.index.get(host.projectId, path)) await deletePath(ctx, path);
-    await ctx.onDirectory(path);
+    await ctx.onDirectory(path, st);
     return 'none';
   }
   if (!isVersionable(st)) {

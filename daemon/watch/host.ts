@@ -158,12 +158,14 @@ class WatchHost implements ProjectHost {
     this.#examineCtx = {
       host: ctx,
       exclusive: (path, task) => this.#withPath(path, task),
-      onDirectory: async (path) => {
+      onDirectory: async (path, st) => {
         // Watch it, and look at what is already in it (`mv dir here`, `tar x`, `git clone`).
         const watcher = this.#watcher;
-        if (watcher === null || watcher.isWatched(path)) return;
+        if (watcher === null || watcher.watches(path, st)) return;
+        // Not watched, or a watch under this name is on a directory that is gone (tree-watcher.ts
+        // watches): it and the watches below it are dead, and the directory here is walked anew.
         await this.#arrivals.walk(() =>
-          watcher.addTree(path, (file) => {
+          watcher.replaceTree(path, (file) => {
             this.#arrivals.add(file);
             this.schedule(file);
           }),
