@@ -30,7 +30,8 @@
 // its directory gave way: the write, on a base the engine had moved on from, found `b/a` deleted and
 // was written at its own path ("an edit beats a deletion") — below the file `b`. The engine refused it
 // (PATH_EXISTS) and the capture failed at every look, for good: `sync wait` never ended. Forced here
-// with the engine brought to that state by another process while A's daemon is stopped.
+// with the engine brought to that state by another process while A's daemon is stopped; and the
+// same with a directory where the edited file was.
 import { appendFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -203,5 +204,38 @@ describe('sync: a file where the project has a directory with files from elsewhe
     expect(copies).toHaveLength(1);
     expect(onH[copies[0]!]).toBe('m/a, v1\n+ edit on G\n');
     expect(await fsckFailures(world, [g, h])).toEqual([]);
+  }, 300_000);
+
+  it('an edit of a file the project deleted, where the project has a directory from elsewhere: kept as a conflict copy, and the directory comes to disk', async () => {
+    const i = world.workstation('wsI');
+    const j = world.workstation('wsJ');
+    await i.start();
+    await j.start();
+    expect((await i.cli(['clone', world.url, world.projectId, i.dir])).code).toBe(0);
+    expect((await j.cli(['clone', world.url, world.projectId, j.dir])).code).toBe(0);
+    await writeFile(join(i.dir, 'n'), 'n, v1\n');
+    await allInSync([i, j]);
+    await waitFor('n on J', async () => ((await treeOf(j.dir))['n'] === 'n, v1\n' ? true : undefined), 60_000);
+    const projectId = (await i.syncStatus())[0]!.projectId;
+    await i.stop();
+    // I's engine as after taking a directory `n` from elsewhere: its file `n` deleted, `n/x` there.
+    const other = await openLocalEngine({ home: i.home });
+    try {
+      const actor = { id: 'other', kind: 'local', name: 'another process' } as const;
+      await other.engine.deleteFile({ projectId, path: 'n', actor });
+      await other.engine.writeFile({ projectId, path: 'n/x', actor, content: Buffer.from('n/x from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    await appendFile(join(i.dir, 'n'), '+ edit on I\n');
+    await i.start();
+    await allInSync([i, j], 60);
+    const [onI, onJ] = [await treeOf(i.dir), await treeOf(j.dir)];
+    expect(onI).toEqual(onJ);
+    expect(onJ['n/x']).toBe('n/x from elsewhere\n');
+    const copies = Object.keys(onJ).filter((path) => path.startsWith('n (conflict wsI '));
+    expect(copies).toHaveLength(1);
+    expect(onJ[copies[0]!]).toBe('n, v1\n+ edit on I\n');
+    expect(await fsckFailures(world, [i, j])).toEqual([]);
   }, 300_000);
 });
