@@ -22,7 +22,17 @@
 // watching workstation that is bringing such a swap (`rm -r a; echo v95 > a` elsewhere) to disk has
 // its directory `a` in that state for a moment (seed 42000 of the sync model, with C running: C once
 // recorded the deletion of B's `a`).
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+//
+// An edit of a file below a directory whose name the project has as a file from elsewhere, the edited
+// file itself deleted there (the sync model's seed 46003 path 17): A ran `rm b; mkdir b; echo v98 >
+// b/a` while B replaced `b` by a file; the server kept A's `b/a` below a conflict copy, and A, taking
+// B's file, recorded the deletion of its `b/a` (sync-make-way-above.ts). A appended to `b/a` before
+// its directory gave way: the write, on a base the engine had moved on from, found `b/a` deleted and
+// was written at its own path ("an edit beats a deletion") — below the file `b`. The engine refused it
+// (PATH_EXISTS) and the capture failed at every look, for good: `sync wait` never ended. Forced here
+// with the engine brought to that state by another process while A's daemon is stopped; and the
+// same with a directory where the edited file was.
+import { appendFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLocalEngine } from '../engine/local.js';
@@ -159,5 +169,73 @@ describe('sync: a file where the project has a directory with files from elsewhe
     expect(history.code, history.stderr).toBe(0);
     expect((JSON.parse(history.stdout) as { items: Array<{ path: string; kind: string }> }).items.filter((v) => v.path === 'g').map((v) => v.kind)).toEqual(['write']);
     expect(await fsckFailures(world, [e, f])).toEqual([]);
+  }, 300_000);
+
+  it('an edit of a file the project deleted, below a name the project has as a file from elsewhere: kept below a conflict copy, and that file comes to disk', async () => {
+    const g = world.workstation('wsG');
+    const h = world.workstation('wsH');
+    await g.start();
+    await h.start();
+    expect((await g.cli(['clone', world.url, world.projectId, g.dir])).code).toBe(0);
+    expect((await h.cli(['clone', world.url, world.projectId, h.dir])).code).toBe(0);
+    await mkdir(join(g.dir, 'm'));
+    await writeFile(join(g.dir, 'm', 'a'), 'm/a, v1\n');
+    await allInSync([g, h]);
+    await waitFor('m/a on H', async () => ((await treeOf(h.dir))['m/a'] === 'm/a, v1\n' ? true : undefined), 60_000);
+    const projectId = (await g.syncStatus())[0]!.projectId;
+    await g.stop();
+    // G's engine as after taking a file `m` from elsewhere: its `m/a` deleted (made way), the file `m` there.
+    const other = await openLocalEngine({ home: g.home });
+    try {
+      const actor = { id: 'other', kind: 'local', name: 'another process' } as const;
+      await other.engine.deleteFile({ projectId, path: 'm/a', actor });
+      await other.engine.writeFile({ projectId, path: 'm', actor, content: Buffer.from('file m from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    // Meanwhile G's `m/a`, still on its disk, is edited (its catch-up scan versions it before anything comes to disk).
+    await appendFile(join(g.dir, 'm', 'a'), '+ edit on G\n');
+    await g.start();
+    await allInSync([g, h], 60);
+    const [onG, onH] = [await treeOf(g.dir), await treeOf(h.dir)];
+    expect(onG).toEqual(onH);
+    expect(onH['m']).toBe('file m from elsewhere\n');
+    const copies = Object.keys(onH).filter((path) => path.startsWith('m (conflict wsG ') && path.endsWith('/a'));
+    expect(copies).toHaveLength(1);
+    expect(onH[copies[0]!]).toBe('m/a, v1\n+ edit on G\n');
+    expect(await fsckFailures(world, [g, h])).toEqual([]);
+  }, 300_000);
+
+  it('an edit of a file the project deleted, where the project has a directory from elsewhere: kept as a conflict copy, and the directory comes to disk', async () => {
+    const i = world.workstation('wsI');
+    const j = world.workstation('wsJ');
+    await i.start();
+    await j.start();
+    expect((await i.cli(['clone', world.url, world.projectId, i.dir])).code).toBe(0);
+    expect((await j.cli(['clone', world.url, world.projectId, j.dir])).code).toBe(0);
+    await writeFile(join(i.dir, 'n'), 'n, v1\n');
+    await allInSync([i, j]);
+    await waitFor('n on J', async () => ((await treeOf(j.dir))['n'] === 'n, v1\n' ? true : undefined), 60_000);
+    const projectId = (await i.syncStatus())[0]!.projectId;
+    await i.stop();
+    // I's engine as after taking a directory `n` from elsewhere: its file `n` deleted, `n/x` there.
+    const other = await openLocalEngine({ home: i.home });
+    try {
+      const actor = { id: 'other', kind: 'local', name: 'another process' } as const;
+      await other.engine.deleteFile({ projectId, path: 'n', actor });
+      await other.engine.writeFile({ projectId, path: 'n/x', actor, content: Buffer.from('n/x from elsewhere\n') });
+    } finally {
+      await other.close();
+    }
+    await appendFile(join(i.dir, 'n'), '+ edit on I\n');
+    await i.start();
+    await allInSync([i, j], 60);
+    const [onI, onJ] = [await treeOf(i.dir), await treeOf(j.dir)];
+    expect(onI).toEqual(onJ);
+    expect(onJ['n/x']).toBe('n/x from elsewhere\n');
+    const copies = Object.keys(onJ).filter((path) => path.startsWith('n (conflict wsI '));
+    expect(copies).toHaveLength(1);
+    expect(onJ[copies[0]!]).toBe('n, v1\n+ edit on I\n');
+    expect(await fsckFailures(world, [i, j])).toEqual([]);
   }, 300_000);
 });

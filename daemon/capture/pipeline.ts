@@ -4,7 +4,7 @@
 // guard, and the bookkeeping `strata status` shows.
 
 import type { Logger } from 'pino';
-import type { Engine, WriteInput } from '../../engine/engine-api.js';
+import type { Engine, WriteInput, WriteResult } from '../../engine/engine-api.js';
 import { isStrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
 import type { CaptureOutcome, CapturePipeline, CaptureStats } from '../host.js';
@@ -155,6 +155,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     return { kind: 'failed', code, message };
   }
 
+  function forgetErrors(path: string): void {
+    for (let i = stats.errors.length - 1; i >= 0; i--) if (stats.errors[i]!.path === path) stats.errors.splice(i, 1);
+  }
+
   function recorded(outcome: Extract<CaptureOutcome, { kind: 'versioned' }>): CaptureOutcome {
     stats.captured += 1;
     const { version } = outcome;
@@ -168,7 +172,7 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
     stats.lastVersion = { path: version.path, versionId: version.versionId, kind: version.kind, timestamp: version.timestamp };
     // The path's earlier failures are over (a full disk with room again): `strata status` listed them
     // long after the file was versioned.
-    for (let i = stats.errors.length - 1; i >= 0; i--) if (stats.errors[i]!.path === version.path) stats.errors.splice(i, 1);
+    forgetErrors(version.path);
     // Logged once durable: bench/watch-latency.ts measures close-to-durable latency from these lines.
     logger.debug({ path: version.path, versionId: version.versionId, kind: version.kind }, 'versioned');
     return outcome;
@@ -341,8 +345,52 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       });
     const copies = options.conflictCopies;
     const restoreWins = options.restoreWins;
-    let result: Awaited<ReturnType<typeof write>>;
     const base = copies?.writeBase(path) ?? (editedAtMs === undefined ? undefined : restoreWins?.writeBase(path));
+    const outcomeOf = (result: WriteResult): CaptureOutcome => {
+      if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+      if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
+      return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+    };
+    /**
+     * The project's tree refused the content at `path` (a directory there, a file above it:
+     * conflict-copy.ts): a synced project keeps it as a conflict copy. Without sync, or for any other
+     * error, the error is thrown.
+     */
+    const keepAsCopy = async (error: unknown): Promise<CaptureOutcome> => {
+      const refusal = treeRefusal(path, error);
+      if (copies === undefined || refusal === null) throw error;
+      // A directory there (the sync model's defect 4, seed 4000): this directory replaced the
+      // directory `c` by a file while the project got files below `c` from elsewhere (pulled, or
+      // written through the API) that were never on this disk; the deletions of the ones it had
+      // gave way, and the file could not be versioned at all ('c' is a directory): it was on no
+      // version anywhere, and `c/a` could not be brought to disk. A file above (seed 5000): `rm b;
+      // mkdir b; echo x > b/a` here while the project's `b` changed elsewhere — the deletion of `b`
+      // gave way, and `b/a` could not be versioned below the file. Either way the file is kept as
+      // a conflict copy (conflict-copy.ts), and what is on disk then makes way for the project's
+      // tree (in-the-way.ts).
+      const copy = await conflictCopyFor(engine, projectId, path, refusal, copies.workstation, now());
+      const result = await write(copy, null);
+      logger.warn({ path, copy }, keptAsConflictCopy(refusal));
+      // The path's earlier failures are over: its content is versioned, at the copy.
+      forgetErrors(path);
+      if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+      return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
+    };
+    /**
+     * A write at `path` after a first refusal: the tree may refuse it too (a change from elsewhere
+     * pulled meanwhile). A refusal of the tree does not change by itself: thrown, it failed the
+     * capture at every look, for good, and sync never ended (seed 46003 path 17, below).
+     */
+    const writeAtPath = async (baseVersionId: string | null | undefined): Promise<CaptureOutcome> => {
+      let result: WriteResult;
+      try {
+        result = await write(path, baseVersionId);
+      } catch (error) {
+        return keepAsCopy(error);
+      }
+      return outcomeOf(result);
+    };
+    let result: WriteResult;
     try {
       result = await write(path, base);
     } catch (error) {
@@ -354,44 +402,26 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
         // Recorded first, the file goes where the user put it (seed 39002 of the sync model: `rm b;
         // mkdir b; echo v5 > b/a` while the daemon was dead went below a conflict copy of `b` that
         // no one else had changed, and `b/a` itself was on no version while the disk said in sync).
-        result = await write(path, base);
-        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
-        if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
-        return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+        return writeAtPath(base);
       }
-      if (copies !== undefined && refusal !== null) {
-        // A directory there (the sync model's defect 4, seed 4000): this directory replaced the
-        // directory `c` by a file while the project got files below `c` from elsewhere (pulled, or
-        // written through the API) that were never on this disk; the deletions of the ones it had
-        // gave way, and the file could not be versioned at all ('c' is a directory): it was on no
-        // version anywhere, and `c/a` could not be brought to disk. A file above (seed 5000): `rm b;
-        // mkdir b; echo x > b/a` here while the project's `b` changed elsewhere — the deletion of `b`
-        // gave way, and `b/a` could not be versioned below the file. Either way the file is kept as
-        // a conflict copy (conflict-copy.ts), and what is on disk then makes way for the project's
-        // tree (in-the-way.ts).
-        const copy = await conflictCopyFor(engine, projectId, path, refusal, copies.workstation, now());
-        result = await write(copy, null);
-        logger.warn({ path, copy }, keptAsConflictCopy(refusal));
-        if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
-        return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
-      }
+      if (refusal !== null) return keepAsCopy(error);
       if (!isStrataError(error, 'STALE_BASE_VERSION')) throw error;
       if (copies === undefined) {
         if (restoreWins === undefined || editedAtMs === undefined) throw error;
         return writeUnderRestore(path, () => write(path), editedAtMs);
       }
-      if ((await engine.stat({ projectId, path })) === null) {
-        result = await write(path, null);
-      } else {
-        const copy = await freeConflictCopy(path, copies.workstation);
-        result = await write(copy, null);
-        logger.warn({ path, copy }, 'this edit was made on a version changed elsewhere meanwhile: it is kept as a conflict copy');
-        if (result.unchanged !== true) return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
-      }
+      // Deleted elsewhere: an edit beats a deletion, at its own path — where the project's tree may
+      // refuse it by now (seed 46003 path 17 of the sync model: A's `b/a` made way for B's file `b`,
+      // a deletion recorded as pulled, and A appended to it before its directory gave way; the write
+      // below the file `b` was refused (PATH_EXISTS) at every look, and sync never ended).
+      if ((await engine.stat({ projectId, path })) === null) return writeAtPath(null);
+      const copy = await freeConflictCopy(path, copies.workstation);
+      result = await write(copy, null);
+      logger.warn({ path, copy }, 'this edit was made on a version changed elsewhere meanwhile: it is kept as a conflict copy');
+      if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
+      return recorded({ kind: 'versioned', version: result.version, entry: result.entry, conflictCopy: copy });
     }
-    if (result.unchanged === true) return { kind: 'unchanged', entry: result.entry };
-    if (result.historyKept === false) noteHistoryNotKept(path, result.version.size);
-    return recorded({ kind: 'versioned', version: result.version, entry: result.entry });
+    return outcomeOf(result);
   }
 
   /** The restoreWins rule (PipelineOptions) for an edit whose base the engine moved on from. */
