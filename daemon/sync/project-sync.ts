@@ -22,6 +22,7 @@ import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { uploadDataset } from './dataset-upload.js';
 import { downloadMissing, noRoom, uploadMissing } from './transfer.js';
+import { uploadAheadWhile } from './upload-ahead.js';
 import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
 import { localRetentionChanged, syncRetention } from './retention-sync.js';
@@ -412,13 +413,21 @@ export class ProjectSync {
     if (versions.length === 0) return;
     const { engine, store, projectId } = this.#deps;
     this.#stats.uploadedBytes += await uploadMissing(remote, store, sizes, this.#stop.signal);
-    for (const [manifestHash, { versionId, baseVersionId }] of datasets) {
-      const openAssembled = async () => (await engine.readFile({ projectId, versionId })).stream;
-      const base = baseVersionId === null ? null : await engine.getVersion(projectId, baseVersionId).catch(() => null);
-      const baseManifestHash = base?.dataset === true ? base.contentHash : null;
-      const upload = { manifestHash, baseManifestHash, openAssembled, checkAll: this.#checkAllShards };
-      this.#stats.uploadedBytes += await uploadDataset(remote, store, upload, this.#stop.signal);
-    }
+    const datasetsUp = (async () => {
+      for (const [manifestHash, { versionId, baseVersionId }] of datasets) {
+        const openAssembled = async () => (await engine.readFile({ projectId, versionId })).stream;
+        const base = baseVersionId === null ? null : await engine.getVersion(projectId, baseVersionId).catch(() => null);
+        const baseManifestHash = base?.dataset === true ? base.contentHash : null;
+        const upload = { manifestHash, baseManifestHash, openAssembled, checkAll: this.#checkAllShards };
+        this.#stats.uploadedBytes += await uploadDataset(remote, store, upload, this.#stop.signal);
+      }
+    })();
+    // Meanwhile the small contents of the pages after this one go up (upload-ahead.ts says why).
+    const ahead = datasets.size === 0 ? Promise.resolve(0) : uploadAheadWhile(this.#deps, remote, items.at(-1)!.seq, datasetsUp, this.#stop.signal);
+    const [datasetsDone, aheadDone] = await Promise.allSettled([datasetsUp, ahead]);
+    if (datasetsDone.status === 'rejected') throw datasetsDone.reason;
+    if (aheadDone.status === 'rejected') throw aheadDone.reason;
+    this.#stats.uploadedBytes += aheadDone.value;
     let outcomes: SyncedOutcome[];
     try {
       outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);
