@@ -77,7 +77,7 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
   // A home created on a disk with room gets its reserve now; one that was full gets it at a later start
   // or after a collection (local-content-store-reserve.ts).
   await keepReserve(options.root);
-  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks }, options.root);
+  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks, heads: [] }, options.root);
 }
 
 /** readBuffers of at least this many objects go to the batch reader thread. */
