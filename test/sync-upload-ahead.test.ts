@@ -1,7 +1,8 @@
 // While a page's dataset goes up, the small contents of the pages after it go up too
 // (daemon/sync/upload-ahead.ts): a first sync's files captured after a big file no longer wait for
 // its upload to end before their bytes leave (issue 38). Their records still wait; what goes ahead is
-// verified and kept by a real server; the look-ahead ends with the datasets' upload, fails or not.
+// verified and kept by a real server; the look-ahead ends with the datasets' upload, fails or not, and
+// its own failure never fails the page whose datasets it waited for.
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Remote } from '../daemon/sync/remote.js';
@@ -71,6 +72,24 @@ describe('small contents go up while a dataset does', () => {
     failed.catch(() => undefined);
     // Settled before the look-ahead looks: nothing goes ahead, and the datasets' failure is not its own.
     expect(await uploadAheadWhile(deps, remote, 1, failed, new AbortController().signal)).toBe(0);
+    expect(await remote.missing([later.contentHash!])).toStrictEqual([later.contentHash]);
+  }, 60_000);
+
+  it('a failure going ahead does not fail the page: it resolves with the datasets, having sent nothing', async () => {
+    await write('big.bin', 'the page being pushed');
+    const later = await write('later/f.txt', 'later');
+    const deps = { engine: t.engine, store: t.store, projectId: t.projectId };
+    // A key the server refuses: every request of the look-ahead fails.
+    const refused = new Remote({ serverUrl: server.url, remoteProjectId: 'p', apiKey: 'not-a-key' });
+    let finishDatasets!: () => void;
+    const datasets = new Promise<void>((resolve) => {
+      finishDatasets = resolve;
+    });
+    const ahead = uploadAheadWhile(deps, refused, 1, datasets, new AbortController().signal);
+    // Refused at once; the datasets end later (their page then pushes its records).
+    await expect(refused.missing([later.contentHash!])).rejects.toThrow();
+    finishDatasets();
+    expect(await ahead).toBe(0);
     expect(await remote.missing([later.contentHash!])).toStrictEqual([later.contentHash]);
   }, 60_000);
 });

@@ -424,10 +424,10 @@ export class ProjectSync {
     })();
     // Meanwhile the small contents of the pages after this one go up (upload-ahead.ts says why).
     const ahead = datasets.size === 0 ? Promise.resolve(0) : uploadAheadWhile(this.#deps, remote, items.at(-1)!.seq, datasetsUp, this.#stop.signal);
-    const [datasetsDone, aheadDone] = await Promise.allSettled([datasetsUp, ahead]);
-    if (datasetsDone.status === 'rejected') throw datasetsDone.reason;
-    if (aheadDone.status === 'rejected') throw aheadDone.reason;
-    this.#stats.uploadedBytes += aheadDone.value;
+    // The look-ahead never rejects and settles once the datasets have.
+    const [datasetsDone, aheadSent] = await Promise.all([datasetsUp.then(() => null, (error: unknown) => ({ error })), ahead]);
+    this.#stats.uploadedBytes += aheadSent;
+    if (datasetsDone !== null) throw datasetsDone.error;
     let outcomes: SyncedOutcome[];
     try {
       outcomes = await remote.pushVersions(this.#deps.link.workstation, versions, this.#stop.signal);

@@ -26,7 +26,7 @@ export interface UploadAheadDeps {
 /**
  * Uploads the small contents of the outbox after `afterSeq`, a page at a time, until `busy` settles
  * (the page in hand is finished first) or MAX_PAGES were sent. Datasets ahead are left to their own
- * page. Resolves to the bytes sent; a failure rejects once `busy` has settled too.
+ * page. Resolves to the bytes sent once `busy` has settled; never rejects (see the catch).
  */
 export async function uploadAheadWhile(deps: UploadAheadDeps, remote: Remote, afterSeq: number, busy: Promise<unknown>, signal: AbortSignal): Promise<number> {
   let settled = false;
@@ -66,6 +66,10 @@ export async function uploadAheadWhile(deps: UploadAheadDeps, remote: Remote, af
       cursor = page.lastSeq;
       pages++;
     }
+  } catch {
+    // Only a head start: a failure here (a content gone from the store, the server away) must not fail
+    // the page in hand, whose own contents are up. The page holding that content meets it again when
+    // its turn comes, and fails, reports and retries there as any page does.
   } finally {
     await until;
   }
