@@ -411,6 +411,7 @@ export class ProjectSync {
       });
     }
     if (versions.length === 0) return;
+    const startedAt = Date.now();
     const { engine, store, projectId } = this.#deps;
     this.#stats.uploadedBytes += await uploadMissing(remote, store, sizes, this.#stop.signal);
     const datasetsUp = (async () => {
@@ -438,6 +439,8 @@ export class ProjectSync {
       throw error;
     }
     this.#checkAllShards = false;
+    // Each page's timing, at debug level: where a first sync's time goes (bench/sync-clone.ts, BENCH_DAEMON_LOGS).
+    this.#log.debug({ versions: versions.length, datasets: datasets.size, ms: Date.now() - startedAt }, 'pushed a page');
     this.#recordOutcomes(outcomes, versions);
     this.#stats.pushed += versions.length;
     this.#stats.lastPushAt = new Date().toISOString();
