@@ -1,9 +1,10 @@
 // putFile of small files reads each into a reused buffer and keeps a copy at the content's own size
 // (local-content-store-ingest.ts): a new 64 KiB buffer per file was 320 MiB allocated for a first
 // sync's 5,000 small files, which V8 counts toward the daemon's heap limit (issue 38). Files stored
-// at once must still each get their own bytes.
+// at once must still each get their own bytes. A file the caller already has open (the capture's) is
+// read through that handle, without a second open and close per file.
 import { randomBytes } from 'node:crypto';
-import { writeFile } from 'node:fs/promises';
+import { open, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ContentStore } from '../engine/engine-api.js';
@@ -63,5 +64,23 @@ describe('small files put through reused read buffers', () => {
     }
     // One 64 KiB buffer per file was 12.5 MiB for these 200; the kept ones are at most 8 × 64 KiB.
     expect(allocated).toBeLessThan(1024 * KIB);
+  });
+
+  it("reads a small file through the caller's open handle, at its offsets, and leaves the handle open", async () => {
+    const file = files[7]!;
+    const handle = await open(file.path, 'r');
+    try {
+      // Read from the handle, not the path: the name is gone, and the handle's position is not at 0.
+      await unlink(file.path);
+      await handle.read(Buffer.alloc(10), 0, 10, null);
+      const result = await store.putFile(file.path, { handle });
+      expect(result.hash).toBe(hashBuffer(file.bytes));
+      expect((await store.readBuffer(result.hash)).equals(file.bytes)).toBe(true);
+      // Still the caller's: readable again.
+      expect((await handle.stat()).size).toBe(file.bytes.length);
+      await store.putFile(file.path, { handle });
+    } finally {
+      await handle.close();
+    }
   });
 });

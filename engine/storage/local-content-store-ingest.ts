@@ -130,16 +130,17 @@ export async function ingestFile(ctx: IngestContext, absolutePath: string, optio
   let length = 0;
   let small: Buffer | null = null;
   try {
-    const handle = await open(absolutePath, 'r');
+    // The caller's open file when it has one (the capture's: an open and a close less per file, issue 38).
+    const handle = options.handle ?? (await open(absolutePath, 'r'));
     try {
       for (;;) {
-        const { bytesRead } = await handle.read(head, length, head.length - length, null);
+        const { bytesRead } = await handle.read(head, length, head.length - length, length);
         if (bytesRead === 0) break;
         length += bytesRead;
         if (length === head.length) break;
       }
     } finally {
-      await handle.close();
+      if (handle !== options.handle) await handle.close();
     }
     if (length <= ctx.smallObjectMaxBytes) small = Buffer.from(head.subarray(0, length));
   } finally {
