@@ -2,6 +2,7 @@ import type { AdoptOutcome, OutboxItem, PulledVersion } from './commands/sync-ad
 import type { ChangesPage } from './commands/sync-feed.js';
 import type { SyncedOutcome, SyncedVersion } from './commands/sync-versions.js';
 import type { Readable } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
 import type { RenameInfo } from './commands/history.js';
 import type { ReadFileResult } from './commands/read-file.js';
 import type { RetentionChange, RetentionPreview } from './commands/retention.js';
@@ -52,8 +53,9 @@ export interface WriteInput {
    * `adopt: true` lets a store that can (ContentStore.adoptFile) move the file in instead of copying it;
    * a store without adoptFile copies it, so afterwards the caller removes the file if it still exists.
    * `knownHash` (with adopt) is the caller's hash of exactly those bytes, trusted by the store.
+   * `handle`: the file already open for reading (the caller closes it), read instead of opening it again.
    */
-  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string; adopt?: boolean; knownHash?: ContentHash; size?: number };
+  content: AsyncIterable<Uint8Array> | Uint8Array | { file: string; adopt?: boolean; knownHash?: ContentHash; size?: number; handle?: FileHandle };
   /**
    * The content's size when the caller knows it before the bytes arrive (a file's stat, an upload's
    * Content-Length; `size` in a file input means the same). It decides early whether a large file is

@@ -16,7 +16,7 @@ export const CLI_MAIN = join(REPO_ROOT, 'dist', 'cli', 'main.js');
  * BENCH_NODE_FLAGS (space-separated) overrides them, to compare.
  */
 export function nodeFlags(command: 'serve' | 'daemon' | 'mount'): string[] {
-  const defaults = { serve: '--max-semi-space-size=1', daemon: '--max-semi-space-size=4 --heap-growing-percent=50', mount: '--max-semi-space-size=4' };
+  const defaults = { serve: '--max-semi-space-size=1 --heap-growing-percent=100', daemon: '--max-semi-space-size=4 --heap-growing-percent=50', mount: '--max-semi-space-size=4' };
   const flags = process.env['BENCH_NODE_FLAGS'] ?? defaults[command];
   return flags.split(' ').filter((flag) => flag !== '');
 }

@@ -453,8 +453,9 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
             const opened = await openNoFollow(file);
             if (opened === null) return { kind: 'absent' };
             try {
-              // The size lets the engine store a large file as a dataset (shards) without a whole copy first.
-              return await writeContent(path, { file: opened.path, size: opened.size }, { executable, symlink: false }, opened.mtimeMs);
+              // The size lets the engine store a large file as a dataset (shards) without a whole copy
+              // first; the handle, a small file read without a second open and close (issue 38).
+              return await writeContent(path, { file: opened.path, size: opened.size, handle: opened.handle }, { executable, symlink: false }, opened.mtimeMs);
             } finally {
               await opened.handle.close();
             }

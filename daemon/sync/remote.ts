@@ -5,6 +5,7 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Readable } from 'node:stream';
+import type { ChunkWriter } from '../../engine/datasets/pump-dataset.js';
 import type { FetchOutcome, FetchSource } from '../../engine/ports/content-store.js';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ComposedObject } from '../../engine/commands/sync-objects.js';
@@ -79,8 +80,12 @@ export class Remote {
     await this.#send('PUT', `/sync/objects/${encodeURIComponent(hash)}`, content, size, signal);
   }
 
-  /** A dataset's assembled bytes (its manifest sent before): the server cuts them into the manifest's shards. */
-  async uploadDataset(manifestHash: string, size: number, content: Readable, signal?: AbortSignal): Promise<void> {
+  /**
+   * A dataset's assembled bytes (its manifest sent before): the server cuts them into the manifest's
+   * shards. `content` is a stream, or a writer that reuses its buffers once each is written
+   * (engine/datasets/pump-dataset.ts).
+   */
+  async uploadDataset(manifestHash: string, size: number, content: Readable | ChunkWriter, signal?: AbortSignal): Promise<void> {
     await this.#send('PUT', `/sync/datasets/${encodeURIComponent(manifestHash)}`, content, size, signal);
   }
 
@@ -330,7 +335,7 @@ export class Remote {
     return size;
   }
 
-  async #send(method: string, path: string, body: Readable, size: number, signal?: AbortSignal): Promise<void> {
+  async #send(method: string, path: string, body: Readable | ChunkWriter, size: number, signal?: AbortSignal): Promise<void> {
     const authorization = await this.#authorization();
     const url = new URL(`${this.#base}${path}`);
     const timeoutMs = this.#timeoutMs + Math.ceil(size / 1_000); // ≥ 1 MB/s
@@ -342,19 +347,23 @@ export class Remote {
         timeout: this.#timeoutMs,
       });
       const overall = setTimeout(() => request.destroy(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      // Stops a writer waiting for its buffers back from a request that failed (a destroyed
+      // request may never call back the writes it had queued).
+      const writing = new AbortController();
       const settle = (error: Error | null) => {
         clearTimeout(overall);
         // A success can arrive before the body stream saw its end (the server counts Content-Length
         // bytes): the pipe then finishes the request; unpiped, the request stayed open and the stream
         // (a file's descriptor) with it.
-        if (error !== null) body.unpipe(request);
+        if (error !== null && body instanceof Readable) body.unpipe(request);
+        if (error !== null) writing.abort(error);
         if (error === null) resolve();
         else if (signal?.aborted || error instanceof RemoteError) reject(error);
         else reject(new RemoteError('retry', `the server is unreachable (${(error as NodeJS.ErrnoException).code ?? error.message})`, null, null));
       };
       request.on('timeout', () => request.destroy(new Error('the connection went quiet')));
       request.on('error', settle);
-      body.on('error', (error) => request.destroy(error));
+      if (body instanceof Readable) body.on('error', (error) => request.destroy(error));
       request.on('response', (response) => {
         const pieces: Buffer[] = [];
         response.on('data', (piece: Buffer) => pieces.push(piece));
@@ -365,7 +374,15 @@ export class Remote {
           else settle(failure(status, Buffer.concat(pieces).toString('utf8'), (response.headers['retry-after'] as string | undefined) ?? null));
         });
       });
-      body.pipe(request);
+      if (body instanceof Readable) {
+        body.pipe(request);
+        return;
+      }
+      // Each piece is handed back to the writer by the write's callback, once the socket has it.
+      body({ write: (chunk, done) => void request.write(chunk, done) }, writing.signal).then(
+        () => request.end(),
+        (error: unknown) => request.destroy(error instanceof Error ? error : new Error(String(error))),
+      );
     });
   }
 }

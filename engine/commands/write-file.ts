@@ -130,7 +130,7 @@ async function storeContent(
       : 'file' in source
         ? source.adopt === true && ctx.store.adoptFile !== undefined
           ? await ctx.store.adoptFile(source.file, { ...options, ...(source.knownHash === undefined ? {} : { knownHash: source.knownHash }) })
-          : await ctx.store.putFile(source.file, { ...options, ...progress })
+          : await ctx.store.putFile(source.file, { ...options, ...progress, ...(source.handle === undefined ? {} : { handle: source.handle }) })
         : await ctx.store.put(source, { ...options, ...progress });
   if (datasets && isDataset(project.datasets, path, stored.size)) {
     const dataset = await storeDatasetFromObject(ctx, stored.hash, stored.size);

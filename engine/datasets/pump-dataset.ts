@@ -39,7 +39,20 @@ export async function spansOf(store: ContentStore, pieces: readonly ShardPiece[]
   return spans.every((span) => span !== null) ? (spans as Span[]) : null;
 }
 
-export async function pumpPieces(store: ContentStore, pieces: readonly ShardPiece[], firstSpans: Span[], sink: ChunkSink, signal: AbortSignal): Promise<void> {
+/**
+ * `verify: false` skips the hashing of whole shards: for a reader whose receiver verifies every shard
+ * itself (a dataset's upload: the server cuts the bytes and checks each shard and the whole against
+ * the manifest), hashing here would only repeat it on this event loop.
+ */
+export async function pumpPieces(
+  store: ContentStore,
+  pieces: readonly ShardPiece[],
+  firstSpans: Span[],
+  sink: ChunkSink,
+  signal: AbortSignal,
+  options: { verify?: boolean } = {},
+): Promise<void> {
+  const verify = options.verify ?? true;
   const free: Buffer[] = [];
   let allocated = 0;
   let waiting: (() => void) | null = null;
@@ -95,7 +108,7 @@ export async function pumpPieces(store: ContentStore, pieces: readonly ShardPiec
       }
       // An open handle keeps reading the old pack even if compaction unlinks it meanwhile.
       const reader: FileHandle = handle;
-      const hasher = piece.whole ? createHasher() : null;
+      const hasher = verify && piece.whole ? createHasher() : null;
       for (let at = piece.from; at <= piece.to; ) {
         const buffer = await take();
         const wanted = Math.min(PUMP_BUFFER_BYTES, piece.to - at + 1);

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
 import type { ChunkerParams } from '../datasets/chunker-params.js';
 import type { ContentHash } from '../types.js';
 
@@ -16,6 +17,11 @@ export interface PutOptions {
   expectedHash?: ContentHash;
   /** Called as bytes are consumed, for progress reporting. */
   onProgress?: (bytes: number) => void;
+  /**
+   * putFile: the file already open for reading (read at explicit offsets; it stays the caller's to
+   * close), so a small file is read without opening it again. A store may ignore it.
+   */
+  handle?: FileHandle;
 }
 
 export interface AdoptOptions {

@@ -78,7 +78,7 @@ export async function createLocalContentStore(options: LocalContentStoreOptions)
   // A home created on a disk with room gets its reserve now; one that was full gets it at a later start
   // or after a collection (local-content-store-reserve.ts).
   await keepReserve(options.root);
-  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks }, options.root);
+  return new LocalContentStore({ smallObjectMaxBytes, pool, pack, loose, shardPacks, heads: [] }, options.root);
 }
 
 /** Room a kept copy leaves on the store's disk beyond its own bytes and the pack's. */
