@@ -68,7 +68,10 @@ export interface SyncSequenceResult {
   transcript: string[];
 }
 
-const RACED = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EEXIST']);
+// ELOOP: a link pulled in between the step's read of the disk and its write can make a loop
+// (`ln -s b/a a/b` elsewhere, then `echo x > a/b` here): any filesystem refuses that write so
+// (sync model seed 47001 path 21).
+const RACED = new Set(['ENOENT', 'ENOTDIR', 'EISDIR', 'ENOTEMPTY', 'EEXIST', 'ELOOP']);
 
 export const emptyStats = (): SyncSequenceStats => ({
   operations: 0,
