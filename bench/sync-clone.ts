@@ -146,7 +146,7 @@ async function phases(root: string, source: string, label: string) {
   rsyncPush.stop();
   execFileSync('sync');
   const homeA = join(root, label, 'home-a');
-  const a = await startDaemonProc(homeA);
+  const a = await startDaemonProc(homeA, 'info');
   const beforeFirst = await server.requests();
   const serverBeforeFirst = server.usage();
   const firstSeconds = await timed(async () => {
@@ -168,7 +168,7 @@ async function phases(root: string, source: string, label: string) {
   execFileSync('sync');
   const homeB = join(root, label, 'home-b');
   const dirB = freshDir(`sync-clone-b-${label}`);
-  const b = await startDaemonProc(homeB);
+  const b = await startDaemonProc(homeB, 'info');
   const cloneStartSplit = cpuSplit(b.child.pid!);
   const beforeClone = await server.requests();
   const serverBeforeClone = server.usage();
