@@ -1,7 +1,7 @@
 // Defects the sync model (test/model/sync.ts) found, shrunk by hand to a few steps, asserting what
 // must be true. Each failed before its fix; a defect found and not fixed yet goes in a
 // `describe.skipIf(process.env['STRATA_MODEL_KNOWN'] !== '1')` block until it is.
-import { lstat, mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { waitFor } from './daemon-harness.js';
@@ -514,5 +514,38 @@ describe('sync model: defects found and fixed', () => {
     expect(await apart()).toEqual([]);
     expect((await headFiles(world.server)).get('b')).toEqual(fileNode('v3\n+1\n'));
     await expectMountCopies([[/^b \(conflict wsC [^/]*\)\/a$/, 'x\n']]);
+  });
+
+  it("a file pulled where a mount has a directory of its own is not said unwritten once the mount's removal of it is recorded", { timeout: 400_000 }, async () => {
+    // Seed 47000 path 16 of the sync model: A `truncate -s 1 c/a` while C, on its mount, ran `rm c/a;
+    // mkdir c/a; echo v44 > c/a/a`. A's version reached C's engine before the mount recorded its
+    // removal of `c/a`: the mount kept showing its directory and counted A's file as not shown here.
+    // Then the mount's removal deleted that file (a version of its own, which the namespace's poll
+    // skips) and `c/a/a` went to the server, whose head has the directory `c/a`. Every disk was the
+    // head, and C's `sync wait` exited 4 for good: "1 file of the project could not be written here,
+    // e.g. "c/a"". Here C's captures wait 30 s, so A's version comes first.
+    world = await openModelWorld({ workstations: 3, mount: true });
+    await world.newProject();
+    const [a, , c] = world.stations as [Station, Station, Station];
+    c.ws.env['STRATA_MOUNT_SETTLE_MS'] = '30000';
+    await c.ws.stop();
+    await c.ws.start();
+    await rm(join(c.ws.dir, 'c', 'a'));
+    await mkdir(join(c.ws.dir, 'c', 'a'));
+    await writeFile(join(c.ws.dir, 'c', 'a', 'a'), 'v44\n');
+    await truncate(join(a.ws.dir, 'c', 'a'), 1);
+    expect((await syncWait(a)).code).toBe(0);
+    await waitFor('A\'s c/a in C\'s engine', async () => ((await headFiles(c.ws)).get('c/a')?.type === 'file' ? true : undefined), 25_000);
+    // Before C's captures: the mount shows its directory, not A's file, and says so.
+    const before = await syncStatusOf(world, c);
+    expect(before.reasons.map((r) => r.code)).toContain('WRITE_FAILED');
+    expect((await headFiles(c.ws)).has('c/a/a')).toBe(false);
+    // C's removal of `c/a` and its `c/a/a` reach the server: the head's `c/a` is C's directory.
+    await waitFor('C\'s c/a/a on the server', async () => ((await headFiles(world!.server)).has('c/a/a') ? true : undefined), 120_000);
+    await expectEveryoneInSync();
+    expect(await apart()).toEqual([]);
+    const head = await headFiles(world.server);
+    expect(head.get('c/a/a')).toEqual(fileNode('v44\n'));
+    expect(head.get('c/a')?.type).not.toBe('file');
   });
 });

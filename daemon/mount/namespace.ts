@@ -348,6 +348,8 @@ export class Namespace {
       this.deferred = [];
       for (const path of this.nodes.keys()) this.forgetNode(path);
       this.onResync();
+      // Which paths changed is not known: every file kept out of sight is looked at again.
+      await this.settleHiddenFiles([...this.hiddenFiles]);
       return;
     }
     if (fresh.length === 0 && this.deferred.length === 0) return;
@@ -355,7 +357,11 @@ export class Namespace {
     this.deferred = [];
     const files = new Set<string>();
     const deleted = new Set<string>();
+    const hiddenTouched = new Set<string>();
     for (const record of records) {
+      // Before the own versions are skipped: this mount's removal of a file it hides, or a capture
+      // below it, settles the file as much as a change from elsewhere does (see settleHiddenFiles).
+      for (const path of this.hiddenFiles) if (isWithin(record.path, path)) hiddenTouched.add(path);
       if (this.own.delete(record.versionId)) continue;
       if (this.ownInFlight(record.path)) {
         this.deferred.push(record);
@@ -373,6 +379,25 @@ export class Namespace {
     }
     this.dropDirsBelowFiles(files);
     await this.dropEmptiedDirs(deleted);
+    await this.settleHiddenFiles(hiddenTouched);
+  }
+
+  /**
+   * Files kept out of sight (hiddenFiles) that the engine no longer has as files at their path: the
+   * mount shows what the project has there, and nothing is left unwritten. A deletion from elsewhere
+   * is seen in the poll's loop; this mount's own changes are not (their records are skipped), and
+   * those are what usually settles the path: the sync model's seed 47000 path 16, where A's edit of
+   * `c/a` reached the engine after `rm c/a; mkdir c/a; echo v44 > c/a/a` here and before their
+   * capture, whose removal then deleted A's file and whose `c/a/a` made `c/a` a directory. The file
+   * stayed counted as not shown, and `sync wait` said "1 file … could not be written here" for good
+   * while every disk was the server's head. Asked of the engine, as the records only hint at it.
+   */
+  private async settleHiddenFiles(paths: Iterable<string>): Promise<void> {
+    for (const path of paths) {
+      if (!this.hiddenFiles.has(path)) continue;
+      const entry = await this.engine.stat({ projectId: this.projectId, path });
+      if (entry === null && this.hiddenFiles.delete(path)) this.invalidate(parentOf(path));
+    }
   }
 
   /**
