@@ -96,7 +96,11 @@ export async function materialize(host: HostContext, path: string, warn: (messag
   const result = await inDir(host, dirs, dir, false, inParent);
   if (result !== 'made way') return result;
   const again = await inDir(host, dirs, dir, false, inParent);
-  return again === 'made way' ? 'skipped' : again;
+  if (again !== 'made way') return again;
+  // A file came back in the directory's place as soon as it made way (a tool writing it again): said,
+  // so the path counts as not written here and is tried again (a silent skip left it off disk for good).
+  warn(`'${dir}' is a file again on disk, so '${path}' could not be written below it; it is tried again`);
+  return 'skipped';
 }
 
 /** `task` with directory `dir` opened beneath the project (from `dirs` when the round keeps them open). */
