@@ -9,9 +9,13 @@ export async function writeFileAtomic(file: string, text: string, mode: number):
   try {
     await handle.writeFile(text);
     await handle.sync();
-  } finally {
-    await handle.close();
+  } catch (error) {
+    // A full disk (ENOSPC) left the temp file behind, empty or short, at each try.
+    await handle.close().catch(() => undefined);
+    await rm(temp, { force: true });
+    throw error;
   }
+  await handle.close();
   await rename(temp, file).catch(async (error: unknown) => {
     await rm(temp, { force: true });
     throw error;

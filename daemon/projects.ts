@@ -104,12 +104,25 @@ async function writeProjectFile(dir: string, content: ProjectFile): Promise<void
     throw new StrataError('INVALID_ARGUMENT', { message: `${join(dir, strata.at)} is not a directory`, details: { field: 'dir' } });
   }
   try {
-    await writeFileAtomic(strata.dir.ownEntry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`, 0o644);
+    await writeUnlessSame(strata.dir.ownEntry(basename(PROJECT_FILE)), `${JSON.stringify(content, null, 2)}\n`);
     // git (a checkout that is also a Strata project) ignores `.strata/` by itself, instead of showing it untracked.
-    await writeFileAtomic(strata.dir.ownEntry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT, 0o644);
+    await writeUnlessSame(strata.dir.ownEntry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw error;
+    throw new StrataError('STORAGE_ERROR', { message: `${dir} is on a full disk: ${PROJECT_FILE} could not be written (${code}); free some space and try again`, details: { dir, code } });
   } finally {
     await strata.dir.close();
   }
+}
+
+/**
+ * Binding a directory again (`strata init DIR --server` after the server refused the key) rewrote
+ * these files unchanged: on a full disk that failed the whole request (sync model seed 47003).
+ */
+async function writeUnlessSame(file: string, text: string): Promise<void> {
+  if ((await readFile(file, 'utf8').catch(() => null)) === text) return;
+  await writeFileAtomic(file, text, 0o644);
 }
 
 /**
