@@ -145,7 +145,7 @@ export async function runSequence(mode: CaptureMode, steps: Step[], options: { l
           }
           await ensureRunning(ws);
           const snapshot = snapshots[action.pick % snapshots.length]!;
-          const expected = restoreSnapshotInModel(model, snapshot.files, ws.mode);
+          const expected = restoreSnapshotInModel(model, snapshot.files);
           const result = await ws.cli(['snapshot', 'restore', String(snapshot.seq), '--json']);
           line = `strata snapshot restore ${snapshot.seq}  # exit ${result.code}`;
           stats.restores += 1;
@@ -254,7 +254,7 @@ async function ensureRunning(ws: Workstation): Promise<void> {
  * The model after a snapshot restore, the number of paths it changes, or why it is refused: a
  * directory in the way of a restored file that holds files the project does not version.
  */
-export function restoreSnapshotInModel(model: TreeModel, files: Map<string, ModelNode>, mode: CaptureMode = 'watch'): { model: TreeModel; changed: number; refused: string | null } {
+export function restoreSnapshotInModel(model: TreeModel, files: Map<string, ModelNode>): { model: TreeModel; changed: number; refused: string | null } {
   const next = model.clone();
   let changed = 0;
   const current = model.trackedNodes();
@@ -262,9 +262,9 @@ export function restoreSnapshotInModel(model: TreeModel, files: Map<string, Mode
     if (files.has(path)) continue;
     changed += 1;
     next.nodes.delete(path);
-    // Watch mode removes the directories a restore's removals empty (materialize.ts); a mount keeps
-    // them (seen by the long run: an emptied `a/` stayed in the mount). README does not say which.
-    if (mode === 'watch') next.pruneEmpty(parentOf(path));
+    // Both modes remove the directories a restore's removals empty: watch mode on disk
+    // (materialize.ts), a mount its own directories (namespace.ts, docs/mount.md).
+    next.pruneEmpty(parentOf(path));
   }
   for (const [path, node] of files) {
     const now = current.get(path);
