@@ -18,32 +18,11 @@ import type { ContentHash } from '../engine/types.js';
 import { uploadDataset } from '../daemon/sync/dataset-upload.js';
 import { Remote, RemoteError } from '../daemon/sync/remote.js';
 import { runCli, startServerProcess } from './helpers/server-process.js';
+import { bufferBytesAllocatedDuring } from './helpers/buffer-allocations.js';
 import { tempDir } from './helpers/world.js';
 
 const MIB = 1024 * 1024;
 const SIZE = 48 * MIB;
-
-/** The bytes Buffer's allocators hand out while `task` runs (the push's reads went through them). */
-async function bufferBytesAllocatedDuring(task: () => Promise<void>): Promise<number> {
-  let allocated = 0;
-  const names = ['alloc', 'allocUnsafe', 'allocUnsafeSlow'] as const;
-  const real = names.map((name) => Buffer[name]);
-  names.forEach((name, i) => {
-    const original = real[i]! as (size: number, ...rest: unknown[]) => Buffer;
-    (Buffer as unknown as Record<string, unknown>)[name] = (size: number, ...rest: unknown[]) => {
-      allocated += size;
-      return original.call(Buffer, size, ...rest);
-    };
-  });
-  try {
-    await task();
-  } finally {
-    names.forEach((name, i) => {
-      (Buffer as unknown as Record<string, unknown>)[name] = real[i];
-    });
-  }
-  return allocated;
-}
 
 describe("a dataset's first push through reused buffers", () => {
   let dir: Awaited<ReturnType<typeof tempDir>>;
