@@ -142,7 +142,7 @@ export class Remote {
   fetchFailure(outcome: FetchOutcome): RemoteError | null {
     if (outcome.kind === 'status') return failure(outcome.status, outcome.body, outcome.retryAfter);
     if (outcome.cut === null) return null;
-    return new RemoteError('retry', `the server is unreachable (${outcome.cut.code ?? outcome.cut.message})`, null, null);
+    return unreachable(outcome.cut.code ?? outcome.cut.message);
   }
 
   /**
@@ -260,10 +260,10 @@ export class Remote {
         ...(signal ? { signal } : {}),
         timeout: this.#timeoutMs,
       });
-      const unreachable = (error: Error) =>
-        signal?.aborted || error instanceof RemoteError ? error : new RemoteError('retry', `the server is unreachable (${(error as NodeJS.ErrnoException).code ?? error.message})`, null, null);
+      const failed = (error: Error) =>
+        signal?.aborted || error instanceof RemoteError ? error : unreachable((error as NodeJS.ErrnoException).code ?? error.message);
       request.on('timeout', () => request.destroy(new Error('the connection went quiet')));
-      request.on('error', (error) => reject(unreachable(error)));
+      request.on('error', (error) => reject(failed(error)));
       request.on('response', (response) => {
         const status = response.statusCode ?? 0;
         if (status >= 200 && status < 300) {
@@ -273,7 +273,7 @@ export class Remote {
               try {
                 for await (const chunk of response) yield chunk as Buffer;
               } catch (error) {
-                throw unreachable(error as Error);
+                throw failed(error as Error);
               }
             })(),
           );
@@ -281,7 +281,7 @@ export class Remote {
         }
         const pieces: Buffer[] = [];
         response.on('data', (piece: Buffer) => pieces.push(piece));
-        response.on('error', (error) => reject(unreachable(error)));
+        response.on('error', (error) => reject(failed(error)));
         response.on('end', () => reject(failure(status, Buffer.concat(pieces).toString('utf8'), (response.headers['retry-after'] as string | undefined) ?? null)));
       });
       request.end();
@@ -317,7 +317,7 @@ export class Remote {
       if (options.signal?.aborted || error instanceof RemoteError) throw error;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (error as Error).message;
-      throw new RemoteError('retry', `the server is unreachable (${reason})`, null, null);
+      throw unreachable(reason);
     }
     if (response.ok) return response;
     throw failure(response.status, await response.text().catch(() => ''), response.headers.get('retry-after'));
@@ -359,7 +359,7 @@ export class Remote {
         if (error !== null) writing.abort(error);
         if (error === null) resolve();
         else if (signal?.aborted || error instanceof RemoteError) reject(error);
-        else reject(new RemoteError('retry', `the server is unreachable (${(error as NodeJS.ErrnoException).code ?? error.message})`, null, null));
+        else reject(unreachable((error as NodeJS.ErrnoException).code ?? error.message));
       };
       request.on('timeout', () => request.destroy(new Error('the connection went quiet')));
       request.on('error', settle);
@@ -388,6 +388,11 @@ export class Remote {
 }
 
 /** A server's answer that is not a success, classified for the worker (its message names the server's code). */
+/** No answer from the server (a refused or cut connection, a timeout): retried. `reason`: the code, else the message. */
+function unreachable(reason: string): RemoteError {
+  return new RemoteError('retry', `the server is unreachable (${reason})`, null, null);
+}
+
 function failure(status: number, text: string, retryAfterHeader: string | null): RemoteError {
   let code: string | null = null;
   let message = `HTTP ${status}`;
