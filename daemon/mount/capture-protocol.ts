@@ -1,7 +1,7 @@
 // Messages between the mount's serving thread (capture-thread.ts) and its capture thread
 // (capture-worker.ts). Everything here is structured-cloneable; byte contents are transferred.
 import type { Actor, ContentHash } from '../../engine/types.js';
-import type { SinkResult } from './sink.js';
+import type { RemoveResult, SinkResult } from './sink.js';
 
 export interface CaptureWorkerData {
   home: string;
@@ -14,7 +14,7 @@ export type WorkerContent = Uint8Array | { file: string; knownHash?: ContentHash
 
 export type CaptureRequest =
   | { id: number; op: 'write'; path: string; content: WorkerContent; executable: boolean; symlink: boolean }
-  | { id: number; op: 'remove'; path: string }
+  | { id: number; op: 'remove'; path: string; base?: string }
   | { id: number; op: 'rename'; from: string; to: string };
 
 /** An error as it crossed the thread boundary; StrataErrors are rebuilt with their code. */
@@ -28,7 +28,7 @@ export interface WorkerError {
 }
 
 export type CaptureReply =
-  | { id: number; result: SinkResult | { versionIds: string[] } | 'absent'; error?: undefined }
+  | { id: number; result: SinkResult | RemoveResult; error?: undefined }
   | { id: number; error: WorkerError; result?: undefined };
 
 export type WorkerMessage =

@@ -14,7 +14,7 @@ import type { Logger } from 'pino';
 import { ERROR_CATALOGUE, type ErrorCode, StrataError } from '../../engine/errors.js';
 import type { Actor } from '../../engine/types.js';
 import type { CaptureReply, CaptureRequest, WorkerContent, WorkerError, WorkerMessage } from './capture-protocol.js';
-import type { MountSink, SinkContent, SinkResult } from './sink.js';
+import type { MountSink, RemoveResult, SinkContent, SinkResult } from './sink.js';
 
 export interface CaptureThread extends MountSink {
   /** A request touching `path` is in the worker: a record of it in the history may be ours. */
@@ -117,9 +117,9 @@ class WorkerCaptureThread implements CaptureThread {
     return this.submit({ id: this.nextId++, op: 'write', path, content: bytes, executable, symlink }, transfer) as Promise<SinkResult>;
   }
 
-  remove(path: string): Promise<{ versionIds: string[] } | 'absent'> {
-    if (this.failed !== null) return this.inProcess.remove(path);
-    return this.submit({ id: this.nextId++, op: 'remove', path }, []) as Promise<{ versionIds: string[] } | 'absent'>;
+  remove(path: string, base?: string): Promise<RemoveResult> {
+    if (this.failed !== null) return this.inProcess.remove(path, base);
+    return this.submit({ id: this.nextId++, op: 'remove', path, ...(base === undefined ? {} : { base }) }, []) as Promise<RemoveResult>;
   }
 
   rename(from: string, to: string): Promise<SinkResult> {

@@ -71,7 +71,7 @@ try {
         const result = await sink.write(request.path, request.content, request.executable, request.symlink);
         reply({ id: request.id, result });
       } else if (request.op === 'remove') {
-        reply({ id: request.id, result: await sink.remove(request.path) });
+        reply({ id: request.id, result: await sink.remove(request.path, request.base) });
       } else {
         reply({ id: request.id, result: await sink.rename(request.from, request.to) });
       }

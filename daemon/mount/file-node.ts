@@ -37,6 +37,11 @@ export interface GoneMarker {
   movedTo: FileNode | null;
   /** a directory that vanished (rename or rmdir) while the engine still has files under it */
   dir: boolean;
+  /**
+   * the version the name showed when it was removed, when known: the deletion is of that one, and
+   * gives way to a newer version made elsewhere meanwhile (sink.ts)
+   */
+  shown?: string;
 }
 
 export interface MappedReads {

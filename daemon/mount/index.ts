@@ -255,7 +255,7 @@ function announcing(sink: CaptureThread, versioned: (() => void) | undefined): C
   };
   return {
     write: (...args) => told(sink.write(...args)),
-    remove: (path) => told(sink.remove(path)),
+    remove: (path, base) => told(sink.remove(path, base)),
     rename: (from, to) => told(sink.rename(from, to)),
     busy: (path) => sink.busy(path),
     close: () => sink.close(),

@@ -447,7 +447,7 @@ export class MountState {
 function forgettingSink(sink: MountSink, forget: (path: string) => void): MountSink {
   return {
     write: (path, content, executable, symlink) => sink.write(path, content, executable, symlink).finally(() => forget(path)),
-    remove: (path) => sink.remove(path).finally(() => forget(path)),
+    remove: (path, base) => sink.remove(path, base).finally(() => forget(path)),
     rename: (from, to) =>
       sink.rename(from, to).finally(() => {
         forget(from);

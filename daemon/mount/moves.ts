@@ -4,8 +4,11 @@ import type { FileNode, GoneMarker } from './file-node.js';
 import type { MountState, Resolved } from './mount-state.js';
 import { isFuseHidden, parentOf } from './paths.js';
 
-/** The versioned file at `path` leaves the tree; the engine records it after the settle delay. */
-export async function removeVersioned(state: MountState, path: string, node: FileNode | null): Promise<void> {
+/**
+ * The versioned file at `path` leaves the tree; the engine records it after the settle delay. `shown`:
+ * the version the name showed (the node's own base, else the caller's entry).
+ */
+export async function removeVersioned(state: MountState, path: string, node: FileNode | null, shown?: string): Promise<void> {
   const { ns } = state;
   state.attrs.remove(path);
   if (node !== null) {
@@ -17,7 +20,9 @@ export async function removeVersioned(state: MountState, path: string, node: Fil
       return;
     }
   }
-  const marker: GoneMarker = { kind: 'gone', movedTo: null, dir: false };
+  // A node's base of '' is content it computed itself (capture.ts), no version: nothing to compare.
+  const base = node === null ? shown : node.base?.versionId || undefined;
+  const marker: GoneMarker = { kind: 'gone', movedTo: null, dir: false, ...(base === undefined ? {} : { shown: base }) };
   ns.gone.set(path, marker);
   ns.deleteEntry(path);
   state.reconciler.schedule(path);
@@ -78,5 +83,6 @@ export function hideNode(state: MountState, node: FileNode, from: string, to: st
 
 export async function removeTarget(state: MountState, to: string, target: Resolved): Promise<void> {
   if (target.kind === 'backing-file') await state.backing.unlink(to);
-  else if (target.kind === 'node' || target.kind === 'entry') await removeVersioned(state, to, target.kind === 'node' ? target.node : null);
+  else if (target.kind === 'node') await removeVersioned(state, to, target.node);
+  else if (target.kind === 'entry') await removeVersioned(state, to, null, target.entry.versionId);
 }

@@ -363,7 +363,16 @@ export class Reconciler {
       if (ns.gone.get(path) === marker) ns.gone.delete(path);
       return;
     }
-    const result = await this.state.sink.remove(path);
+    const result = await this.state.sink.remove(path, marker.shown);
+    if (result === 'gave way') {
+      // Changed elsewhere after the removal here (a pull, the API): the newer file stays and shows
+      // again, as a deletion gives way to a newer edit in watch mode. Its content is the engine's.
+      this.state.logger.info({ path }, 'a removal gave way to a newer version of the file made elsewhere; the file is back');
+      if (ns.gone.get(path) === marker) ns.gone.delete(path);
+      ns.invalidate(parentOf(path));
+      this.state.onExternalChange(path);
+      return;
+    }
     if (result !== 'absent') {
       for (const id of result.versionIds) ns.noteOwnVersion(id);
       this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString(), 'delete');

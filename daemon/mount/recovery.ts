@@ -228,7 +228,7 @@ async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Pr
         const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec, record.link === true);
         if (result.versionIds.length > 0) applied += 1;
       } else if (record.op === 'd') {
-        if ((await sink.remove(record.path)) !== 'absent') applied += 1;
+        if (typeof (await sink.remove(record.path)) === 'object') applied += 1;
       } else {
         await sink.rename(record.from, record.to);
         applied += 1;

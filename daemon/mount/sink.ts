@@ -17,11 +17,17 @@ export interface SinkResult {
   historyKept?: boolean;
 }
 
+export type RemoveResult = { versionIds: string[] } | 'absent' | 'gave way';
+
 export interface MountSink {
   /** `symlink`: the content is a symbolic link's target */
   write(path: string, content: SinkContent, executable: boolean, symlink?: boolean): Promise<SinkResult>;
-  /** Tombstone; 'absent' when the engine had nothing there. */
-  remove(path: string): Promise<{ versionIds: string[] } | 'absent'>;
+  /**
+   * Tombstone; 'absent' when the engine had nothing there. `base`: the version the name showed when
+   * it was removed — a newer one (pulled from elsewhere, written through the API) is not deleted by
+   * it: 'gave way'.
+   */
+  remove(path: string, base?: string): Promise<RemoveResult>;
   /** One rename record pair, so `to`'s history links back to `from`. */
   rename(from: string, to: string): Promise<SinkResult>;
   /** A request touching `path` is under way in another thread (capture-thread.ts); absent = never. */
@@ -57,11 +63,13 @@ export function createEngineSink(engine: Engine, projectId: string, actor: Actor
         ...(result.historyKept === undefined ? {} : { historyKept: result.historyKept }),
       };
     },
-    async remove(path) {
+    async remove(path, base) {
       try {
-        const { version } = await engine.deleteFile({ projectId, path, actor });
+        const { version } = await engine.deleteFile({ projectId, path, actor, ...(base === undefined ? {} : { baseVersionId: base }) });
         return { versionIds: [version.versionId] };
       } catch (error) {
+        // Changed elsewhere after the name was removed here: the newer file stays (as in watch mode).
+        if (error instanceof StrataError && error.code === 'STALE_BASE_VERSION') return 'gave way';
         // A directory there now means the file is gone already.
         if (error instanceof StrataError && (error.code === 'PATH_NOT_FOUND' || error.code === 'PATH_IS_DIRECTORY')) return 'absent';
         throw error;
