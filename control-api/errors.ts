@@ -33,7 +33,10 @@ const STATUS_CODES: Record<number, ErrorCode> = { 400: 'MALFORMED_REQUEST', 404:
 export function toPublicError(error: unknown): { error: StrataError; expected: boolean } {
   if (isStrataError(error)) {
     // Server-side failures keep their code but not their message or details (paths, driver text);
-    // a 503 is a state the service reports on purpose (shutting down, not ready) and says why.
+    // a 503 is a state the service reports on purpose (shutting down, not ready) and says why. A full
+    // disk is the user's (or the operator's) to fix: said as such, with the catalogue's words (the
+    // error's own may name a path) and the errno, and expected (logged as a warning, not a crash).
+    if (error.code === 'DISK_FULL') return { error: new StrataError('DISK_FULL', { details: { code: error.details?.['code'] ?? 'ENOSPC' } }), expected: true };
     if (error.status >= 500 && error.status !== 503) return { error: new StrataError(error.code), expected: false };
     return { error, expected: true };
   }

@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import type { Engine } from '../engine/engine-api.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { openBeneath, throughLink } from './beneath.js';
-import { isStrataError, StrataError } from '../engine/errors.js';
+import { diskFullError, isNoRoom, isStrataError, StrataError } from '../engine/errors.js';
 import { type DaemonConfig, type DaemonProjectConfig, readDaemonConfig, writeDaemonConfig } from './config.js';
 import type { ProjectMode } from './host.js';
 import type { SyncLink } from './sync/link.js';
@@ -108,9 +108,8 @@ async function writeProjectFile(dir: string, content: ProjectFile): Promise<void
     // git (a checkout that is also a Strata project) ignores `.strata/` by itself, instead of showing it untracked.
     await writeUnlessSame(strata.dir.ownEntry(basename(STRATA_GITIGNORE)), STRATA_GITIGNORE_TEXT);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw error;
-    throw new StrataError('STORAGE_ERROR', { message: `${dir} is on a full disk: ${PROJECT_FILE} could not be written (${code}); free some space and try again`, details: { dir, code } });
+    if (!isNoRoom(error)) throw error;
+    throw diskFullError(`${dir} is on a full disk: ${PROJECT_FILE} could not be written`, error, { dir });
   } finally {
     await strata.dir.close();
   }

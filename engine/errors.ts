@@ -59,6 +59,8 @@ export const ERROR_CATALOGUE = {
   CONTENT_CORRUPT: { status: 500, message: 'Stored content does not match its hash' },
   STORAGE_ERROR: { status: 500, message: 'The storage backend failed' },
   INTERNAL: { status: 500, message: 'Internal error' },
+  // 507: the disk (or the user's quota) is full — the user's to fix, so said in full, never hidden as a 500
+  DISK_FULL: { status: 507, message: 'No space left on the disk (or in the quota) that holds the data: free some space and try again' },
   // 503
   SHUTTING_DOWN: { status: 503, message: 'The service is shutting down' },
   NOT_READY: { status: 503, message: 'A storage backend the service needs is not reachable' },
@@ -139,4 +141,40 @@ export class StrataError extends Error {
 
 export function isStrataError(value: unknown, code?: ErrorCode): value is StrataError {
   return value instanceof StrataError && (code === undefined || value.code === code);
+}
+
+/** errno and SQLite codes that mean the disk or the user's quota is full */
+const NO_ROOM_CODES = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL']);
+
+/**
+ * Whether `error` says the disk (or quota) had no room: DISK_FULL, an errno ENOSPC/EDQUOT, SQLite's
+ * SQLITE_FULL — directly, in a StrataError's details, or along its causes. Room may come back, so
+ * callers retry these; one at a time may fit where several together did not.
+ */
+export function isNoRoom(error: unknown): boolean {
+  type Failure = { code?: unknown; cause?: unknown; details?: { code?: unknown; sqliteCode?: unknown } } | null | undefined;
+  for (let e = error as Failure, depth = 0; e !== undefined && e !== null && depth < 5; e = e.cause as Failure, depth++) {
+    if (e.code === 'DISK_FULL' || NO_ROOM_CODES.has(e.code as string)) return true;
+    if (NO_ROOM_CODES.has(e.details?.code as string) || NO_ROOM_CODES.has(e.details?.sqliteCode as string)) return true;
+  }
+  return false;
+}
+
+/**
+ * DISK_FULL for a failure `isNoRoom` recognizes: `what` says what could not be written (it may name a
+ * local path: the HTTP layer answers with the catalogue's message, never this one; see toPublicError).
+ */
+export function diskFullError(what: string, cause: unknown, details: Record<string, unknown> = {}): StrataError {
+  const code = (cause as { code?: unknown } | null)?.code;
+  const errno = typeof code === 'string' ? code : 'ENOSPC';
+  return new StrataError('DISK_FULL', { message: `${what}: no space left on the disk (${errno}); free some space and try again`, details: { code: errno, ...details }, cause });
+}
+
+/**
+ * The store's or the metadata database's failure: DISK_FULL when `details.code` or the cause says
+ * the disk (or quota) is full, else STORAGE_ERROR — one rule for every place the storage fails.
+ */
+export function storageFailure(message: string, options: { details?: Record<string, unknown>; cause?: unknown } = {}): StrataError {
+  const full = isNoRoom({ details: options.details, cause: options.cause });
+  return new StrataError(full ? 'DISK_FULL' : 'STORAGE_ERROR', { message: full ? `${message}; free some space and try again` : message, ...options });
 }

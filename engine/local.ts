@@ -1,6 +1,6 @@
 import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isDiskFull } from './commands/gc.js';
+import { isNoRoom } from './errors.js';
 import { createEngine } from './create-engine.js';
 import type { Engine, EngineDeps } from './engine-api.js';
 import { createIdGenerator } from './ids.js';
@@ -50,7 +50,7 @@ export async function openLocalEngine(options: EngineOptions & { home: string; m
     // daemon did not start and `strata gc --home` could not open the home it was meant to relieve. The
     // store's reserve (local-content-store-reserve.ts) makes that room; gc makes it again afterwards.
     const cause = (error as { cause?: { code?: unknown } }).cause;
-    const full = isDiskFull(error) || cause?.code === 'SQLITE_IOERR_SHMSIZE';
+    const full = isNoRoom(error) || cause?.code === 'SQLITE_IOERR_SHMSIZE';
     if (!full || !(await releaseReserve(homeLayout(options.home).store).catch(() => false))) throw error;
     return openLocalEngineOnce(options);
   }

@@ -102,9 +102,9 @@ export function pidLockHolder(file: string): PidLockHolder | null {
 function diskFull(error: unknown, file: string): StrataError | null {
   const code = (error as NodeJS.ErrnoException).code;
   if (code !== 'ENOSPC' && code !== 'EDQUOT') return null;
-  return new StrataError('STORAGE_ERROR', {
+  return new StrataError('DISK_FULL', {
     message: `The disk holding ${file} is full (${code}): free space on that filesystem and start again`,
-    details: { path: file, code, reason: 'disk-full' },
+    details: { path: file, code },
     cause: error,
   });
 }

@@ -1,5 +1,5 @@
 // The daemon's lock on a full home: `strata daemon` said "ENOSPC: no space left on device, write
-// (INTERNAL)", naming nothing, and left an empty lock file behind. The refusal is now STORAGE_ERROR and
+// (INTERNAL)", naming nothing, and left an empty lock file behind. The refusal is now DISK_FULL and
 // names the file whose disk is full. Needs root (a tmpfs of its own for the home).
 
 import { existsSync } from 'node:fs';
@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(!asRoot)('a pid lock on a full disk', () => {
-  it('is refused as STORAGE_ERROR naming the file, and leaves no empty lock behind', async () => {
+  it('is refused as DISK_FULL naming the file, and leaves no empty lock behind', async () => {
     await sh('dd', ['if=/dev/zero', `of=${join(home, 'filler')}`, 'bs=64k'], { allowFail: true, timeoutMs: 30_000 });
     const file = join(home, 'daemon', 'daemon.pid');
     const refused = await acquirePidLock(file, () => new StrataError('DAEMON_RUNNING')).then(
@@ -36,7 +36,7 @@ describe.skipIf(!asRoot)('a pid lock on a full disk', () => {
       (error: unknown) => error,
     );
     expect(refused).toBeInstanceOf(StrataError);
-    expect((refused as StrataError).code).toBe('STORAGE_ERROR');
+    expect((refused as StrataError).code).toBe('DISK_FULL');
     expect((refused as StrataError).message).toContain(`The disk holding ${file} is full (ENOSPC)`);
     expect(existsSync(file)).toBe(false);
 

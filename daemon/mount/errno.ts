@@ -64,6 +64,8 @@ export function toErrno(error: unknown): number {
         return E.NOTDIR;
       case 'BODY_TOO_LARGE':
         return E.FBIG;
+      case 'DISK_FULL':
+        return E.NOSPC;
       default:
         return E.IO;
     }

@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { AdoptOutcome, PulledVersion } from '../../engine/commands/sync-adopt.js';
 import type { SyncedOutcome, SyncedVersion } from '../../engine/commands/sync-versions.js';
 import type { ContentStore, Engine } from '../../engine/engine-api.js';
+import { isNoRoom } from '../../engine/errors.js';
 import type { OutboxItem, SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { Actor, ContentHash } from '../../engine/types.js';
 import type { DaemonState } from '../state.js';
@@ -21,7 +22,7 @@ import type { SyncLink } from './link.js';
 import { AliasTable } from './aliases.js';
 import { backoffMs, type ChangesPage, Remote, RemoteError } from './remote.js';
 import { uploadDataset } from './dataset-upload.js';
-import { downloadMissing, noRoom, uploadMissing } from './transfer.js';
+import { downloadMissing, uploadMissing } from './transfer.js';
 import { uploadAheadWhile } from './upload-ahead.js';
 import { type HeldDeletes, type IncomingDeleteGuard, incomingDeleteGuard } from './incoming-guard.js';
 import { pullSnapshots, pushSnapshots, type SnapshotSyncDeps } from './snapshot-sync.js';
@@ -583,7 +584,7 @@ export class ProjectSync {
       this.#stats.downloadedBytes += downloaded.bytes;
       this.#stats.downloadedObjects += downloaded.objects;
     } catch (error) {
-      if (noRoom(error)) {
+      if (isNoRoom(error)) {
         // What did not fit, for status; what did is kept, and the retry fetches only the rest.
         const absent: string[] = [];
         for (const item of unknown) if (item.contentHash !== null && !item.dataset && !(await this.#deps.store.has(item.contentHash))) absent.push(item.path);
@@ -701,7 +702,7 @@ export class ProjectSync {
       this.#log.warn({ attempt, retryAt }, `${loop}: ${error.message}; retrying`);
       return wait;
     }
-    const wait = noRoom(error) ? Math.min(backoffMs(attempt), NO_ROOM_RETRY_CAP_MS) : backoffMs(attempt);
+    const wait = isNoRoom(error) ? Math.min(backoffMs(attempt), NO_ROOM_RETRY_CAP_MS) : backoffMs(attempt);
     const retryAt = new Date(Date.now() + wait).toISOString();
     this.#lastError = { at, message: (error as Error).message, retryAt };
     this.#log.error({ attempt, retryAt, err: (error as Error).message }, `${loop} failed; retrying`);

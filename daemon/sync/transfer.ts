@@ -8,6 +8,7 @@ import { type DatasetManifest, parseManifest } from '../../engine/datasets/manif
 import { streamUntilError } from '../../engine/datasets/stream-until-error.js';
 import type { ContentStore } from '../../engine/engine-api.js';
 import type { DatasetIngest } from '../../engine/ports/content-store.js';
+import { isNoRoom } from '../../engine/errors.js';
 import type { SyncChange } from '../../engine/ports/metadata-repository.js';
 import type { ContentHash } from '../../engine/types.js';
 import type { Remote } from './remote.js';
@@ -157,7 +158,7 @@ export async function downloadMissing(remote: Remote, store: ContentStore, items
         await fetchOne();
       } catch (error) {
         // Side by side they may not fit where one alone does: tried again one at a time below.
-        if (!noRoom(error)) throw error;
+        if (!isNoRoom(error)) throw error;
         noRoomAgain.push(fetchOne);
       }
     });
@@ -276,12 +277,3 @@ async function absentShards(store: ContentStore, manifest: DatasetManifest): Pro
 }
 
 /** The disk (or the quota) had no room: the error or anything it was caused by is ENOSPC or EDQUOT. */
-export function noRoom(error: unknown): boolean {
-  // The store's STORAGE_ERROR carries the errno as its cause (loose objects) or in details.code (the pack writer's).
-  type Failure = { code?: unknown; cause?: unknown; details?: { code?: unknown } } | undefined;
-  for (let e = error as Failure, depth = 0; e !== undefined && e !== null && depth < 5; e = e.cause as Failure, depth++) {
-    const code = e.details?.code ?? e.code;
-    if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || code === 'ENOSPC' || code === 'EDQUOT') return true;
-  }
-  return false;
-}

@@ -78,7 +78,7 @@ const TRACKED_TTL_MS = 1_000;
  * 2 s, … then every 30 s until it is versioned: without this, a file written while the home was full
  * stayed unversioned after space was freed until the next reconciliation (10 min) or restart.
  */
-const CAPTURE_RETRY_CODES = new Set(['STORAGE_ERROR', 'ENOSPC', 'EDQUOT', 'EIO']);
+const CAPTURE_RETRY_CODES = new Set(['STORAGE_ERROR', 'DISK_FULL', 'ENOSPC', 'EDQUOT', 'EIO']);
 const CAPTURE_RETRY_BASE_MS = 500;
 const CAPTURE_RETRY_MAX_MS = 30_000;
 /**

@@ -4,6 +4,7 @@
 // 100 ms after this process's engine announces a change, every poll interval for changes made by
 // other processes, and at once after the start-up scan.
 import { statfs } from 'node:fs/promises';
+import { isNoRoom } from '../../engine/errors.js';
 import { compareUtf8 } from '../../engine/paths.js';
 import type { HostContext, IncomingStatus } from '../host.js';
 import { EngineFeed } from './engine-feed.js';
@@ -33,11 +34,6 @@ function retryDelay(attempts: number, capMs: number): number {
   return Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), capMs);
 }
 
-/** The disk (or the user's quota) had no room for it: room may come back, and one at a time may fit. */
-function noRoom(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOSPC' || code === 'EDQUOT';
-}
 /** Paths read at a time from the engine and from the index when every path is compared. */
 const PAGE = 1_000;
 
@@ -320,7 +316,7 @@ export class IncomingChanges {
             this.#host.logger.debug({ path, result }, 'brought to disk');
           }
         } catch (error) {
-          const full = noRoom(error);
+          const full = isNoRoom(error);
           if (full && onNoRoom !== undefined) {
             onNoRoom(path);
             continue;

@@ -1,5 +1,5 @@
 import type { EngineContext } from '../context.js';
-import { StrataError } from '../errors.js';
+import { isNoRoom } from '../errors.js';
 import type { GcReport } from '../engine-api.js';
 import type { ContentHash } from '../types.js';
 
@@ -20,7 +20,7 @@ export async function gc(ctx: EngineContext, options: { graceMs?: number } = {})
   } catch (error) {
     // Retention's own collection failed on the full disk this run is meant to relieve: what it did not
     // delete is unreferenced now, and collected here (after the grace period).
-    if (!isDiskFull(error)) throw error;
+    if (!isNoRoom(error)) throw error;
   }
   const graceMs = options.graceMs ?? ctx.gcGraceMs;
   const cutoff = ctx.clock.now() - graceMs;
@@ -62,7 +62,7 @@ export async function gc(ctx: EngineContext, options: { graceMs?: number } = {})
       } catch (error) {
         // Rewriting a shard pack needs room for the copy; on a disk still full the deletes above are
         // what this run could do, and the next one compacts.
-        if (!isDiskFull(error)) throw error;
+        if (!isNoRoom(error)) throw error;
       }
     }
   } finally {
@@ -94,18 +94,8 @@ export async function withReserve<T>(ctx: EngineContext, write: () => Promise<T>
   try {
     return await write();
   } catch (error) {
-    if (!isDiskFull(error) || ctx.store.releaseReserve === undefined || !(await ctx.store.releaseReserve())) throw error;
+    if (!isNoRoom(error) || ctx.store.releaseReserve === undefined || !(await ctx.store.releaseReserve())) throw error;
     return write();
   }
 }
 
-/** The store or the metadata database said the disk is full (ENOSPC, SQLITE_FULL), directly or wrapped. */
-export function isDiskFull(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e !== undefined && e !== null && depth < 4; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (code === 'ENOSPC' || code === 'SQLITE_FULL') return true;
-    if (e instanceof StrataError && (e.details?.code === 'ENOSPC' || e.details?.code === 'SQLITE_FULL' || e.details?.sqliteCode === 'SQLITE_FULL')) return true;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return false;
-}

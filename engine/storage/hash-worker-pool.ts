@@ -6,7 +6,7 @@
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { StrataError } from '../errors.js';
+import { StrataError, storageFailure } from '../errors.js';
 import type { ContentHash } from '../types.js';
 import { HASH_WORKER_SOURCE } from './hash-worker-source.js';
 import { HashSession } from './hash-worker-session.js';
@@ -209,9 +209,5 @@ function toError(failure: WorkerFailure): Error {
     path: failure.path,
   });
   if (failure.side === 'source') return errno;
-  return new StrataError('STORAGE_ERROR', {
-    message: `Writing to the content store failed: ${failure.message}`,
-    details: { code: failure.code, syscall: failure.syscall },
-    cause: errno,
-  });
+  return storageFailure(`Writing to the content store failed: ${failure.message}`, { details: { code: failure.code, syscall: failure.syscall }, cause: errno });
 }

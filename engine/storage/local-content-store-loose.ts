@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { join } from 'node:path';
-import { StrataError } from '../errors.js';
+import { StrataError, storageFailure } from '../errors.js';
 import type { ObjectInfo } from '../ports/content-store.js';
 import type { Clock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
@@ -182,13 +182,9 @@ export function isNotFound(error: unknown): boolean {
   return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
 }
 
-/** A filesystem failure inside the store (EIO, ENOSPC, EACCES...) is the store's: STORAGE_ERROR. */
+/** A filesystem failure inside the store (EIO, EACCES...) is the store's: STORAGE_ERROR; a full disk is DISK_FULL. */
 export function storageError(error: unknown, action: string): StrataError {
   if (error instanceof StrataError) return error;
   const errno = error as NodeJS.ErrnoException;
-  return new StrataError('STORAGE_ERROR', {
-    message: `${action} failed: ${errno?.message ?? String(error)}`,
-    details: { code: errno?.code, syscall: errno?.syscall },
-    cause: error,
-  });
+  return storageFailure(`${action} failed: ${errno?.message ?? String(error)}`, { details: { code: errno?.code, syscall: errno?.syscall }, cause: error });
 }

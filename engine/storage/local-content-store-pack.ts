@@ -9,7 +9,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import Database from 'better-sqlite3';
-import { StrataError } from '../errors.js';
+import { StrataError, storageFailure } from '../errors.js';
 import type { ObjectInfo } from '../ports/content-store.js';
 import type { Clock } from '../ports/world.js';
 import type { ContentHash } from '../types.js';
@@ -304,10 +304,7 @@ export class PackObjects {
       const results = reply.results;
       for (const [i, q] of batch.entries()) q.resolve(results[i]);
     } else {
-      const error = new StrataError('STORAGE_ERROR', {
-        message: `Writing the object pack failed: ${reply.error?.message ?? 'unknown error'}`,
-        details: { code: reply.error?.code },
-      });
+      const error = storageFailure(`Writing the object pack failed: ${reply.error?.message ?? 'unknown error'}`, { details: { code: reply.error?.code } });
       for (const q of batch) q.reject(error);
     }
     // Whatever arrived while this commit ran is the next batch; flush it in a fresh turn so puts

@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { StrataError } from '../errors.js';
+import { storageFailure } from '../errors.js';
 import type { SnapshotCreate } from '../ports/metadata-repository.js';
 import type { ActorKind, ContentHash, Entry, Snapshot, SnapshotEntry, SnapshotGitIdent, VersionKind, VersionRecord } from '../types.js';
 
@@ -165,11 +165,7 @@ export function run<T>(operation: () => T): Promise<T> {
 
 export function storageError(error: unknown): unknown {
   if (error instanceof Database.SqliteError) {
-    return new StrataError('STORAGE_ERROR', {
-      message: `The metadata database failed: ${error.code}`,
-      details: { sqliteCode: error.code },
-      cause: error,
-    });
+    return storageFailure(`The metadata database failed: ${error.code}`, { details: { sqliteCode: error.code }, cause: error });
   }
   return error;
 }

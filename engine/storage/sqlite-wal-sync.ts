@@ -21,7 +21,7 @@
 // waits for the next one (group commit at the WAL level).
 import { close, fdatasync, open } from 'node:fs';
 import { promisify } from 'node:util';
-import { StrataError } from '../errors.js';
+import { StrataError, storageFailure } from '../errors.js';
 import type { MetadataRepository } from '../ports/metadata-repository.js';
 
 const openAsync = promisify(open);
@@ -93,11 +93,7 @@ export class WalSync {
   }
 
   private failure(cause: unknown): StrataError {
-    return new StrataError('STORAGE_ERROR', {
-      message: 'Syncing the metadata database to disk failed; restart to recover',
-      details: { code: (cause as NodeJS.ErrnoException | null)?.code },
-      cause,
-    });
+    return storageFailure('Syncing the metadata database to disk failed; restart to recover', { details: { code: (cause as NodeJS.ErrnoException | null)?.code }, cause });
   }
 }
 

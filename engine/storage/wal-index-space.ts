@@ -74,7 +74,7 @@ function descriptorOf(file: string): number | null {
  * WAL_INDEX_AHEAD beyond it when there is room. Call it once a connection of this process has the
  * database open in WAL mode. Returns SQLite's descriptor of the -shm file (for keepWalIndexAhead while
  * that connection stays open), or null when there is nothing to do here. When the mapped part has holes
- * that the disk has no room left to fill, this throws STORAGE_ERROR (the disk is full) rather than let
+ * that the disk has no room left to fill, this throws DISK_FULL rather than let
  * the process die at its next commit.
  */
 export function reserveWalIndex(db: Database.Database, dbPath: string): number | null {
@@ -91,9 +91,9 @@ export function reserveWalIndex(db: Database.Database, dbPath: string): number |
   // on a filesystem without fallocate (EOPNOTSUPP).
   const errno = blocks * 512 >= size ? 0 : native.allocate(fd, 0, size);
   if (errno === constants.errno.ENOSPC || errno === constants.errno.EDQUOT) {
-    throw new StrataError('STORAGE_ERROR', {
+    throw new StrataError('DISK_FULL', {
       message: `The disk holding ${shm} is full: SQLite's shared-memory file could not be given its blocks (a write into it would crash the process); free space on that filesystem and start again`,
-      details: { path: shm, reason: 'disk-full' },
+      details: { path: shm, code: errno === constants.errno.EDQUOT ? 'EDQUOT' : 'ENOSPC' },
     });
   }
   keepWalIndexAhead(fd);
