@@ -93,11 +93,12 @@ export interface WatchedProject {
   dispose(): Promise<void>;
 }
 
-export async function watchProject(options: { watch?: WatchOptions; prepare?: (dir: string) => Promise<void> } = {}): Promise<WatchedProject> {
+/** `logger`: where the daemon logs (default: silent, or STRATA_TEST_LOG's level on stderr). */
+export async function watchProject(options: { watch?: WatchOptions; prepare?: (dir: string) => Promise<void>; logger?: pino.Logger } = {}): Promise<WatchedProject> {
   const root = await mkdtemp(join(tmpdir(), 'strata-watch-'));
   const home = join(root, 'home');
   const dir = join(root, 'project');
-  const logger = pino({ level: process.env['STRATA_TEST_LOG'] ?? 'silent' });
+  const logger = options.logger ?? pino({ level: process.env['STRATA_TEST_LOG'] ?? 'silent' });
   const watch: WatchOptions = { settleMs: 100, ...options.watch };
   await sh('mkdir', ['-p', dir]);
   await options.prepare?.(dir);

@@ -70,6 +70,8 @@ export interface WatchOptions {
    * indexed row); this process's own engine announces its changes, which are read 100 ms later
    */
   feedPollMs?: number;
+  /** a path that could not be brought to disk is tried again after this, doubling up to the cap (default 500 ms, 5 min) */
+  incomingRetry?: { baseMs: number; failedCapMs: number };
 }
 
 const TRACKED_TTL_MS = 1_000;
@@ -154,6 +156,7 @@ class WatchHost implements ProjectHost {
       scanning: () => this.#scanning,
       pollMs: options.feedPollMs ?? 1_000,
       own: this.#own,
+      ...(options.incomingRetry === undefined ? {} : { retry: options.incomingRetry }),
     });
     this.#examineCtx = {
       host: ctx,
@@ -338,7 +341,8 @@ class WatchHost implements ProjectHost {
         do {
           slot.again = false;
           try {
-            await this.#withPath(path, () => examine(this.#examineCtx, path));
+            const result = await this.#withPath(path, () => examine(this.#examineCtx, path));
+            if (result === 'captured') this.#incoming.capturedHere(path);
             // No retry armed by this look (versioned, unchanged or gone): the count starts over.
             if (this.#retries.get(path)?.timer === null) this.#retries.delete(path);
           } catch (error) {

@@ -17,9 +17,15 @@ import type { OwnWrites } from './own-writes.js';
 const MATERIALIZE_CONCURRENCY = 16;
 /** After this process's engine changed the project, its history is read this much later. */
 const NUDGE_MS = 100;
-/** A path that failed is tried again after 0.5 s, 1 s, 2 s, … this many times. */
-const MAX_RETRIES = 8;
+/** A path that failed is tried again after 0.5 s, 1 s, 2 s, …, then at least every FAILED_RETRY_CAP_MS. */
 const RETRY_BASE_MS = 500;
+/**
+ * A path that keeps failing (a permission, an I/O error) is tried again at least this often, never
+ * given up on: it used to be tried 8 times and then only when the project changed it again, so a
+ * cause the user removed here (`chmod u+w dir`) left the file off disk and `sync wait` saying "could
+ * not be written here" until the daemon restarted.
+ */
+const FAILED_RETRY_CAP_MS = 5 * 60_000;
 /** A path that did not fit on the disk is tried again at least this often, however long it takes. */
 const DISK_FULL_RETRY_CAP_MS = 10_000;
 /**
@@ -29,9 +35,9 @@ const DISK_FULL_RETRY_CAP_MS = 10_000;
  */
 const SKIPPED_RETRY_CAP_MS = 30_000;
 
-/** When a path that failed its `attempts`-th time is tried again: doubling from RETRY_BASE_MS, at most `capMs` later. */
-function retryDelay(attempts: number, capMs: number): number {
-  return Math.min(RETRY_BASE_MS * 2 ** (Math.min(attempts, 20) - 1), capMs);
+/** When a path that failed its `attempts`-th time is tried again: doubling from `baseMs`, at most `capMs` later. */
+function retryDelay(attempts: number, capMs: number, baseMs = RETRY_BASE_MS): number {
+  return Math.min(baseMs * 2 ** (Math.min(attempts, 20) - 1), capMs);
 }
 
 /** Paths read at a time from the engine and from the index when every path is compared. */
@@ -46,6 +52,8 @@ export interface IncomingDeps {
   pollMs: number;
   /** told what each round writes, for the watcher (own-writes.ts) */
   own?: OwnWrites;
+  /** RETRY_BASE_MS and FAILED_RETRY_CAP_MS, for tests that cannot wait minutes */
+  retry?: { baseMs: number; failedCapMs: number };
 }
 
 export class IncomingChanges {
@@ -150,6 +158,19 @@ export class IncomingChanges {
     } catch {
       return 0;
     }
+  }
+
+  /**
+   * This directory versioned `path` (the watcher's capture of the user's own file): a path that could
+   * not be written here is looked at in the next round, not at its retry, since what is on disk now is
+   * the project's newest version of it (the feed leaves this process's own versions out, so nothing
+   * else would tell this round about it).
+   */
+  capturedHere(path: string): void {
+    const retry = this.#retry.get(path);
+    if (retry === undefined) return;
+    retry.at = 0;
+    this.#nudge();
   }
 
   /** Paths not brought to disk, and why (at most a few, with the count of the rest). */
@@ -323,11 +344,10 @@ export class IncomingChanges {
           }
           this.#skipped.delete(path);
           const attempts = (this.#retry.get(path)?.attempts ?? 0) + 1;
-          // No room is never given up on: the retry that finds room again brings the file down.
-          const retrying = full || attempts <= MAX_RETRIES;
-          const delay = retryDelay(attempts, full ? DISK_FULL_RETRY_CAP_MS : Number.POSITIVE_INFINITY);
-          if (retrying) this.#retry.set(path, { attempts, at: Date.now() + delay });
-          else this.#retry.delete(path);
+          // Never given up on: the retry that finds room again, or the cause gone, brings the file down.
+          const timing = this.#deps.retry;
+          const delay = retryDelay(attempts, full ? DISK_FULL_RETRY_CAP_MS : (timing?.failedCapMs ?? FAILED_RETRY_CAP_MS), timing?.baseMs);
+          this.#retry.set(path, { attempts, at: Date.now() + delay });
           if (full) {
             this.#noRoom.add(path);
             this.#freeAtNoRoom = await this.#freeBytes();
@@ -336,7 +356,7 @@ export class IncomingChanges {
           this.#host.logger.warn({ path, attempts, err: (error as Error).message }, 'could not bring a path to disk');
           this.#problems.set(
             path,
-            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message}${retrying ? ' (trying again)' : ' (gave up; it is tried again when the path changes)'}`,
+            `could not bring ${JSON.stringify(path)} from the project to disk: ${(error as Error).message} (trying again${delay >= 60_000 ? ` every ${Math.round(delay / 60_000)} min` : ''})`,
           );
         }
       }
