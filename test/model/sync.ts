@@ -27,9 +27,10 @@
 import { applyFsOp } from './fs-ops.js';
 import { diskFiles, fsckFailures, headFiles, lossFailures, modelFromDisk, namingFailures, reasonFailures, sameTree, snapshotFailures, syncStatusOf } from './sync-checks.js';
 import { type CommandAction, COMMAND_OPS, runCommand } from './sync-commands.js';
+import { explainPaths } from './sync-explain.js';
 import { describeSyncStep, type SyncStep } from './sync-steps.js';
 import type { Station, SyncModelWorld, WorldKeeper } from './sync-world.js';
-import { diffTrees, type Tree } from './tree.js';
+import { differingPaths, diffTrees, type Tree } from './tree.js';
 
 export interface SyncModelOptions {
   workstations: number;
@@ -341,9 +342,12 @@ async function checkConverged(world: SyncModelWorld, stats: SyncSequenceStats, l
   const compared = world.stations.filter((s) => !blocked.has(s));
   stats.unresolved = blocked.size > 0 ? 1 : 0;
   for (const station of compared) {
-    failures.push(...diffTrees(await diskFiles(station), head, { actual: 'disk', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
+    const disk = await diskFiles(station);
+    failures.push(...diffTrees(disk, head, { actual: 'disk', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
     const engine = await headFiles(station.ws);
     failures.push(...diffTrees(engine, head, { actual: 'its engine', expected: "the server's head" }).map((d) => `convergence: ${station.name}: ${d}`));
+    const differ = [...new Set([...differingPaths(disk, head), ...differingPaths(engine, head)])];
+    if (differ.length > 0) failures.push(...(await explainPaths(station, differ)));
   }
   for (const station of world.stations) failures.push(...reasonFailures(station, await syncStatusOf(world, station)));
   log(`  trees compared`);
@@ -363,8 +367,10 @@ async function describeTrees(world: SyncModelWorld): Promise<string[]> {
   const head = await headFiles(world.server);
   const lines = [`the server's head: ${[...head].map(([path, node]) => `${path}${node.type === 'link' ? ` -> ${node.target}` : ` (${node.type === 'file' ? node.size : 0} B)`}`).join(', ')}`];
   for (const station of world.stations) {
-    const diff = diffTrees(await diskFiles(station), head, { actual: 'disk', expected: 'the head' });
+    const disk = await diskFiles(station);
+    const diff = diffTrees(disk, head, { actual: 'disk', expected: 'the head' });
     lines.push(`${station.name}: ${diff.length === 0 ? 'disk = the head' : diff.join('; ')}`);
+    if (diff.length > 0) lines.push(...(await explainPaths(station, differingPaths(disk, head))));
   }
   return lines;
 }

@@ -111,13 +111,15 @@ function sameNode(a: TreeNode, b: TreeNode): boolean {
 
 /** What differs between `actual` and `expected`, one line per path (empty: equal). */
 export function diffTrees(actual: Tree, expected: Tree, what: { actual: string; expected: string }): string[] {
-  const lines: string[] = [];
+  return differingPaths(actual, expected).map((path) => `${path}: ${what.actual} has ${describeNode(actual.get(path))}, ${what.expected} ${describeNode(expected.get(path))}`);
+}
+
+/** The paths where two trees differ, in order. */
+export function differingPaths(actual: Tree, expected: Tree): string[] {
   const paths = [...new Set([...actual.keys(), ...expected.keys()])].sort();
-  for (const path of paths) {
+  return paths.filter((path) => {
     const a = actual.get(path);
     const e = expected.get(path);
-    if (a !== undefined && e !== undefined && sameNode(a, e)) continue;
-    lines.push(`${path}: ${what.actual} has ${describeNode(a)}, ${what.expected} ${describeNode(e)}`);
-  }
-  return lines;
+    return a === undefined || e === undefined || !sameNode(a, e);
+  });
 }
