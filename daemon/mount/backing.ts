@@ -29,6 +29,9 @@ export function toFuseStat(s: import('node:fs').Stats): FuseStat {
 }
 
 export class Backing {
+  /** temp names handed out (tempPath) */
+  #temps = 0;
+
   constructor(
     readonly root: string,
     /** mknod(2) (native/fuse; Node has none): 0 or the errno */
@@ -125,6 +128,25 @@ export class Backing {
   #forgetSubdirs(): void {
     this.#subdirs.clear();
     this.#generation++;
+  }
+
+  /**
+   * A fresh name on the backing directory's filesystem that the mount never shows (below `.strata`,
+   * the mount's own), for an entry built first and then renamed over its path (replaceWith): a tool
+   * never sees it half made, and whatever was at the path is replaced in one step (rename(2)), never
+   * removed first. What a crash left there is cleared the first time this process needs one.
+   */
+  async tempPath(): Promise<string> {
+    const dir = join(this.root, '.strata', 'mount-incoming');
+    if (this.#temps === 0) await fs.rm(dir, { recursive: true, force: true });
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+    return join(dir, `${process.pid}-${++this.#temps}`);
+  }
+
+  /** Renames the entry built at `temp` (tempPath) over `path`. */
+  async replaceWith(temp: string, path: string): Promise<void> {
+    await this.ensureParent(path);
+    await fs.rename(temp, this.real(path));
   }
 
   /** Creates the parents a backing entry needs below a versioned directory. */

@@ -10,11 +10,25 @@ import { FileNode } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import { StagingFile } from './staging-file.js';
 
-/** Writes the node's current bytes to the backing path `to` (a copy: the node may still be open). */
+/**
+ * Writes the node's current bytes to the backing path `to` (a copy: the node may still be open). Built
+ * under a temp name and renamed over `to`, so what was there (an ignored file of that name: Emacs'
+ * `file~` on its second save) is replaced in one step. It was removed after the copy was written to
+ * its very name, and `mv f f~` lost both files (issue 39 item 1); a link met EEXIST.
+ */
 export async function materializeToBacking(state: MountState, node: FileNode, to: string): Promise<void> {
   await node.settled();
-  await state.backing.ensureParent(to);
-  const dest = state.backing.real(to);
+  const temp = await state.backing.tempPath();
+  try {
+    await writeNodeTo(state, node, temp);
+    await state.backing.replaceWith(temp, to);
+  } catch (error) {
+    await rm(temp, { force: true });
+    throw error;
+  }
+}
+
+async function writeNodeTo(state: MountState, node: FileNode, dest: string): Promise<void> {
   const content = node.content;
   if (node.symlink) {
     const target = content.kind === 'memory' ? content.buf.subarray(0, node.size) : node.base === null ? Buffer.alloc(0) : await contentForSmall(state.source, node.base);

@@ -77,9 +77,9 @@ async function renameFile(state: MountState, from: string, to: string, source: R
   const node = state.nodeFor(from, source as Extract<Resolved, { kind: 'node' | 'entry' }>);
   if (isFuseHidden(to)) return hideNode(state, node, from, to);
   if (!targetVersioned) {
+    // Renamed over whatever ignored file was at `to` (materializeToBacking): nothing to remove after.
     await materializeToBacking(state, node, to);
     state.noteIfUnversionable(to, toParentVersioned);
-    if (target !== null) await removeTarget(state, to, target);
     return removeVersioned(state, from, node);
   }
   moveNode(state, node, from, to);
