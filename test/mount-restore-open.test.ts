@@ -122,6 +122,30 @@ describe('a restore while the file is open', () => {
     expect(kinds.slice(0, 3)).toEqual([`write ${expected.length}`, 'restore 4', 'write 17']);
   });
 
+  it("a shell's `exec 3<>file` that writes only after the restore: its bytes are versioned over it", async () => {
+    // bash opens the file, dup2()s it to 3 and closes what it opened: the mount sees a close (flush)
+    // of a handle that goes on writing. Taken for closed, the node was let go at the restore and the
+    // write after it was answered and in no version (issue 39 item 2).
+    await inMount(m, 'printf "v1\n" > dup.txt');
+    await m.idle();
+    await inMount(m, 'sleep 0.2; printf "v2\n" > dup.txt');
+    await m.idle();
+    const history = await m.history('dup.txt');
+    const first = history[history.length - 1] as VersionRecord;
+    const ready = join(m.root, 'dup.ready');
+    const go = join(m.root, 'dup.go');
+    const shell = sh('bash', ['-c', `exec 3<>dup.txt; touch ${ready}; for i in $(seq 1 400); do [ -e ${go} ] && break; sleep 0.05; done; echo WRITER >&3; exec 3>&-`], { cwd: m.dir, timeoutMs: 30_000 });
+    await waitFor('the shell to open', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await m.api('POST', p('/history/restore'), { versionId: first.versionId });
+    await writeFile(go, '');
+    expect((await shell).code).toBe(0);
+    await m.idle();
+    // Written at offset 0 over the restored "v1\n": what the descriptor's file holds.
+    await waitFor('the writer\'s bytes in the mount', async () => ((await inMount(m, 'cat dup.txt')).stdout === 'WRITER\n' ? true : undefined), 10_000);
+    expect((await m.read('dup.txt')).toString()).toBe('WRITER\n');
+    expect((await m.history('dup.txt')).map((v) => v.kind).slice(0, 2)).toEqual(['write', 'restore']);
+  });
+
   it('a writer that closes without writing again: the restored content shows', async () => {
     await inMount(m, 'printf "first\n" > quiet.txt');
     await m.idle();

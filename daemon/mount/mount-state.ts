@@ -238,7 +238,12 @@ export class MountState {
   onExternalChange(path: string): void {
     const node = this.ns.nodes.get(path);
     const clean = node !== undefined && !node.dirty && node.busy === null && node.originMarker === null && node.enginePath === path;
-    const writing = node !== undefined && node.writers > node.closedWriters;
+    // Every handle open for writing counts, closed (flushed) or not: a flush is a close(2) of one
+    // descriptor, and a dup of it may write on (`exec 3<>c` in bash closes the descriptor it opened
+    // after dup2). Counted as closed, the node was detached and the writes after the restore went
+    // into it, answered and in no version (issue 39 item 2). A writer that really closed is released
+    // a moment later, and then the restore shows (ops-open.ts release).
+    const writing = node !== undefined && node.writers > 0;
     const detach = clean && !writing;
     if (detach) this.detach(node);
     else if (clean) node.superseded = true;
