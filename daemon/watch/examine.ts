@@ -28,6 +28,11 @@ export interface ExamineContext {
   exclusive?<T>(path: string, task: () => Promise<T>): Promise<T>;
   /** the file could not be versioned (a full disk under the store): the host looks at it again later */
   onCaptureFailed?(path: string, code: string): void;
+  /**
+   * The file's change was kept as a conflict copy (the path changed elsewhere meanwhile): the path on
+   * disk is to be the project's version again, brought down by the next incoming round.
+   */
+  onConflictCopy?(path: string): void;
 }
 
 export type ExamineResult = 'same' | 'captured' | 'deleted' | 'ignored' | 'none';
@@ -192,6 +197,11 @@ export async function examine(ctx: ExamineContext, path: string): Promise<Examin
   if (outcome.kind === 'versioned' || outcome.kind === 'unchanged') {
     const entry = outcome.entry!;
     host.state.index.put(host.projectId, { path, ...fresh, contentHash: entry.contentHash, versionId: entry.versionId });
+    // The edit is at the copy now; the path keeps the version made elsewhere, which nothing else would
+    // bring to disk here (the feed has it already, or has only this process's own copy): the disk kept
+    // the edit at both names — a `chmod +x` on a file renamed and changed elsewhere stayed executable
+    // here only, with sync saying in sync (the sync model's seed 48000 path 96).
+    if (outcome.kind === 'versioned' && outcome.conflictCopy !== undefined) ctx.onConflictCopy?.(path);
     return outcome.kind === 'versioned' ? 'captured' : 'same';
   }
   if (outcome.kind === 'failed') ctx.onCaptureFailed?.(path, outcome.code);

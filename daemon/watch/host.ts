@@ -176,6 +176,7 @@ class WatchHost implements ProjectHost {
       },
       onDirectoryGone: (path) => this.#watcher?.removeTree(path),
       onCaptureFailed: (path, code) => this.#retryCapture(path, code),
+      onConflictCopy: (path) => this.#incoming.bringAgain(path),
     };
   }
 

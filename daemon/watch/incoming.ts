@@ -85,6 +85,8 @@ export class IncomingChanges {
    * They are kept in #retry too, never given up on.
    */
   readonly #skipped = new Set<string>();
+  /** paths the next round looks at whatever the feed says (bringAgain) */
+  readonly #again = new Set<string>();
   /** per path, why it is not on disk as the project has it (shown in status until it is) */
   readonly #problems = new Map<string, string>();
   /** of those, the paths that did not fit on the disk (sync's verdict says "disk full") */
@@ -138,7 +140,7 @@ export class IncomingChanges {
    * verdict.
    */
   async behind(): Promise<boolean> {
-    if (this.#announced || this.#following !== null || !this.#compared) return true;
+    if (this.#announced || this.#following !== null || !this.#compared || this.#again.size > 0) return true;
     // A path that failed or was skipped once is tried again 0.5 s later before the verdict may call
     // it the user's to end: what was in its way is often gone by then (a directory emptied by the
     // same round's deletions; `sync wait` stopped with exit 4 half a second before the retry).
@@ -170,6 +172,12 @@ export class IncomingChanges {
     const retry = this.#retry.get(path);
     if (retry === undefined) return;
     retry.at = 0;
+    this.#nudge();
+  }
+
+  /** `path` is compared and brought to disk in the next round, whatever the feed says (examine.ts onConflictCopy). */
+  bringAgain(path: string): void {
+    this.#again.add(path);
     this.#nudge();
   }
 
@@ -219,6 +227,8 @@ export class IncomingChanges {
         // The first follow of a process compares everything (see #compared), whatever the cursor
         // says: a walk of two path-ordered lists, no stat, so cheap on 100,000 files.
         const paths = new Set(read.kind === 'paths' && this.#compared ? read.paths : await this.#everyPath());
+        for (const path of this.#again) paths.add(path);
+        this.#again.clear();
         const now = Date.now();
         const applied = this.#applied;
         if (paths.size > 0) {
