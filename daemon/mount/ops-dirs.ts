@@ -22,6 +22,12 @@ export async function mkdir(state: MountState, path: string, mode: number, creat
     return;
   }
   const { ns } = state;
+  // A file removed here whose deletion waits out its settle delay (`rm F; mkdir F`): recorded now,
+  // before a directory takes the name. Left waiting, its marker was replaced by the directory's at
+  // `rmdir F`, and the deletion was never recorded: the file stayed current in history, in later
+  // snapshots, and came back with a restore (issue 39 item 9).
+  const removed = ns.gone.get(path);
+  if (removed !== undefined && !removed.dir && removed.movedTo === null) await state.reconciler.now(path, true).catch(() => undefined);
   ns.addExplicitDir(path);
   ns.setEntry(path, 'dir');
   ns.markNewDir(path);
