@@ -34,7 +34,8 @@ describe('strata mount: mass-delete guard', () => {
   });
 
   it('tombstones a few deletions; refuses unlinks with EPERM once 80 of 100 go at once, keeps them across a restart, until reset', async () => {
-    m = await mountProject();
+    // Every file counts (the files here are seconds old: young files never do; test/guard-young-files).
+    m = await mountProject({ env: { STRATA_GUARD_YOUNG_MS: '0' } });
     root = m.root;
     await inMount(m, 'mkdir g && for i in $(seq 0 99); do echo "file $i" > g/f$i.txt; done');
     await m.idle();
@@ -84,7 +85,7 @@ describe('strata mount: mass-delete guard', () => {
 
     // Still tripped after a restart.
     expect(await m.stop()).toBe(0);
-    m = await mountProject({ root });
+    m = await mountProject({ root, env: { STRATA_GUARD_YOUNG_MS: '0' } });
     expect((await projectStatus(m)).state).toBe('guarded');
     expect((await tryInMount(m, 'rm g/f79.txt')).stderr).toMatch(/Operation not permitted/);
 

@@ -111,7 +111,8 @@ async function stopChild(child: ChildProcess | null, signal: NodeJS.Signals): Pr
 export type ServerStorage = 'embedded' | 'postgres+s3';
 export const SERVER_STORAGES: readonly ServerStorage[] = ['embedded', 'postgres+s3'];
 
-export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv?: NodeJS.ProcessEnv; storage?: ServerStorage } = {}): Promise<SyncWorld> {
+/** `workstationEnv`: added to every workstation's CLI and daemon environment. */
+export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv?: NodeJS.ProcessEnv; storage?: ServerStorage; workstationEnv?: NodeJS.ProcessEnv } = {}): Promise<SyncWorld> {
   const temp = await tempDir(prefix);
   const root = temp.path;
   const storage = options.storage === 'postgres+s3' ? await sharedStorage() : null;
@@ -146,7 +147,7 @@ export async function openSyncWorld(prefix = 'strata-sync-', options: { serveEnv
     workstation(name) {
       const home = join(root, `home-${name}`);
       const dir = join(root, name);
-      const env = { ...base, STRATA_HOME: home, STRATA_WORKSTATION: name, STRATA_API_KEY: apiKey };
+      const env = { ...base, ...options.workstationEnv, STRATA_HOME: home, STRATA_WORKSTATION: name, STRATA_API_KEY: apiKey };
       let log = () => '';
       const ws: Workstation = {
         name,

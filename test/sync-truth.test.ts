@@ -33,7 +33,8 @@ async function changeRequests(): Promise<number> {
 
 beforeAll(async () => {
   metricsPort = await closedPort();
-  world = await openSyncWorld('strata-sync-truth-', { serveEnv: { STRATA_METRICS_LISTEN: `127.0.0.1:${metricsPort}` } });
+  // Every file counts towards the delete guard (the tree below is minutes old: young files do not).
+  world = await openSyncWorld('strata-sync-truth-', { serveEnv: { STRATA_METRICS_LISTEN: `127.0.0.1:${metricsPort}` }, workstationEnv: { STRATA_GUARD_YOUNG_MS: '0' } });
   a = world.workstation('wsA');
   b = world.workstation('wsB');
   await mkdir(join(a.dir, 'data'), { recursive: true });

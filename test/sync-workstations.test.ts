@@ -16,7 +16,8 @@ for (const storage of SERVER_STORAGES) {
     let b: Workstation;
 
     beforeAll(async () => {
-      world = await openSyncWorld('strata-sync-', { storage });
+      // Every file counts towards the delete guard (the trees here are minutes old: young files do not).
+      world = await openSyncWorld('strata-sync-', { storage, workstationEnv: { STRATA_GUARD_YOUNG_MS: '0' } });
       a = world.workstation('wsA');
       b = world.workstation('wsB');
       // A directory with files before it is linked: they go up. B is a clone: they come down.

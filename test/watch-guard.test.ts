@@ -2,7 +2,7 @@
 
 import { chmod, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { VersionRecord } from '../engine/types.js';
 import { sh, sleep, type WatchedProject, watchProject } from './daemon-harness.js';
 
@@ -13,6 +13,13 @@ async function projectHistory(w: WatchedProject): Promise<VersionRecord[]> {
 
 describe('mass-delete guard', () => {
   let w: WatchedProject | undefined;
+  // Every file counts (the files here are seconds old: young files never do; test/guard-young-files).
+  beforeAll(() => {
+    process.env['STRATA_GUARD_YOUNG_MS'] = '0';
+  });
+  afterAll(() => {
+    delete process.env['STRATA_GUARD_YOUNG_MS'];
+  });
   afterEach(async () => {
     await w?.dispose();
     w = undefined;

@@ -2,7 +2,8 @@
 // an unmounted network drive, a sync tool gone wrong, `rm -rf` in the wrong place — Strata stops
 // recording deletions for the project and says so loudly. Nothing is lost either way: a tombstone
 // keeps history, but thousands of them would bury the files' current state in every listing and
-// snapshot, and the user most likely wants the files back, not their deletion versioned.
+// snapshot, and the user most likely wants the files back, not their deletion versioned. Files made
+// in the last hour never count (young-files.ts): removing a tree one just made is ordinary work.
 
 export const GUARD_WINDOW_MS = 5_000;
 export const GUARD_MIN_FILES = 20;
@@ -31,6 +32,14 @@ export class MassDeleteGuard {
 
   get tripped(): boolean {
     return this.#state.tripped;
+  }
+
+  /** Whether `count` more deletions at `nowMs` would trip it (nothing is counted). */
+  wouldTrip(count: number, nowMs: number, tracked: number): boolean {
+    if (this.#state.tripped || nowMs < this.#graceUntil) return false;
+    const cutoff = nowMs - GUARD_WINDOW_MS;
+    const recent = this.#times.filter((at) => at >= cutoff).length + count;
+    return recent >= GUARD_MIN_FILES && recent > GUARD_SHARE * Math.max(tracked, recent);
   }
 
   /**

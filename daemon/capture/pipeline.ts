@@ -13,6 +13,7 @@ import { CaptureQueue } from './capture-queue.js';
 import { conflictCopyFor, freeConflictCopy as freeCopyName, keptAsConflictCopy, treeRefusal } from './conflict-copy.js';
 import { RenameBatch } from './rename-batch.js';
 import { type GuardState, MassDeleteGuard } from './guard.js';
+import { countYoung } from './young-files.js';
 import type { IgnoreRules } from './ignore.js';
 import { openNoFollow } from './open-no-follow.js';
 
@@ -274,7 +275,10 @@ export function createCapturePipeline(options: PipelineOptions): PipelineHandle 
       const until = now() + ARRIVALS_MAX_WAIT_MS;
       for (let arriving = options.arrivals(); arriving !== null && now() < until; arriving = options.arrivals()) await arriving;
     }
-    if (pendingDeletes.size > 0 && guard.note(pendingDeletes.size, now(), options.tracked())) {
+    // Files made in the last hour never count (young-files.ts), looked up only for a burst that would trip it.
+    let counted = pendingDeletes.size;
+    if (counted > 0 && guard.wouldTrip(counted, now(), options.tracked())) counted -= await countYoung(engine, projectId, [...pendingDeletes.keys()], now());
+    if (pendingDeletes.size > 0 && guard.note(counted, now(), options.tracked())) {
       logger.error(
         { since: guard.state.since, pending: pendingDeletes.size },
         'MASS DELETE GUARD TRIPPED: many tracked files vanished at once; deletions are no longer recorded for this project (all data is kept). Check the directory, then run `strata guard reset`.',
