@@ -2,7 +2,7 @@
 // the current entry's — the engine checks that with `ifChanged`).
 import { access } from 'node:fs/promises';
 import type { ContentHash } from '../../engine/types.js';
-import type { BaseRef, FileNode } from './file-node.js';
+import { type BaseRef, baseOf, type FileNode } from './file-node.js';
 import type { MountState } from './mount-state.js';
 import type { SinkContent, SinkResult } from './sink.js';
 import { StagingFile } from './staging-file.js';
@@ -61,7 +61,7 @@ export async function captureNode(state: MountState, node: FileNode, at?: string
       await adopted.file.unjournal();
     }
     const { entry } = result;
-    node.base = { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink };
+    node.base = baseOf(entry);
     node.enginePath = path;
     // Its bytes are the path's newest version now, over whatever change had superseded it.
     node.superseded = false;

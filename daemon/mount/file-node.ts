@@ -14,10 +14,12 @@ export interface BaseRef {
   dataset: boolean;
   /** a symbolic link: the content is its target */
   symlink: boolean;
+  /** the version's timestamp (ms), when known: the mtime a file shows without a kept time (times.ts) */
+  atMs?: number;
 }
 
 export function baseOf(entry: Entry): BaseRef {
-  return { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink };
+  return { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink, atMs: Date.parse(entry.timestamp) };
 }
 
 /**

@@ -11,7 +11,7 @@ import type { Entry } from '../../engine/types.js';
 import type { MountAttrs, PathAttrs } from './attrs.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
-import { FileNode, type Handle } from './file-node.js';
+import { baseOf, FileNode, type Handle } from './file-node.js';
 import type { MountJournal } from './journal.js';
 import type { LinkGroups } from './link-groups.js';
 import type { ContentMaps } from './mapped-reads.js';
@@ -299,7 +299,7 @@ export class MountState {
     const times = this.timesOf(path, entry);
     const node = new FileNode(
       path,
-      { versionId: entry.versionId, hash: entry.contentHash, size: entry.size, executable: entry.executable, dataset: entry.dataset, symlink: entry.symlink },
+      baseOf(entry),
       this.now(),
       times.mtimeMs,
     );
@@ -342,7 +342,7 @@ export class MountState {
     const current = this.timesOf(path, entry);
     const mtimeMs = times.mtimeMs === undefined || Number.isNaN(times.mtimeMs) ? current.mtimeMs : times.mtimeMs;
     const atimeMs = times.atimeMs === undefined || Number.isNaN(times.atimeMs) ? current.atimeMs : times.atimeMs;
-    this.times.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() });
+    this.times.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() }, false, Date.parse(entry.timestamp));
   }
 
   /** The node leaves the tree (unlinked or replaced): open handles keep reading it; never captured. */
@@ -376,7 +376,7 @@ export class MountState {
     }
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
-    this.times.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs });
+    this.times.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs }, false, node.base.atMs);
     this.ns.nodes.delete(node.path);
   }
 

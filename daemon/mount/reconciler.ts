@@ -227,7 +227,7 @@ export class Reconciler {
       node.originMarker = null;
       if (result !== null) {
         for (const id of result.versionIds) ns.noteOwnVersion(id);
-        node.base = { versionId: result.entry.versionId, hash: result.entry.contentHash, size: result.entry.size, executable: result.entry.executable, dataset: result.entry.dataset, symlink: result.entry.symlink };
+        node.base = baseOf(result.entry);
         node.enginePath = node.path;
         this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }

@@ -44,11 +44,16 @@ export class MountTimes {
     return times !== undefined && times.versionId === versionId ? times : undefined;
   }
 
-  /** `exact`: kept even when it is recent (an import's mtimes are the directory's, to the nanosecond). */
-  set(path: string, times: FileTimes, exact = false): void {
+  /**
+   * `exact`: kept even when it is recent (an import's mtimes are the directory's, to the nanosecond).
+   * `versionAtMs`: the version's timestamp, which a file shows without a row; an mtime near it needs
+   * none. Compared with now instead, a `touch` (now) of an older file kept no row, and after a restart
+   * the file showed its last version's time again (make skips or rebuilds; issue 39 item 3).
+   */
+  set(path: string, times: FileTimes, exact = false, versionAtMs?: number): void {
     this.#recent.set(path, times);
     if (this.rows === null) return;
-    if (!exact && Math.abs(times.mtimeMs - this.now()) <= FRESH_MS) this.rows.remove(path);
+    if (!exact && Math.abs(times.mtimeMs - (versionAtMs ?? this.now())) <= FRESH_MS) this.rows.remove(path);
     else this.rows.put(path, times);
   }
 
