@@ -121,6 +121,21 @@ describe('engine: files and history', () => {
     expect(await read('docs/final.md')).toBe('other');
   });
 
+  it('renames a file to a path below its own name (mv b c/a; mkdir b; mv c/a b/a is one rename)', async () => {
+    const { version } = await write('b', 'bytes');
+    const { created } = await t.engine.renameFile({ projectId: t.projectId, from: 'b', to: 'b/a', actor: alice });
+    expect(created.version).toMatchObject({ path: 'b/a', contentHash: version.contentHash });
+    expect(await read('b/a')).toBe('bytes');
+    await expectCode(t.engine.readFile({ projectId: t.projectId, path: 'b' }), 'PATH_NOT_FOUND');
+    // and in a group of renames; another file above the target is still a conflict
+    await write('c', 'c');
+    await t.engine.renameFiles({ projectId: t.projectId, pairs: [{ from: 'c', to: 'c/d/e' }], actor: alice });
+    expect(await read('c/d/e')).toBe('c');
+    await write('f', 'f');
+    await expectCode(t.engine.renameFile({ projectId: t.projectId, from: 'f', to: 'c/d/e/g', actor: alice }), 'PATH_EXISTS');
+    expect(await read('f')).toBe('f');
+  });
+
   it('rejects a stale base version and keeps the newer content', async () => {
     const { version: v1 } = await write('cfg.toml', 'a = 1');
     await write('cfg.toml', 'a = 2');

@@ -166,6 +166,19 @@ async function expectMountCopies(kept: Array<[RegExp, string]>): Promise<void> {
 }
 
 describe('sync model: defects found and fixed', () => {
+  it("a mount's file moved below a directory made at its own old name is recorded (seed 49000 path 52, as run)", { timeout: 400_000 }, async () => {
+    // `wsC: mv b c/a; mv c/a b/a` (b a directory by then) while wsA appended to `b`: the engine refused
+    // the rename from `b` to `b/a` for good ("'b' is a file": the rename's own source), and the mount
+    // retried it forever; `sync wait` never ended on wsC.
+    const worlds = new WorldKeeper({ workstations: 3, mount: true });
+    try {
+      const result = await runSyncSequence(SEED_49000_PATH_52, { workstations: 3, mount: true, worlds });
+      expect(result.failures).toEqual([]);
+    } finally {
+      await worlds.discard();
+    }
+  });
+
   it("a watching workstation's edit kept as a conflict copy leaves the path the project's version on its disk (seed 48000 path 96, as run)", { timeout: 400_000 }, async () => {
     // `wsB: rm -r c; chmod +x b`, `wsA: mv b c/a; chmod +x c/a`: A's chmod was made on a version changed
     // elsewhere and kept as a conflict copy, and A's disk kept its executable `c/a` while the path's
@@ -569,3 +582,6 @@ describe('sync model: defects found and fixed', () => {
 
 /** The sync model's seed 48000, path 96 (bench/sync-model.ts), as printed: `as data`. */
 const SEED_48000_PATH_96: SyncStep[] = [{"gap":0,"action":{"op":"diskFull"}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"swap","slot":0,"n":99}}},{"gap":0,"action":{"op":"retention","ws":0,"keep":1}},{"gap":0,"action":{"op":"untag","ws":1,"name":0}},{"gap":0,"action":{"op":"online","ws":0}},{"gap":700,"action":{"op":"fs","ws":1,"fs":{"op":"rename","slot":2,"to":6}}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"rename","slot":6,"to":4}}},{"gap":0,"action":{"op":"observe"}},{"gap":0,"action":{"op":"diskFull"}},{"gap":20,"action":{"op":"fs","ws":1,"fs":{"op":"write","slot":1,"n":85}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"rename","slot":0,"to":4}}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"mkdir","slot":0}}},{"gap":0,"action":{"op":"restoreSnapshot","ws":0,"pick":4}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":4,"n":77}}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"chmod","slot":3}}},{"gap":0,"action":{"op":"observe"}},{"gap":0,"action":{"op":"snapshot","ws":2}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":6}}},{"gap":700,"action":{"op":"tag","ws":0,"pick":4,"name":2}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"chmod","slot":7}}},{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"rename","slot":5,"to":7}}},{"gap":700,"action":{"op":"serverUp"}},{"gap":0,"action":{"op":"snapshot","ws":2}},{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"chmod","slot":3}}}];
+
+/** The sync model's seed 49000, path 52 (bench/sync-model.ts), as printed: `as data`. */
+const SEED_49000_PATH_52: SyncStep[] = [{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"append","slot":5,"n":71}}},{"gap":150,"action":{"op":"fs","ws":1,"fs":{"op":"truncate","slot":4}}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"truncate","slot":6}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"write","slot":10,"n":61}}},{"gap":700,"action":{"op":"observe"}},{"gap":700,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":1}}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":7,"n":18}}},{"gap":700,"action":{"op":"observe"}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"rename","slot":2,"to":7}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"rename","slot":1,"to":4}}},{"gap":20,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":1}}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"rename","slot":7,"to":5}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"chmod","slot":9}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"append","slot":9,"n":27}}},{"gap":20,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":10,"n":69}}},{"gap":0,"action":{"op":"serverDown","kill":true}},{"gap":150,"action":{"op":"fs","ws":0,"fs":{"op":"symlink","slot":6,"target":0}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"write","slot":3,"n":6}}},{"gap":20,"action":{"op":"fs","ws":0,"fs":{"op":"append","slot":7,"n":50}}},{"gap":150,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":3}}},{"gap":700,"action":{"op":"diskFree"}}];

@@ -1,4 +1,4 @@
-// `rm F; mkdir F` on a mount within the settle delay of the removal: the file's deletion is recorded
+// `rm F; mkdir F` (or `mv F elsewhere; mkdir F; mv elsewhere F/x`) on a mount within the settle delay of the removal: the file's deletion is recorded
 // before the directory takes the name. It waited, the `rmdir F` that followed replaced its pending
 // marker by the directory's, and the deletion was never recorded: the file stayed current in history,
 // in later snapshots, and came back with a restore (issue 39 item 9).
@@ -35,5 +35,17 @@ describe('a file removed and a directory made at its name', () => {
     await m.idle(30_000);
     expect((await m.history('G')).map((v) => v.kind)).toEqual(['delete', 'write']);
     expect((await m.read('G/x')).toString()).toBe('inside\n');
+  });
+
+  it('moves a file below a directory made at its own name, as one rename (mv b c/a; mkdir b; mv c/a b/a)', async () => {
+    await inMount(m, 'echo x > b; mkdir c');
+    await m.idle(30_000);
+    await inMount(m, 'mv b c/a; mkdir b; mv c/a b/a');
+    await m.idle(30_000);
+    expect((await m.read('b/a')).toString()).toBe('x\n');
+    expect(await m.stat('b')).toBeNull();
+    expect((await m.history('b')).map((v) => v.kind)).toEqual(['delete', 'write']);
+    const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
+    expect(status.projects[0]!.pending).toBe(0);
   });
 });

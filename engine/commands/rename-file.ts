@@ -22,7 +22,7 @@ export async function renameFile(
   if (!source) throw new StrataError('PATH_NOT_FOUND', { details: { path: from, field: 'from' } });
   const target = await ctx.repository.versions.getEntry(input.projectId, to);
   if (target && !input.overwrite) throw new StrataError('PATH_EXISTS', { details: { path: to, field: 'to' } });
-  if (!target) await assertWritablePath(ctx, input.projectId, to);
+  if (!target) await assertWritablePath(ctx, input.projectId, to, from);
 
   const { tombstone, created } = renameRecords(ctx, input.projectId, input.actor, from, to, source);
   // The content is referenced by `source` until the tombstone commits, and by `created` after it, in
@@ -65,7 +65,7 @@ export async function renameFiles(
     const source = await ctx.repository.versions.getEntry(input.projectId, from);
     if (!source) throw new StrataError('PATH_NOT_FOUND', { details: { path: from, field: 'from' } });
     const target = await ctx.repository.versions.getEntry(input.projectId, to);
-    if (!target) await assertWritablePath(ctx, input.projectId, to);
+    if (!target) await assertWritablePath(ctx, input.projectId, to, from);
     const { tombstone, created } = renameRecords(ctx, input.projectId, input.actor, from, to, source);
     commits.push({ record: tombstone, expectedCurrent: source.versionId }, { record: created, expectedCurrent: target ? target.versionId : null, checkPath: true });
     records.push({ tombstone, created });

@@ -180,9 +180,15 @@ export async function commitOne(ctx: EngineContext, commit: VersionCommit): Prom
  * content is stored, to refuse early; the commit checks again where commits are serialized
  * (VersionCommit.checkPath), since two writes at once could both pass this.
  */
-export async function assertWritablePath(ctx: EngineContext, projectId: string, path: string): Promise<void> {
+/**
+ * `leaving`: a file the same atomic commit deletes first (a rename's source), which is no conflict: `mv
+ * b c/a; mkdir b; mv c/a b/a` is one rename from `b` to `b/a`, refused for good as "'b' is a file"
+ * (the mount retried it forever). The commit checks the tree again after its tombstone (checkPath).
+ */
+export async function assertWritablePath(ctx: EngineContext, projectId: string, path: string, leaving?: string): Promise<void> {
   const conflict = await ctx.repository.versions.writeConflict(projectId, path);
-  if (conflict !== null) throw conflictError(path, conflict);
+  if (conflict === null || (conflict.kind === 'file-ancestor' && conflict.ancestor === leaving)) return;
+  throw conflictError(path, conflict);
 }
 
 function conflictError(path: string, conflict: WriteConflict): StrataError {
