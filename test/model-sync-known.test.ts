@@ -166,6 +166,19 @@ async function expectMountCopies(kept: Array<[RegExp, string]>): Promise<void> {
 }
 
 describe('sync model: defects found and fixed', () => {
+  it("a mount's removal of a file followed by a directory at its name and its removal is recorded (seed 49001 path 11:1, as run)", { timeout: 400_000 }, async () => {
+    // `wsC: rm c/a; mkdir c/a; rm -r c` on the mount: the deletion of `c/a` waited out its settle
+    // delay, `rmdir c/a` replaced its marker by the directory's, and it was never recorded; every
+    // other workstation kept `c/a`, and wsC said in sync (mount-file-then-dir.test.ts without sync).
+    const worlds = new WorldKeeper({ workstations: 3, mount: true });
+    try {
+      const result = await runSyncSequence(SEED_49001_PATH_11_1, { workstations: 3, mount: true, worlds });
+      expect(result.failures).toEqual([]);
+    } finally {
+      await worlds.discard();
+    }
+  });
+
   it("a mount's file moved below a directory made at its own old name is recorded (seed 49000 path 52, as run)", { timeout: 400_000 }, async () => {
     // `wsC: mv b c/a; mv c/a b/a` (b a directory by then) while wsA appended to `b`: the engine refused
     // the rename from `b` to `b/a` for good ("'b' is a file": the rename's own source), and the mount
@@ -585,3 +598,6 @@ const SEED_48000_PATH_96: SyncStep[] = [{"gap":0,"action":{"op":"diskFull"}},{"g
 
 /** The sync model's seed 49000, path 52 (bench/sync-model.ts), as printed: `as data`. */
 const SEED_49000_PATH_52: SyncStep[] = [{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"append","slot":5,"n":71}}},{"gap":150,"action":{"op":"fs","ws":1,"fs":{"op":"truncate","slot":4}}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"truncate","slot":6}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"write","slot":10,"n":61}}},{"gap":700,"action":{"op":"observe"}},{"gap":700,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":1}}},{"gap":700,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":7,"n":18}}},{"gap":700,"action":{"op":"observe"}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"rename","slot":2,"to":7}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"rename","slot":1,"to":4}}},{"gap":20,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":1}}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"rename","slot":7,"to":5}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"chmod","slot":9}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"append","slot":9,"n":27}}},{"gap":20,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":10,"n":69}}},{"gap":0,"action":{"op":"serverDown","kill":true}},{"gap":150,"action":{"op":"fs","ws":0,"fs":{"op":"symlink","slot":6,"target":0}}},{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"write","slot":3,"n":6}}},{"gap":20,"action":{"op":"fs","ws":0,"fs":{"op":"append","slot":7,"n":50}}},{"gap":150,"action":{"op":"fs","ws":1,"fs":{"op":"delete","slot":3}}},{"gap":700,"action":{"op":"diskFree"}}];
+
+/** The sync model's seed 49001, path 11:1 (bench/sync-model.ts), as printed: `as data`. */
+const SEED_49001_PATH_11_1: SyncStep[] = [{"gap":0,"action":{"op":"fs","ws":1,"fs":{"op":"symlink","slot":2,"target":0}}},{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"write","slot":9,"n":24}}},{"gap":0,"action":{"op":"fs","ws":0,"fs":{"op":"symlink","slot":8,"target":2}}},{"gap":150,"action":{"op":"restoreKey","ws":1}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"swap","slot":5,"n":33}}},{"gap":0,"action":{"op":"offline","ws":1}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"write","slot":2,"n":54}}},{"gap":0,"action":{"op":"fs","ws":2,"fs":{"op":"delete","slot":10}}}];
