@@ -165,31 +165,30 @@ async function expectMountCopies(kept: Array<[RegExp, string]>): Promise<void> {
   }
 }
 
+/** A sequence the long run printed (`as data`), run once as it ran, in a world of its own: no failures. */
+async function expectRunsClean(steps: SyncStep[]): Promise<void> {
+  const worlds = new WorldKeeper({ workstations: 3, mount: true });
+  try {
+    const result = await runSyncSequence(steps, { workstations: 3, mount: true, worlds });
+    expect(result.failures).toEqual([]);
+  } finally {
+    await worlds.discard();
+  }
+}
+
 describe('sync model: defects found and fixed', () => {
   it("a mount's removal of a file followed by a directory at its name and its removal is recorded (seed 49001 path 11:1, as run)", { timeout: 400_000 }, async () => {
     // `wsC: rm c/a; mkdir c/a; rm -r c` on the mount: the deletion of `c/a` waited out its settle
     // delay, `rmdir c/a` replaced its marker by the directory's, and it was never recorded; every
     // other workstation kept `c/a`, and wsC said in sync (mount-file-then-dir.test.ts without sync).
-    const worlds = new WorldKeeper({ workstations: 3, mount: true });
-    try {
-      const result = await runSyncSequence(SEED_49001_PATH_11_1, { workstations: 3, mount: true, worlds });
-      expect(result.failures).toEqual([]);
-    } finally {
-      await worlds.discard();
-    }
+    await expectRunsClean(SEED_49001_PATH_11_1);
   });
 
   it("a mount's file moved below a directory made at its own old name is recorded (seed 49000 path 52, as run)", { timeout: 400_000 }, async () => {
     // `wsC: mv b c/a; mv c/a b/a` (b a directory by then) while wsA appended to `b`: the engine refused
     // the rename from `b` to `b/a` for good ("'b' is a file": the rename's own source), and the mount
     // retried it forever; `sync wait` never ended on wsC.
-    const worlds = new WorldKeeper({ workstations: 3, mount: true });
-    try {
-      const result = await runSyncSequence(SEED_49000_PATH_52, { workstations: 3, mount: true, worlds });
-      expect(result.failures).toEqual([]);
-    } finally {
-      await worlds.discard();
-    }
+    await expectRunsClean(SEED_49000_PATH_52);
   });
 
   it("a watching workstation's edit kept as a conflict copy leaves the path the project's version on its disk (seed 48000 path 96, as run)", { timeout: 400_000 }, async () => {
@@ -198,13 +197,7 @@ describe('sync model: defects found and fixed', () => {
     // version (not executable) was the head everywhere else; A said in sync. The watcher's capture
     // left the path as it was; the round that would bring the project's version down had run already.
     // The long run's steps as they ran (the failure showed in 2 of 3 replays before the fix).
-    const worlds = new WorldKeeper({ workstations: 3, mount: true });
-    try {
-      const result = await runSyncSequence(SEED_48000_PATH_96, { workstations: 3, mount: true, worlds });
-      expect(result.failures).toEqual([]);
-    } finally {
-      await worlds.discard();
-    }
+    await expectRunsClean(SEED_48000_PATH_96);
   });
 
   it('a mounted clone takes a file that another workstation wrote where the mount has an empty directory', { timeout: 400_000 }, async () => {

@@ -48,19 +48,30 @@ again = f.read()
 print(len(first), len(again))
 `;
 
+/**
+ * Two versions of a file written through the mount (`write1`, then `write2`: shell commands), and the
+ * `ready`/`go` files a process holding it open waits on (named after `stem`). Returns its first version.
+ */
+async function twoVersions(write1: string, write2: string, stem: string): Promise<{ first: VersionRecord; ready: string; go: string }> {
+  await inMount(m, write1);
+  await m.idle();
+  await inMount(m, `sleep 0.2; ${write2}`);
+  await m.idle();
+  const history = await m.history(write1.slice(write1.lastIndexOf('>') + 1).trim());
+  return { first: history[history.length - 1] as VersionRecord, ready: join(m.root, `${stem}.ready`), go: join(m.root, `${stem}.go`) };
+}
+
+/** Waits until `file` exists (a holder process made it). */
+function exists(file: string, what: string): Promise<true> {
+  return waitFor(what, () => sh('test', ['-e', file], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+}
+
 describe('a restore while the file is open', () => {
   it('a reader that reads on after the restore does not hide the restored bytes from new opens', async () => {
-    await inMount(m, 'printf "line1\\nline2\\n" > held.py');
-    await m.idle();
-    await inMount(m, 'sleep 0.2; printf "v2-line1\\nv2-line2\\nv2-line3\\n" > held.py');
-    await m.idle();
-    const history = await m.history('held.py');
-    const first = history[history.length - 1] as VersionRecord;
+    const { first, ready, go } = await twoVersions('printf "line1\\nline2\\n" > held.py', 'printf "v2-line1\\nv2-line2\\nv2-line3\\n" > held.py', 'held');
 
-    const ready = join(m.root, 'held.ready');
-    const go = join(m.root, 'held.go');
     const holder = sh('python3', ['-c', HOLDER, 'held.py', ready, go], { cwd: m.dir, timeoutMs: 30_000 });
-    await waitFor('the reader to hold the file open', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await exists(ready, 'the reader to hold the file open');
 
     await m.api('POST', p('/history/restore'), { versionId: first.versionId });
     await waitFor('the restored size in the mount', async () => ((await inMount(m, 'stat -c %s held.py')).stdout.trim() === '12' ? true : undefined), 10_000);
@@ -76,16 +87,9 @@ describe('a restore while the file is open', () => {
   });
 
   it("the reader's own descriptor reads the whole file it opened, and fstat says its size", async () => {
-    await inMount(m, 'printf "short\\n" > fd.txt');
-    await m.idle();
-    await inMount(m, 'sleep 0.2; printf "a much longer second version\\n" > fd.txt');
-    await m.idle();
-    const history = await m.history('fd.txt');
-    const first = history[history.length - 1] as VersionRecord;
-    const ready = join(m.root, 'fd.ready');
-    const go = join(m.root, 'fd.go');
+    const { first, ready, go } = await twoVersions('printf "short\\n" > fd.txt', 'printf "a much longer second version\\n" > fd.txt', 'fd');
     const holder = sh('python3', ['-c', FD_HOLDER, 'fd.txt', ready, go], { cwd: m.dir, timeoutMs: 30_000 });
-    await waitFor('the reader to hold the file open', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await exists(ready, 'the reader to hold the file open');
     await m.api('POST', p('/history/restore'), { versionId: first.versionId });
     await waitFor('the restored size in the mount', async () => ((await inMount(m, 'stat -c %s fd.txt')).stdout.trim() === '6' ? true : undefined), 10_000);
     await writeFile(go, '');
@@ -95,18 +99,11 @@ describe('a restore while the file is open', () => {
   });
 
   it('an appender that goes on writing after the restore: its bytes are versioned, none lost', async () => {
-    await inMount(m, 'printf "old\n" > app.log');
-    await m.idle();
-    await inMount(m, 'sleep 0.2; printf "old\nnewer\n" > app.log');
-    await m.idle();
-    const history = await m.history('app.log');
-    const first = history[history.length - 1] as VersionRecord;
+    const { first, ready, go } = await twoVersions('printf "old\n" > app.log', 'printf "old\nnewer\n" > app.log', 'app');
 
-    const ready = join(m.root, 'app.ready');
-    const go = join(m.root, 'app.go');
     // Appends, fsyncs (a version), waits, appends twice more, closes.
     const appender = sh('python3', ['-c', APPENDER, 'app.log', ready, go], { cwd: m.dir, timeoutMs: 30_000 });
-    await waitFor('the appender to fsync', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await exists(ready, 'the appender to fsync');
     await m.idle();
     expect((await m.read('app.log')).toString()).toBe('old\nnewer\nbefore\n');
 
@@ -126,16 +123,9 @@ describe('a restore while the file is open', () => {
     // bash opens the file, dup2()s it to 3 and closes what it opened: the mount sees a close (flush)
     // of a handle that goes on writing. Taken for closed, the node was let go at the restore and the
     // write after it was answered and in no version (issue 39 item 2).
-    await inMount(m, 'printf "v1\n" > dup.txt');
-    await m.idle();
-    await inMount(m, 'sleep 0.2; printf "v2\n" > dup.txt');
-    await m.idle();
-    const history = await m.history('dup.txt');
-    const first = history[history.length - 1] as VersionRecord;
-    const ready = join(m.root, 'dup.ready');
-    const go = join(m.root, 'dup.go');
+    const { first, ready, go } = await twoVersions('printf "v1\n" > dup.txt', 'printf "v2\n" > dup.txt', 'dup');
     const shell = sh('bash', ['-c', `exec 3<>dup.txt; touch ${ready}; for i in $(seq 1 400); do [ -e ${go} ] && break; sleep 0.05; done; echo WRITER >&3; exec 3>&-`], { cwd: m.dir, timeoutMs: 30_000 });
-    await waitFor('the shell to open', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await exists(ready, 'the shell to open');
     await m.api('POST', p('/history/restore'), { versionId: first.versionId });
     await writeFile(go, '');
     expect((await shell).code).toBe(0);
@@ -147,16 +137,9 @@ describe('a restore while the file is open', () => {
   });
 
   it('a writer that closes without writing again: the restored content shows', async () => {
-    await inMount(m, 'printf "first\n" > quiet.txt');
-    await m.idle();
-    await inMount(m, 'sleep 0.2; printf "second, longer\n" > quiet.txt');
-    await m.idle();
-    const history = await m.history('quiet.txt');
-    const first = history[history.length - 1] as VersionRecord;
-    const ready = join(m.root, 'quiet.ready');
-    const go = join(m.root, 'quiet.go');
+    const { first, ready, go } = await twoVersions('printf "first\n" > quiet.txt', 'printf "second, longer\n" > quiet.txt', 'quiet');
     const writer = sh('python3', ['-c', OPEN_FOR_WRITING, 'quiet.txt', ready, go], { cwd: m.dir, timeoutMs: 30_000 });
-    await waitFor('the writer to open', () => sh('test', ['-e', ready], { allowFail: true }).then((r) => (r.code === 0 ? true : undefined)), 10_000);
+    await exists(ready, 'the writer to open');
     await m.api('POST', p('/history/restore'), { versionId: first.versionId });
     await writeFile(go, '');
     expect((await writer).code).toBe(0);
