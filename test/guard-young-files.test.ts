@@ -8,6 +8,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type WatchedProject, waitFor, watchProject } from './daemon-harness.js';
+import { useEnv } from './helpers/env.js';
 import { inMount, type MountedDir, mountProject } from './mount-harness.js';
 
 const YOUNG_MS = 1_500;
@@ -52,12 +53,7 @@ describe('on a mount', () => {
 
 describe('watching', () => {
   let w: WatchedProject | undefined;
-  beforeAll(() => {
-    process.env['STRATA_GUARD_YOUNG_MS'] = String(YOUNG_MS);
-  });
-  afterAll(() => {
-    delete process.env['STRATA_GUARD_YOUNG_MS'];
-  });
+  useEnv('STRATA_GUARD_YOUNG_MS', String(YOUNG_MS));
   afterEach(async () => {
     await w?.dispose();
     w = undefined;

@@ -2,9 +2,10 @@
 
 import { chmod, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { VersionRecord } from '../engine/types.js';
 import { sh, sleep, type WatchedProject, watchProject } from './daemon-harness.js';
+import { useEnv } from './helpers/env.js';
 
 async function projectHistory(w: WatchedProject): Promise<VersionRecord[]> {
   const page = await w.api<{ items: VersionRecord[] }>('GET', `/v1/projects/${w.projectId}/history?limit=1000`);
@@ -14,12 +15,7 @@ async function projectHistory(w: WatchedProject): Promise<VersionRecord[]> {
 describe('mass-delete guard', () => {
   let w: WatchedProject | undefined;
   // Every file counts (the files here are seconds old: young files never do; test/guard-young-files).
-  beforeAll(() => {
-    process.env['STRATA_GUARD_YOUNG_MS'] = '0';
-  });
-  afterAll(() => {
-    delete process.env['STRATA_GUARD_YOUNG_MS'];
-  });
+  useEnv('STRATA_GUARD_YOUNG_MS', '0');
   afterEach(async () => {
     await w?.dispose();
     w = undefined;
