@@ -165,9 +165,9 @@ export function isNoRoom(error: unknown): boolean {
  * local path: the HTTP layer answers with the catalogue's message, never this one; see toPublicError).
  */
 export function diskFullError(what: string, cause: unknown, details: Record<string, unknown> = {}): StrataError {
-  const code = (cause as { code?: unknown } | null)?.code;
-  const errno = typeof code === 'string' ? code : 'ENOSPC';
-  return new StrataError('DISK_FULL', { message: `${what}: no space left on the disk (${errno}); free some space and try again`, details: { code: errno, ...details }, cause });
+  const code = details['code'] ?? details['sqliteCode'] ?? (cause as { code?: unknown } | null | undefined)?.code;
+  const errno = typeof code === 'string' && NO_ROOM_CODES.has(code) ? code : 'ENOSPC';
+  return new StrataError('DISK_FULL', { message: `${what}: no space left on the disk (${errno}); free some space and try again`, details: { ...details, code: errno }, cause });
 }
 
 /**
@@ -175,6 +175,6 @@ export function diskFullError(what: string, cause: unknown, details: Record<stri
  * the disk (or quota) is full, else STORAGE_ERROR — one rule for every place the storage fails.
  */
 export function storageFailure(message: string, options: { details?: Record<string, unknown>; cause?: unknown } = {}): StrataError {
-  const full = isNoRoom({ details: options.details, cause: options.cause });
-  return new StrataError(full ? 'DISK_FULL' : 'STORAGE_ERROR', { message: full ? `${message}; free some space and try again` : message, ...options });
+  if (isNoRoom({ details: options.details, cause: options.cause })) return diskFullError(message, options.cause, options.details);
+  return new StrataError('STORAGE_ERROR', { message, ...options });
 }

@@ -34,8 +34,7 @@ export async function unlink(state: MountState, path: string): Promise<void> {
       if (tracked && !(await state.admitDelete(path))) fail(E.PERM);
       // One name of a multiply linked file: the file stays under its others.
       if (await unlinkName(state, path)) return;
-      if (resolved.kind === 'node') await removeVersioned(state, path, resolved.node);
-      else await removeVersioned(state, path, null, resolved.entry.versionId);
+      await removeTarget(state, path, resolved);
     }
   }
 }

@@ -387,11 +387,12 @@ export class Remote {
   }
 }
 
-/** A server's answer that is not a success, classified for the worker (its message names the server's code). */
 /** No answer from the server (a refused or cut connection, a timeout): retried. `reason`: the code, else the message. */
 function unreachable(reason: string): RemoteError {
   return new RemoteError('retry', `the server is unreachable (${reason})`, null, null);
 }
+
+/** A server's answer that is not a success, classified for the worker (its message names the server's code). */
 
 function failure(status: number, text: string, retryAfterHeader: string | null): RemoteError {
   let code: string | null = null;

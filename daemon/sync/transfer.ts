@@ -276,4 +276,3 @@ async function absentShards(store: ContentStore, manifest: DatasetManifest): Pro
   return absent;
 }
 
-/** The disk (or the quota) had no room: the error or anything it was caused by is ENOSPC or EDQUOT. */
