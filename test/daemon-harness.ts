@@ -93,6 +93,20 @@ export interface WatchedProject {
   dispose(): Promise<void>;
 }
 
+/**
+ * The end of a test that put a tmpfs of its own (`disk`) under a watched project's home or directory:
+ * the daemon stops, the tmpfs is unmounted, and only then is everything removed (dispose() would
+ * otherwise remove the directory the tmpfs is mounted on).
+ */
+export async function disposeWithDisk(w: WatchedProject | undefined, disk: string | null): Promise<void> {
+  try {
+    await w?.stop();
+  } finally {
+    if (disk !== null) await sh('umount', ['-l', disk], { allowFail: true });
+    await w?.dispose();
+  }
+}
+
 /** `logger`: where the daemon logs (default: silent, or STRATA_TEST_LOG's level on stderr). */
 export async function watchProject(options: { watch?: WatchOptions; prepare?: (dir: string) => Promise<void>; logger?: pino.Logger } = {}): Promise<WatchedProject> {
   const root = await mkdtemp(join(tmpdir(), 'strata-watch-'));

@@ -7,20 +7,13 @@
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sh, type WatchedProject, watchProject } from './daemon-harness.js';
+import { disposeWithDisk, sh, type WatchedProject, watchProject } from './daemon-harness.js';
 
 const asRoot = process.getuid?.() === 0;
 let disk: string | null = null;
 let w: WatchedProject | undefined;
 
-afterAll(async () => {
-  try {
-    await w?.stop();
-  } finally {
-    if (disk !== null) await sh('umount', ['-l', disk], { allowFail: true });
-    await w?.dispose();
-  }
-});
+afterAll(() => disposeWithDisk(w, disk));
 
 describe.skipIf(!asRoot)('binding a watched directory again, its disk full', () => {
   it('answers as the first time and leaves nothing in .strata', async () => {

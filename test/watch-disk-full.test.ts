@@ -8,21 +8,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { sh, waitFor, type WatchedProject, watchProject } from './daemon-harness.js';
+import { disposeWithDisk, sh, waitFor, type WatchedProject, watchProject } from './daemon-harness.js';
 
 const asRoot = process.getuid?.() === 0;
 let home: string | null = null;
 let w: WatchedProject | undefined;
 
-afterAll(async () => {
-  try {
-    await w?.stop();
-  } finally {
-    // Unmounted before dispose() removes the directory it is mounted on.
-    if (home !== null) await sh('umount', ['-l', home], { allowFail: true });
-    await w?.dispose();
-  }
-});
+afterAll(() => disposeWithDisk(w, home));
 
 const sha = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
