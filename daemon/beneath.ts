@@ -115,3 +115,11 @@ export function throughLink(path: string, link: string): StrataError {
     details: { path, link },
   });
 }
+
+/** The refusal checkWritable throws for a directory in the way of a restored or written file. */
+export function directoryInTheWay(path: string, blocking: string): StrataError {
+  return new StrataError('PATH_IS_DIRECTORY', {
+    message: `'${path}' is a directory, and '${blocking}' in it is not in the project's history: a file at '${path}' would take its place. Move it away and try again; nothing was changed`,
+    details: { path, blocking },
+  });
+}

@@ -86,18 +86,29 @@ export class Backing {
 
   /** The directory at `dir` holds nothing but directories (or is not here): no unversioned data below it. */
   async onlyDirsBelow(dir: string): Promise<boolean> {
+    return (await this.fileBelow(dir)) === null;
+  }
+
+  /**
+   * The first thing below the directory at `dir` that is not a directory (a path in the project), or
+   * null when there is none (or no directory here). A file of its own at `dir` is data too: `dir`.
+   */
+  async fileBelow(dir: string): Promise<string | null> {
     let entries: import('node:fs').Dirent[];
     try {
       entries = await fs.readdir(this.real(dir), { withFileTypes: true });
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return true;
-      // A file of its own at that name is data too.
-      if (code === 'ENOTDIR') return false;
+      if (code === 'ENOENT') return null;
+      if (code === 'ENOTDIR') return dir;
       throw error;
     }
-    for (const entry of entries) if (!entry.isDirectory() || !(await this.onlyDirsBelow(join(dir, entry.name)))) return false;
-    return true;
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      const found = entry.isDirectory() ? await this.fileBelow(path) : path;
+      if (found !== null) return found;
+    }
+    return null;
   }
 
   /**

@@ -191,6 +191,16 @@ class MountHost implements ProjectHost {
     return (await this.project?.state.ns.behind()) ?? false;
   }
 
+  /** ProjectHost.captureNow (mounted-project.ts); nothing mounted: nothing waits. */
+  async captureNow(): Promise<void> {
+    await this.project?.captureNow();
+  }
+
+  /** ProjectHost.checkWritable (mounted-project.ts); nothing mounted: nothing of the mount's is in the way. */
+  async checkWritable(paths: string[]): Promise<void> {
+    await this.project?.checkWritable(paths);
+  }
+
   /** ProjectHost.mayReplaceDirectory (mounted-project.ts); nothing mounted: nothing of the mount's is in the way. */
   async mayReplaceDirectory(path: string): Promise<boolean> {
     return (await this.project?.mayReplaceDirectory(path)) ?? true;

@@ -11,6 +11,7 @@ import type { Engine } from '../../engine/engine-api.js';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import type { MountCaptureStatus } from '../host.js';
+import { directoryInTheWay } from '../beneath.js';
 import { Backing, isMissing } from './backing.js';
 import { type FuseMount, loadFuse, mountFuse } from './fuse-binding.js';
 import { buildFuseOps, type OpStats } from './fuse-ops.js';
@@ -315,8 +316,33 @@ export class MountedProject {
    * put those out of reach, and sync would say in sync. Watch mode refuses the same on disk.
    */
   async mayReplaceDirectory(path: string): Promise<boolean> {
-    if (this.state.ns.unrecordedBelow(path)) return false;
-    return this.state.backing.onlyDirsBelow(path);
+    return (await this.heldBelow(path)) === null;
+  }
+
+  /** What below the directory at `path` only this mount holds (mayReplaceDirectory), or null. */
+  private async heldBelow(path: string): Promise<string | null> {
+    return this.state.ns.unrecordedBelow(path) ?? (await this.state.backing.fileBelow(path));
+  }
+
+  /** ProjectHost.captureNow: what waits for its settle delay is versioned now (Reconciler.settleNow). */
+  captureNow(): Promise<void> {
+    return this.state.reconciler.settleNow();
+  }
+
+  /**
+   * ProjectHost.checkWritable: a file restored or written through the API where the mount shows a
+   * directory takes its place only when the directory holds nothing but directories and the
+   * engine's own files (the restore removes those itself, or the engine refuses). A file the project
+   * does not version below it (`F/x.pyc`), or one not recorded yet, would be hidden by the file —
+   * the restore answered "restored F" and the mount went on showing the directory (issue 39 item
+   * 10) — so the restore is refused before it records anything, as watch mode refuses on disk.
+   */
+  async checkWritable(paths: string[]): Promise<void> {
+    for (const path of paths) {
+      if (this.ignore.ignores(path, false) || (await this.state.ns.kindOf(path)) !== 'dir') continue;
+      const blocking = await this.heldBelow(path);
+      if (blocking !== null) throw directoryInTheWay(path, blocking);
+    }
   }
 
   /** Files the mount shows from the engine plus new ones not yet captured (for the mass-delete guard). */

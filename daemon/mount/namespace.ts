@@ -487,15 +487,16 @@ export class Namespace {
   /**
    * Something below `path` the engine has not recorded: a file written, waiting for its capture or
    * renamed (a node that is not clean, as MountState.onExternalChange judges it), a removal in
-   * waiting, a hard-linked name. A clean node (a file open for reading) holds the engine's bytes.
+   * waiting, a hard-linked name: the first such name, or null. A clean node (a file open for reading)
+   * holds the engine's bytes.
    */
-  unrecordedBelow(path: string): boolean {
+  unrecordedBelow(path: string): string | null {
     for (const [name, node] of this.nodes) {
       if (name === path || !isWithin(name, path) || node.detached) continue;
-      if (node.dirty || node.busy !== null || node.originMarker !== null || node.enginePath !== name) return true;
+      if (node.dirty || node.busy !== null || node.originMarker !== null || node.enginePath !== name) return name;
     }
-    for (const names of [this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return true;
-    return false;
+    for (const names of [this.gone.keys(), this.linkedNames()]) for (const name of names) if (name !== path && isWithin(name, path)) return name;
+    return null;
   }
 
   /** Something below `path` the mount holds that is not a directory (pending state or a name). */

@@ -130,17 +130,26 @@ export class Reconciler {
     if (error !== null) throw error;
   }
 
+  /**
+   * Before a restore or a snapshot (ProjectHost.captureNow): every path waiting for its settle delay
+   * (or a temp name's longer hold) runs now, and the runs under way end. A file still open for
+   * writing is left to its close, as always: its bytes so far are not a version anyone asked for.
+   */
+  async settleNow(): Promise<void> {
+    for (let round = 0; round < 10 && this.pendingCount() > 0; round++) {
+      const paths = [...this.due.keys()];
+      this.due.clear();
+      await Promise.all([...paths.map((path) => this.run(path)), ...this.running.values()]);
+    }
+  }
+
   /** Unmounting: run every pending path at once, capturing even files still open for writing. */
   async flushAll(): Promise<void> {
     this.stopping = true;
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;
-    for (let round = 0; round < 10 && this.pendingCount() > 0; round++) {
-      const paths = [...this.due.keys()];
-      this.due.clear();
-      await Promise.all([...paths.map((path) => this.run(path, true)), ...this.running.values()]);
-    }
+    await this.settleNow(); // stopping: every run captures open files too
     for (const path of [...this.state.ns.nodes.keys()]) {
       const node = this.state.ns.nodes.get(path)!;
       if (node.dirty && !node.detached) await this.run(path, true);

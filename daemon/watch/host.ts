@@ -18,8 +18,8 @@ import { isTempName, TEMP_SETTLE_MS } from '../capture/temp-names.js';
 import { type ExamineContext, examine } from './examine.js';
 import { detectFs, type FsInfo } from './fs-type.js';
 import { IncomingChanges } from './incoming.js';
-import { openBeneath, throughLink } from '../beneath.js';
-import { blockingBelow, directoryInTheWay } from './in-the-way.js';
+import { directoryInTheWay, openBeneath, throughLink } from '../beneath.js';
+import { blockingBelow } from './in-the-way.js';
 import { isLinkTemp, removeLinkTemp, sweepIncoming } from './leftovers.js';
 import { INCOMING_DIR } from './materialize.js';
 import {

@@ -7,7 +7,6 @@
 // anything (ProjectHost.checkWritable), naming what is in the way.
 
 import { lstat, readdir, rmdir, unlink } from 'node:fs/promises';
-import { StrataError } from '../../engine/errors.js';
 import { encodeName, showNameBytes } from '../../engine/raw-names.js';
 import { openBeneath } from '../beneath.js';
 import type { HostContext } from '../host.js';
@@ -74,14 +73,6 @@ export async function blockingBelow(root: string, path: string, removable: (path
   } finally {
     await parent.dir.close();
   }
-}
-
-/** The refusal checkWritable throws for a directory in the way of a restored or written file. */
-export function directoryInTheWay(path: string, blocking: string): StrataError {
-  return new StrataError('PATH_IS_DIRECTORY', {
-    message: `'${path}' is a directory on disk, and '${blocking}' in it is not in the project's history: putting a file at '${path}' would delete it. Move it away and try again; nothing was changed`,
-    details: { path, blocking },
-  });
 }
 
 /**
