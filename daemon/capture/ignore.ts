@@ -32,6 +32,19 @@ export const DEFAULT_IGNORES: readonly string[] = [
   '__pycache__/',
   '*.pyc',
   '.~lock.*#',
+  // SQLite's side files: a -wal or -journal only means something with the exact database state it
+  // was written against (a rollback journal synced beside an older copy of its database would be
+  // "rolled back" into it), and their committed content reaches the database file itself at the
+  // last close. The database is versioned; these are not (docs/mount.md, databases).
+  '*.db-wal',
+  '*.db-shm',
+  '*.db-journal',
+  '*.sqlite-wal',
+  '*.sqlite-shm',
+  '*.sqlite-journal',
+  '*.sqlite3-wal',
+  '*.sqlite3-shm',
+  '*.sqlite3-journal',
 ];
 
 /**

@@ -78,8 +78,9 @@ export class FileNode {
    * sends release asynchronously, so `echo v1 > a; echo v2 > a` opens again before the first release.
    */
   closedWriters = 0;
-  /** content or exec bit differs from base: needs a capture */
-  dirty = false;
+  #dirty = false;
+  /** when the node last went from clean to dirty (ms): how long a held-open file's change has gone unversioned */
+  dirtySinceMs = 0;
   /** bumped on every change, so a capture knows whether the node changed while it ran */
   generation = 0;
   /** unlinked, replaced or renamed to a `.fuse_hidden*` name: still readable by open handles, never captured */
@@ -115,6 +116,16 @@ export class FileNode {
     node.size = target.length;
     node.dirty = true;
     return node;
+  }
+
+  /** content or exec bit differs from base: needs a capture */
+  get dirty(): boolean {
+    return this.#dirty;
+  }
+
+  set dirty(value: boolean) {
+    if (value && !this.#dirty) this.dirtySinceMs = Date.now();
+    this.#dirty = value;
   }
 
   get base(): BaseRef | null {

@@ -15,7 +15,8 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 
 export type JournalRecord =
-  | { op: 'w'; path: string; exec: boolean; size: number; link?: true }
+  // `open`: fsynced while a writer still had it (ops-open.ts fsync); the replay marks it recovered
+  | { op: 'w'; path: string; exec: boolean; size: number; link?: true; open?: true }
   | { op: 'd'; path: string }
   | { op: 'r'; from: string; to: string }
   // The path's bytes now live in a staging file (with its own record, recovery.ts): the 'w' records

@@ -12,7 +12,7 @@ import type { MountAttrs, PathAttrs } from './attrs.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { baseOf, FileNode, type Handle } from './file-node.js';
-import type { MountJournal } from './journal.js';
+import type { JournalRecord, MountJournal } from './journal.js';
 import type { LinkGroups } from './link-groups.js';
 import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
@@ -268,14 +268,17 @@ export class MountState {
    * A closed node waiting for its capture is journaled, so a crash in the settle delay loses nothing:
    * small files' bytes go to the mount's log, large ones get a record next to their staging file.
    * False when a small file's bytes could not be logged (a full disk): they are in memory only.
+   * `open`: a writer still has it (an fsync mid-write): a restart after a crash versions it as
+   * recovered, as it does a staging file still being written.
    */
-  async logNode(node: FileNode): Promise<boolean> {
+  async logNode(node: FileNode, open = false): Promise<boolean> {
     if (node.detached || !node.dirty) return true;
     const content = node.content;
     if (content.kind === 'memory') {
-      return this.journal.append({ op: 'w', path: node.path, exec: node.executable, size: node.size, ...(node.symlink ? { link: true as const } : {}) }, content.buf.subarray(0, node.size));
+      const record: JournalRecord = { op: 'w', path: node.path, exec: node.executable, size: node.size, ...(node.symlink ? { link: true as const } : {}), ...(open ? { open: true as const } : {}) };
+      return this.journal.append(record, content.buf.subarray(0, node.size));
     }
-    if (content.kind === 'staged') await this.journalStaged(node, false);
+    if (content.kind === 'staged') await this.journalStaged(node, false, open);
     return true;
   }
 

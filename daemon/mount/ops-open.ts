@@ -197,30 +197,48 @@ export function noteReused(handle: Handle): void {
   handle.node.closedWriters -= 1;
 }
 
+/**
+ * How long a change to a file held open for writing may go unversioned when the tool asks for
+ * durability (watch mode's rule for a file written to for a long time: docs/daemon.md); above
+ * OPEN_VERSION_LARGE_BYTES, each version hashes more, so they come less often.
+ */
+export const OPEN_VERSION_EVERY_MS = 2_000;
+const OPEN_VERSION_LARGE_EVERY_MS = 60_000;
+const OPEN_VERSION_LARGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * fsync(2) asks for durability, not for a version (issue 39 item 7): each one was a version of a
+ * small file, so a database's 600 commits were 600 versions (and its `-wal` file's as many), at 2 ms
+ * each. The bytes go to the mount's journal (a small file's, fdatasync'd) or stay in their staging
+ * file (fsync'd, its record rewritten), which a restart after a crash versions; the version comes at
+ * the close, as for any file. A file held open and changed for longer than OPEN_VERSION_EVERY_MS is
+ * versioned at its next fsync all the same (a database open all day has versions during the day,
+ * each taken right after the tool made its file consistent). If the journal cannot be written,
+ * durability wins: the file is versioned now.
+ */
 export async function fsync(state: MountState, fh: number): Promise<void> {
   const handle = handleOf(state, fh);
   if (handle.fd !== null) return fsyncFd(handle.fd);
   const node = handle.node;
   if (node === null || node.detached) return;
   await node.settled();
+  if (!node.dirty) return;
+  const open = node.writers > node.closedWriters;
+  const every = node.size > OPEN_VERSION_LARGE_BYTES ? OPEN_VERSION_LARGE_EVERY_MS : OPEN_VERSION_EVERY_MS;
+  // A new temp file (write tmp; fsync; rename tmp target — Python's and most editors' safe save) is
+  // never versioned here: its version would outlive the rename.
+  const overdue = open && !state.isHeldTemp(node.path) && Date.now() - node.dirtySinceMs >= every;
   const content = node.content;
-  // A staging file is made durable where it is; a small file is cheaper to version right away.
-  if (content.kind === 'staged') {
+  if (content.kind === 'staged' && !overdue) {
     await content.file.fsync();
     // Still open for writing (this handle at least): what follows the fsync may be half written.
-    await state.journalStaged(node, true, node.writers > node.closedWriters);
+    await state.journalStaged(node, true, open);
+    return;
   }
-  else if (content.kind === 'memory' && node.dirty) {
-    // A new temp file (write tmp; fsync; rename tmp target — Python's and most editors' safe save) is
-    // made durable in the journal instead of being versioned: its version would outlive the rename.
-    // If the journal cannot be written, durability wins: the file is versioned as before.
-    if (state.isHeldTemp(node.path)) {
-      await state.logNode(node);
-      const synced = state.journal.problem === null && (await state.journal.sync().then(() => true, () => false));
-      if (synced) return;
-    }
-    await state.reconciler.now(node.path, true);
+  if (content.kind === 'memory' && !overdue) {
+    if ((await state.logNode(node, open)) && (await state.journal.sync().then(() => true, () => false))) return;
   }
+  await state.reconciler.now(node.path, true);
 }
 
 export async function release(state: MountState, fh: number): Promise<void> {

@@ -2,7 +2,8 @@
 // carry a journal record `<file>.json` naming their project path. They are versioned now, before the
 // mount serves again, so a kill -9 in the settle window loses no closed file. A staging file still
 // being written when the process died has a record marked `open` (written when it started): its bytes
-// are kept as a version whose actor says it was recovered after a crash, never thrown away. Staging
+// are kept as a version whose actor says it was recovered after a crash, never thrown away (so are a
+// small file's bytes the log holds from an fsync mid-write, ops-open.ts). Staging
 // files without any record and records without a file are removed.
 import { open, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -127,7 +128,7 @@ export async function recoverStaging(
     const match = JOURNAL_NAME.exec(name);
     if (match === null || match[1] !== options.projectId || isAlive(Number(match[2]))) continue;
     const file = join(options.stagingDir, name);
-    recovered += await replayJournal(await readFile(file), options.sink, logger);
+    recovered += await replayJournal(await readFile(file), options.sink, options.unclosedSink ?? options.sink, result.unclosed, logger);
     await rm(file, { force: true });
   }
   for (const name of names) {
@@ -209,24 +210,32 @@ async function versionStored(
  * (those before the path's last 'c') are skipped, and a write of what the path already holds records
  * nothing (ifChanged). Replaying the same log twice changes nothing the second time.
  */
-async function replayJournal(bytes: Buffer, sink: MountSink, logger: Logger): Promise<number> {
+async function replayJournal(bytes: Buffer, sink: MountSink, unclosedSink: MountSink, unclosed: string[], logger: Logger): Promise<number> {
   let applied = 0;
   const records = readJournal(bytes);
   const stagedAt = new Map<string, number>();
   const capturedAt = new Map<string, number>();
+  const lastWriteAt = new Map<string, number>();
   records.forEach(({ record }, index) => {
     if (record.op === 's') stagedAt.set(record.path, index);
     if (record.op === 'c') capturedAt.set(record.path, index);
+    if (record.op === 'w') lastWriteAt.set(record.path, index);
   });
   const captured = (path: string, index: number) => index < (capturedAt.get(path) ?? -1);
   for (const [index, { record, data }] of records.entries()) {
     if (record.op === 's' || record.op === 'c') continue;
     if (record.op === 'r' ? captured(record.to, index) : captured(record.path, index)) continue;
     if (record.op === 'w' && index < (stagedAt.get(record.path) ?? -1)) continue; // superseded by its staging file
+    // An fsync mid-write is not a close: only the last such state before a later write counts.
+    if (record.op === 'w' && record.open === true && index < lastWriteAt.get(record.path)!) continue;
     try {
       if (record.op === 'w') {
-        const result = await sink.write(record.path, data ?? new Uint8Array(0), record.exec, record.link === true);
-        if (result.versionIds.length > 0) applied += 1;
+        const open = record.open === true;
+        const result = await (open ? unclosedSink : sink).write(record.path, data ?? new Uint8Array(0), record.exec, record.link === true);
+        if (result.versionIds.length > 0) {
+          if (open) unclosed.push(record.path);
+          else applied += 1;
+        }
       } else if (record.op === 'd') {
         if (typeof (await sink.remove(record.path)) === 'object') applied += 1;
       } else {
