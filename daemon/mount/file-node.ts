@@ -90,6 +90,12 @@ export class FileNode {
    * node stays for that writer (mount-state.ts onExternalChange) until it writes or closes.
    */
   superseded = false;
+  /**
+   * Closed contents a writer opened again before they were captured (Reconciler.freeze): each is a
+   * version of its own, recorded in order before the node's current content. `journalAt`: the
+   * journal's size once its close record was written (what its capture marks as recorded).
+   */
+  frozen: Array<{ bytes: Uint8Array; executable: boolean; journalAt: number }> = [];
   /** running capture, copy-on-write or spill; every operation on the node waits for it first */
   busy: Promise<void> | null = null;
 

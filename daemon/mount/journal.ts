@@ -23,10 +23,11 @@ export type JournalRecord =
   // before this one are older than anything that file holds or was captured as, and must not be
   // replayed over it. Without it, a restart replayed a file's empty first close over its 2 MB capture.
   | { op: 's'; path: string }
-  // Everything journaled for the path before this record is in the engine (the reconciler captured
-  // it): a replay skips those records. Without it, a restart replayed closes that had long been
-  // captured — an empty first close, an older content — as new versions on top of the newest.
-  | { op: 'c'; path: string };
+  // Everything journaled for the path before this record (before byte `upTo` of the log, when given:
+  // a close captured while a later one may already be logged) is in the engine (the reconciler
+  // captured it): a replay skips those records. Without it, a restart replayed closes that had long
+  // been captured — an empty first close, an older content — as new versions on top of the newest.
+  | { op: 'c'; path: string; upTo?: number };
 
 export function journalName(projectId: string, pid: number): string {
   return `journal-${projectId}-${pid}.log`;
@@ -121,6 +122,11 @@ export class MountJournal {
     }
   }
 
+  /** Bytes appended since the log was last started over: where the next record begins. */
+  get length(): number {
+    return this.size;
+  }
+
   /** Makes everything appended so far durable (fsync of a file the mount holds without versioning it). */
   async sync(): Promise<void> {
     const fd = this.fd;
@@ -153,11 +159,12 @@ export class MountJournal {
   }
 }
 
-/** Parses a log; stops at the first torn or unreadable record. */
-export function readJournal(bytes: Buffer): Array<{ record: JournalRecord; data: Buffer | null }> {
-  const out: Array<{ record: JournalRecord; data: Buffer | null }> = [];
+/** Parses a log (`at`: where each record begins); stops at the first torn or unreadable record. */
+export function readJournal(bytes: Buffer): Array<{ record: JournalRecord; data: Buffer | null; at: number }> {
+  const out: Array<{ record: JournalRecord; data: Buffer | null; at: number }> = [];
   let pos = 0;
   while (pos + 4 <= bytes.length) {
+    const at = pos;
     const headerLength = bytes.readUInt32LE(pos);
     if (pos + 4 + headerLength > bytes.length) break;
     let record: JournalRecord;
@@ -169,10 +176,10 @@ export function readJournal(bytes: Buffer): Array<{ record: JournalRecord; data:
     pos += 4 + headerLength;
     if (record.op === 'w') {
       if (pos + record.size > bytes.length) break;
-      out.push({ record, data: bytes.subarray(pos, pos + record.size) });
+      out.push({ record, data: bytes.subarray(pos, pos + record.size), at });
       pos += record.size;
     } else {
-      out.push({ record, data: null });
+      out.push({ record, data: null, at });
     }
   }
   return out;

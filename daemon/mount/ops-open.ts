@@ -39,9 +39,10 @@ export async function open(state: MountState, path: string, flags: number): Prom
       node.handles += 1;
       if (writable && node.dirty && !state.isHeldTemp(node.path) && (node.writers === 0 ? state.reconciler.hasTimer(node.path) : node.writers === node.closedWriters)) {
         // Every writer closed, and that content still waits out its settle delay (or its release):
-        // it is a version of its own (`echo v1 > a.m; echo v2 > a.m` is two), so capture it before
-        // this handle changes it. A failed capture is retried by the reconciler; the open goes on.
-        await state.reconciler.now(node.path, true).catch(() => undefined);
+        // it is a version of its own (`echo v1 > a.m; echo v2 > a.m` is two): set aside for its
+        // capture (a small file), or captured before this handle changes it. A failed capture is
+        // retried by the reconciler; the open goes on.
+        if (!state.reconciler.freeze(node)) await state.reconciler.now(node.path, true).catch(() => undefined);
       }
       if (writable) node.writers += 1;
       const handle = state.newHandle({ node, fd: null, writable, virtual: null });

@@ -214,18 +214,34 @@ async function replayJournal(bytes: Buffer, sink: MountSink, unclosedSink: Mount
   let applied = 0;
   const records = readJournal(bytes);
   const stagedAt = new Map<string, number>();
-  const capturedAt = new Map<string, number>();
+  /** path → the log offset before which its records are in the engine */
+  const capturedBefore = new Map<string, number>();
   const lastWriteAt = new Map<string, number>();
-  records.forEach(({ record }, index) => {
+  // An empty close followed by the path's next close: a shell's `>>` duplicates the descriptor it
+  // opened and closes the original before writing (a FLUSH of the still-empty file), then closes the
+  // one it wrote through. Live, that empty state is never a version (nothing captures it before the
+  // real close); replayed, it was one, before every file a shell appended to.
+  const emptyThenWritten = new Set<number>();
+  const lastRecordOf = new Map<string, number>();
+  records.forEach(({ record, at }, index) => {
     if (record.op === 's') stagedAt.set(record.path, index);
-    if (record.op === 'c') capturedAt.set(record.path, index);
-    if (record.op === 'w') lastWriteAt.set(record.path, index);
+    if (record.op === 'c') capturedBefore.set(record.path, Math.max(capturedBefore.get(record.path) ?? -1, record.upTo ?? at));
+    if (record.op === 'w') {
+      const previous = lastRecordOf.get(record.path);
+      if (previous !== undefined && records[previous]!.record.op === 'w' && (records[previous]!.record as { size: number }).size === 0) emptyThenWritten.add(previous);
+      lastWriteAt.set(record.path, index);
+    }
+    if (record.op === 'r') {
+      lastRecordOf.set(record.from, index);
+      lastRecordOf.set(record.to, index);
+    } else if (record.op !== 'c') lastRecordOf.set(record.path, index);
   });
-  const captured = (path: string, index: number) => index < (capturedAt.get(path) ?? -1);
-  for (const [index, { record, data }] of records.entries()) {
+  const captured = (path: string, at: number) => at < (capturedBefore.get(path) ?? -1);
+  for (const [index, { record, data, at }] of records.entries()) {
     if (record.op === 's' || record.op === 'c') continue;
-    if (record.op === 'r' ? captured(record.to, index) : captured(record.path, index)) continue;
+    if (record.op === 'r' ? captured(record.to, at) : captured(record.path, at)) continue;
     if (record.op === 'w' && index < (stagedAt.get(record.path) ?? -1)) continue; // superseded by its staging file
+    if (emptyThenWritten.has(index)) continue;
     // An fsync mid-write is not a close: only the last such state before a later write counts.
     if (record.op === 'w' && record.open === true && index < lastWriteAt.get(record.path)!) continue;
     try {
