@@ -28,6 +28,17 @@ export function toFuseStat(s: import('node:fs').Stats): FuseStat {
   };
 }
 
+/** xattr calls on a real file of the backing directory (native/fuse src/xattrs.c): lengths, 0, or -errno. */
+export interface BackingXattrs {
+  get(real: string, name: string, into: Buffer): number;
+  list(real: string, into: Buffer): number;
+  set(real: string, name: string, value: Buffer, flags: number): number;
+  remove(real: string, name: string): number;
+}
+
+const NOT_SUPPORTED = -95;
+const NO_XATTRS: BackingXattrs = { get: () => NOT_SUPPORTED, list: () => NOT_SUPPORTED, set: () => NOT_SUPPORTED, remove: () => NOT_SUPPORTED };
+
 export class Backing {
   /** temp names handed out (tempPath) */
   #temps = 0;
@@ -36,6 +47,8 @@ export class Backing {
     readonly root: string,
     /** mknod(2) (native/fuse; Node has none): 0 or the errno */
     private readonly makeNode: (real: string, mode: number, dev: number) => number = () => 38,
+    /** xattr calls on its files (native/fuse; Node has none) */
+    readonly xattrs: BackingXattrs = NO_XATTRS,
   ) {}
 
   /** A FIFO, socket or device node; owned by `owner` when the daemon may give it away (root). */

@@ -19,6 +19,9 @@ export const E = {
   NAMETOOLONG: -36,
   NOTEMPTY: -39,
   BUSY: -16,
+  RANGE: -34,
+  TOOBIG: -7,
+  NODATA: -61,
   NOTSUP: -95,
 } as const;
 

@@ -58,6 +58,9 @@ export interface FuseStatfs {
   namemax: number;
 }
 
+/** A getxattr's or listxattr's answer: the bytes, or their length when the caller asked for it (size 0). */
+export type XattrAnswer = { bytes: Buffer } | { length: number };
+
 /** Every callback takes 0 or a negative errno first; read/write take a byte count (or negative errno). */
 export type Done = (errno: number) => void;
 
@@ -65,6 +68,8 @@ export type Done = (errno: number) => void;
 export interface Creator {
   uid: number;
   gid: number;
+  /** its umask, for the mount to apply (the kernel leaves it to us when POSIX ACLs are on: attrs.ts created) */
+  umask?: number;
 }
 
 export interface FuseOps {
@@ -103,6 +108,17 @@ export interface FuseOps {
   /** A time given as NaN is left as it is (a setattr that sets only the other one). */
   utimens?(path: string, atime: number, mtime: number, cb: Done): void;
   mknod?(path: string, mode: number, dev: number, cb: Done, creator?: Creator): void;
+  /** `size` 0: the caller asks for the length only (answered as `length`) */
+  getxattr?(path: string, name: string, size: number, cb: (errno: number, value?: XattrAnswer) => void): void;
+  listxattr?(path: string, size: number, cb: (errno: number, value?: XattrAnswer) => void): void;
+  setxattr?(path: string, name: string, value: Buffer, flags: number, cb: Done): void;
+  /**
+   * Whether a kept file may have file capabilities (security.capability) at mount time; until one is
+   * set, the C side answers the kernel's question before each write without JS. Ignored files brought
+   * in with capabilities by `--import` are not known to it (their capabilities are not dropped on write).
+   */
+  capsInUse?(): boolean;
+  removexattr?(path: string, name: string, cb: Done): void;
   /**
    * Write-behind (native/fuse src/write_behind.c): may the C side keep the appended bytes and the times
    * of the file just created under handle `fd`? Only for a new, empty file in memory; null otherwise.

@@ -6,7 +6,7 @@
 // every create, mkdir, chmod, chown and utimens with a getattr request of its own (126,160 getattr for
 // 20,000 files, each a full thread round trip). Here the reply to the change carries the attributes,
 // from one extra getattr call in JS that costs no hand-off.
-import type { Creator, Done, FuseOps, FuseStat, FuseStatfs } from './fuse-binding.js';
+import type { Creator, Done, FuseOps, FuseStat, FuseStatfs, XattrAnswer } from './fuse-binding.js';
 import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
 import { InodeTable } from './fuse-inodes.js';
 import { NameRequests } from './fuse-names.js';
@@ -15,6 +15,8 @@ import { applySetattr } from './fuse-setattr.js';
 const ENOENT = 2;
 const EIO = 5;
 const ENOSYS = 38;
+const ENOTSUP = 95;
+const CAPABILITY = 'security.capability';
 const ENAMETOOLONG = 36;
 const NAME_MAX = 255;
 const S_IFMT = 0o170000;
@@ -59,6 +61,7 @@ export class LowLevelSession {
 
   mount(mnt: string, mountOptions: string): void {
     this.handle = this.native.mount(mnt, mountOptions, this.dispatch, this.options.maxWrite, this.scratch, this.options.opTimeoutMs);
+    if (this.ops.capsInUse?.() === true) this.native.capsInUse(this.handle);
   }
 
   close(): void {
@@ -143,7 +146,7 @@ export class LowLevelSession {
 
   /** The creating caller native/fuse put in scratch[14..15] (src/fuse_ll.c dispatch); read before any await. */
   private creator(): Creator {
-    return { uid: this.scratch[14]!, gid: this.scratch[15]! };
+    return { uid: this.scratch[14]!, gid: this.scratch[15]!, umask: this.scratch[11]! };
   }
 
   /**
@@ -439,6 +442,43 @@ export class LowLevelSession {
           native.replyStatfs(id);
         });
         return;
+      case Op.Getxattr:
+      case Op.Listxattr: {
+        const answer = (errno: number, value?: XattrAnswer) => {
+          if (errno !== 0 || value === undefined) native.replyErr(id, errno !== 0 ? -errno : EIO);
+          else if ('length' in value) native.replyXattr(id, value.length);
+          else native.replyBuf(id, value.bytes, value.bytes.length);
+        };
+        if (op === Op.Getxattr) {
+          if (ops.getxattr === undefined) native.replyErr(id, ENOTSUP);
+          else ops.getxattr(path, name, n1, answer);
+        } else if (ops.listxattr === undefined) native.replyErr(id, ENOTSUP);
+        else ops.listxattr(path, n1, answer);
+        return;
+      }
+      case Op.Setxattr:
+      case Op.Removexattr: {
+        // An access ACL changes the mode: what the C side would answer for the inode by itself goes.
+        const done = (errno: number) => {
+          if (errno === 0 && this.handle !== null) {
+            this.native.attrDrop(this.handle, ino);
+            // File capabilities now exist: the kernel's questions about them go to JS (src/fuse_ll.c).
+            if (op === Op.Setxattr && name === CAPABILITY) this.native.capsInUse(this.handle);
+          }
+          native.replyErr(id, errno < 0 ? -errno : errno);
+        };
+        if (op === Op.Removexattr) {
+          if (ops.removexattr === undefined) native.replyErr(id, ENOTSUP);
+          else ops.removexattr(path, name, done);
+          return;
+        }
+        // The value is lent by native/fuse (the request buffer) like a write's bytes: copied now.
+        const at = this.scratch[12]!;
+        const value = s2 instanceof Buffer ? (at >= 0 ? Buffer.from(s2.subarray(at, at + this.scratch[13]!)) : s2) : Buffer.alloc(0);
+        if (ops.setxattr === undefined) native.replyErr(id, ENOTSUP);
+        else ops.setxattr(path, name, value, n1, done);
+        return;
+      }
       case Op.Access:
         if (ops.access === undefined) native.replyErr(id, 0);
         else ops.access(path, n1, this.reply(id));

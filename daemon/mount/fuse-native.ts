@@ -30,6 +30,10 @@ export enum Op {
   Closed,
   /** not a kernel request: native/fuse hands over a new file's kept bytes and times (src/write_behind.c) */
   Absorb,
+  Setxattr,
+  Getxattr,
+  Listxattr,
+  Removexattr,
 }
 
 export interface NativeHandle {
@@ -44,6 +48,15 @@ export interface NativeFuse {
   close(handle: NativeHandle): void;
   /** mknod(2) on a real path: 0 or the errno (src/serve.c). */
   mknod(path: string, mode: number, dev: number): number;
+  /** lgetxattr(2) into `into`: the value's length (copied when it fits), or -errno (src/xattrs.c); likewise the others. */
+  backingGetxattr(path: string, name: string, into: Buffer): number;
+  backingListxattr(path: string, into: Buffer): number;
+  backingSetxattr(path: string, name: string, value: Buffer, flags: number): number;
+  backingRemovexattr(path: string, name: string): number;
+  /** Some file may have file capabilities: the kernel's questions about them go to JS from now on (src/xattrs.c). */
+  capsInUse(handle: NativeHandle): void;
+  /** The length a getxattr or listxattr asked with size 0 is answered (src/xattrs.c). */
+  replyXattr(id: number, size: number): boolean;
   invalidate(handle: NativeHandle, ino: number, name: string | null): Promise<number>;
   /** The attributes in scratch are what the C side may answer for `ino` (src/replies.c attrFill). */
   attrFill(handle: NativeHandle, ino: number, attrTimeoutS: number): void;

@@ -11,6 +11,7 @@ import { chmod, chown, mknod, readlink, symlink, utimens } from './ops-meta.js';
 import { link } from './ops-links.js';
 import { rename, unlink } from './ops-names.js';
 import { absorb, create, flush, fsync, open, release, writeBehind } from './ops-open.js';
+import { getxattr, listxattr, removexattr, setxattr } from './ops-xattr.js';
 import { fromFuse } from './paths.js';
 
 /** Per-operation counts and time spent answering (ms): `strata status` / benchmarks show where time goes. */
@@ -104,6 +105,11 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     },
     symlink: (target, path, cb, creator) => run('symlink', path, () => symlink(state, target, fromFuse(path), creator), cb),
     readlink: (path, cb) => run('readlink', path, () => readlink(state, fileOf(path)), cb),
+    getxattr: (path, name, size, cb) => run('getxattr', path, () => getxattr(state, fileOf(path), name, size), cb),
+    listxattr: (path, size, cb) => run('listxattr', path, () => listxattr(state, fileOf(path), size), cb),
+    setxattr: (path, name, value, flags, cb) => run('setxattr', path, () => setxattr(state, fileOf(path), name, value, flags), cb),
+    removexattr: (path, name, cb) => run('removexattr', path, () => removexattr(state, fileOf(path), name), cb),
+    capsInUse: () => state.attrs.anyXattr('security.capability'),
     writeBehind: (fd) => writeBehind(state, fd),
     absorb: (fd, data, mtimeMs, ctimeMs, journaled, perm) => {
       const started = performance.now();

@@ -171,7 +171,12 @@ export class MountedProject {
       projectId: options.projectId,
       store: options.store,
       ns,
-      backing: new Backing(backingRoot, (real, mode, dev) => Fuse.mknod(real, mode, dev)),
+      backing: new Backing(backingRoot, (real, mode, dev) => Fuse.mknod(real, mode, dev), {
+        get: (real, name, into) => Fuse.backingGetxattr(real, name, into),
+        list: (real, into) => Fuse.backingListxattr(real, into),
+        set: (real, name, value, flags) => Fuse.backingSetxattr(real, name, value, flags),
+        remove: (real, name) => Fuse.backingRemovexattr(real, name),
+      }),
       pool,
       sink: options.sink,
       journal: MountJournal.forProject(options.stagingDir, options.projectId),

@@ -15,7 +15,7 @@ export async function mkdir(state: MountState, path: string, mode: number, creat
   if (parent === null) fail(E.NOENT);
   if (parent.kind !== 'dir') fail(E.NOTDIR);
   if (!parent.versioned || state.backingCandidate(path, true)) {
-    await state.backing.mkdir(path, mode);
+    await state.backing.mkdir(path, mode & ~(creator?.umask ?? 0));
     await state.backing.giveTo(path, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
     state.backingDirs.add(path);
     state.noteIfUnversionable(path, parent.versioned);
@@ -31,7 +31,7 @@ export async function mkdir(state: MountState, path: string, mode: number, creat
   ns.addExplicitDir(path);
   ns.setEntry(path, 'dir');
   ns.markNewDir(path);
-  state.attrs.created(path, 'dir', false, mode, creator);
+  state.attrs.created(path, 'dir', mode, creator);
 }
 
 async function isEmpty(state: MountState, path: string, versioned: boolean): Promise<boolean> {

@@ -126,7 +126,7 @@ export async function mknod(state: MountState, path: string, mode: number, dev: 
   const parent = await state.resolve(parentOf(path));
   if (parent === null) fail(E.NOENT);
   if (parent.kind !== 'dir') fail(E.NOTDIR);
-  await state.backing.mknod(path, mode, dev, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
+  await state.backing.mknod(path, mode & ~(creator?.umask ?? 0), dev, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
   if (parent.versioned && !state.backingCandidate(path)) {
     state.attrs.markSpecial(path, mode);
     state.ns.touchDir(parentOf(path));
@@ -150,7 +150,7 @@ export async function symlink(state: MountState, target: string, path: string, c
     return;
   }
   const node = FileNode.link(path, Buffer.from(target), state.now());
-  state.attrs.created(path, 'file', false, 0o644, creator);
+  state.attrs.created(path, 'file', 0o644, creator === undefined ? undefined : { uid: creator.uid, gid: creator.gid });
   placeNode(state, node, path, null);
 }
 

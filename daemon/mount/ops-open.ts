@@ -2,6 +2,7 @@
 // file schedules its capture when it is released (close); the capture itself waits for the settle
 // delay (reconciler.ts) so an editor's rename-into-place lands first — unless the file is opened for
 // writing again meanwhile: every close that changed content is a version.
+import { ACL_ACCESS } from './acl.js';
 import { closeFd, fsyncFd } from './backing.js';
 import { E, fail, toErrno } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
@@ -72,7 +73,7 @@ export async function create(state: MountState, path: string, mode: number, crea
   if (parent === null) fail(E.NOENT);
   if (parent.kind !== 'dir') fail(E.NOTDIR);
   if (!parent.versioned || state.backingCandidate(path, false)) {
-    const fd = await state.backing.create(path, mode);
+    const fd = await state.backing.create(path, mode & ~(creator?.umask ?? 0));
     await state.backing.giveTo(path, creator === undefined ? undefined : { uid: creator.uid, gid: state.attrs.groupFor(path, creator) });
     state.noteIfUnversionable(path, parent.versioned);
     return state.newHandle({ node: null, fd, writable: true, virtual: null }).id;
@@ -80,8 +81,7 @@ export async function create(state: MountState, path: string, mode: number, crea
   const { ns } = state;
   const node = new FileNode(path, null, state.now());
   node.content = { kind: 'memory', buf: Buffer.alloc(0) };
-  node.executable = (mode & 0o100) !== 0;
-  state.attrs.created(path, 'file', node.executable, mode, creator);
+  node.executable = (state.attrs.created(path, 'file', mode, creator) & 0o100) !== 0;
   // A new empty file is a change too (`touch __init__.py` matters).
   node.dirty = true;
   node.handles = 1;
@@ -107,7 +107,9 @@ export function writeBehind(state: MountState, fh: number): WriteBehind | null {
   const handle = state.handles.get(fh);
   const node = handle?.node;
   if (handle === undefined || node === null || node === undefined || !handle.writable) return null;
-  const fresh = node.base === null && node.content.kind === 'memory' && node.size === 0 && node.handles === 1 && node.writers === 1 && node.busy === null && !node.detached;
+  // A file that got its directory's default ACL keeps its mode and ACL in step in JS (attrs.ts): the C
+  // side's chmod would change the one without the other.
+  const fresh = node.base === null && node.content.kind === 'memory' && node.size === 0 && node.handles === 1 && node.writers === 1 && node.busy === null && !node.detached && state.attrs.xattr(node.path, ACL_ACCESS) === undefined;
   if (!fresh) return null;
   // While the C side keeps the file, its path and exec bit stay as they are now (a rename or an exec
   // bit change is a request that hands the file back first), so its close record can be written there:

@@ -6,7 +6,7 @@
   "targets": [
     {
       "target_name": "strata_fuse",
-      "sources": ["src/serve.c", "src/fuse_ll.c", "src/replies.c", "src/attrs.c", "src/write_behind.c", "src/slots.c", "src/read_maps.c", "src/names.c"],
+      "sources": ["src/serve.c", "src/fuse_ll.c", "src/replies.c", "src/attrs.c", "src/write_behind.c", "src/slots.c", "src/read_maps.c", "src/names.c", "src/xattrs.c"],
       "defines": ["NAPI_VERSION=8"],
       "cflags": ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter", "<!@(pkg-config --cflags fuse3)"],
       "libraries": ["<!@(pkg-config --libs fuse3)", "-lm"],

@@ -21,7 +21,8 @@
 static int about_one_inode(int op) {
   switch (op) {
     case OP_GETATTR: case OP_SETATTR: case OP_READLINK: case OP_OPEN: case OP_READ: case OP_WRITE:
-    case OP_FLUSH: case OP_RELEASE: case OP_FSYNC: case OP_ACCESS:
+    case OP_FLUSH: case OP_RELEASE: case OP_FSYNC: case OP_ACCESS: case OP_SETXATTR: case OP_GETXATTR:
+    case OP_LISTXATTR: case OP_REMOVEXATTR:
       return 1;
     default:
       return 0;
@@ -52,11 +53,14 @@ static void dispatch(fuse_req_t req, int op, double ino, double n1, double n2, c
     }
     attr_forwarded(m->attrs, (fuse_ino_t)ino);
     // Who creates: a new file, directory, node or link belongs to the calling process's fsuid/fsgid
-    // (JS reads them from scratch[14..15], which nothing else uses).
+    // (JS reads them from scratch[14..15], which nothing else uses), and its mode is masked by the
+    // process's umask (scratch[11]) unless its directory's default ACL says otherwise: the kernel
+    // leaves both to us (FUSE_CAP_DONT_MASK, ll_init).
     if (op == OP_CREATE || op == OP_MKDIR || op == OP_MKNOD || op == OP_SYMLINK) {
       const struct fuse_ctx *ctx = fuse_req_ctx(req);
       m->scratch[14] = (double)ctx->uid;
       m->scratch[15] = (double)ctx->gid;
+      m->scratch[11] = m->dont_mask ? (double)ctx->umask : 0;
     }
   } else {
     attr_drop(m->attrs, (fuse_ino_t)ino);
@@ -108,6 +112,13 @@ static void ll_init(void *userdata, struct fuse_conn_info *conn) {
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
   // The kernel drops a file's cached pages when a getattr reply shows a new mtime/size (a restore).
   if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+  // POSIX ACLs (issue 39 item 4): the kernel enforces them (with default_permissions) and caches them;
+  // we keep them (xattrs), keep the mode in step with them, and give new files their directory's
+  // default ACL — which is why the umask is ours to apply too (DONT_MASK: a default ACL replaces it).
+  if ((conn->capable & FUSE_CAP_POSIX_ACL) && (conn->capable & FUSE_CAP_DONT_MASK)) {
+    conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
+    m->dont_mask = 1;
+  }
   conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
   if (m->max_write > 0) conn->max_write = m->max_write;
   conn->max_read = 0;
@@ -280,11 +291,35 @@ static void ll_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
   dispatch(req, OP_CREATE, (double)parent, mode, fi->flags, mapped, NULL, NULL, 0);
 }
 
+// Extended attributes (POSIX ACLs among them): the name as the first string, a set's value as the
+// request's bytes; the reply buffer's size (0: "how long is it") and a set's flags as numbers.
+static void ll_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size, int flags) {
+  dispatch(req, OP_SETXATTR, (double)ino, (double)flags, 0, name, NULL, value == NULL ? "" : value, size);
+}
+static void ll_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size) {
+  // Before every write the kernel asks whether the file has file capabilities to drop
+  // (security.capability; file_remove_privs): one request per write, which also handed write-behind's
+  // file to JS each time. Answered here while no file has any.
+  mount_t *m = fuse_req_userdata(req);
+  if (!m->caps_in_use && strcmp(name, "security.capability") == 0) {
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
+  dispatch(req, OP_GETXATTR, (double)ino, (double)size, 0, name, NULL, NULL, 0);
+}
+static void ll_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  dispatch(req, OP_LISTXATTR, (double)ino, (double)size, 0, NULL, NULL, NULL, 0);
+}
+static void ll_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name) {
+  dispatch(req, OP_REMOVEXATTR, (double)ino, 0, 0, name, NULL, NULL, 0);
+}
+
 const struct fuse_lowlevel_ops LL_OPS = {
   .init = ll_init, .lookup = ll_lookup, .forget = ll_forget, .getattr = ll_getattr, .setattr = ll_setattr,
   .readlink = ll_readlink, .mknod = ll_mknod, .mkdir = ll_mkdir, .unlink = ll_unlink, .rmdir = ll_rmdir,
   .symlink = ll_symlink, .rename = ll_rename, .link = ll_link, .open = ll_open, .read = ll_read,
   .write = ll_write, .flush = ll_flush, .release = ll_release, .fsync = ll_fsync, .opendir = ll_opendir,
   .readdir = ll_readdir, .releasedir = ll_releasedir, .statfs = ll_statfs, .access = ll_access,
-  .create = ll_create,
+  .create = ll_create, .setxattr = ll_setxattr, .getxattr = ll_getxattr, .listxattr = ll_listxattr,
+  .removexattr = ll_removexattr,
 };

@@ -22,7 +22,8 @@ enum {
   OP_LOOKUP = 0, OP_FORGET, OP_GETATTR, OP_SETATTR, OP_READLINK, OP_MKNOD, OP_MKDIR, OP_UNLINK, OP_RMDIR,
   OP_SYMLINK, OP_RENAME, OP_LINK, OP_OPEN, OP_READ, OP_WRITE, OP_FLUSH, OP_RELEASE, OP_FSYNC, OP_OPENDIR,
   OP_READDIR, OP_RELEASEDIR, OP_STATFS, OP_ACCESS, OP_CREATE, OP_CLOSED,
-  OP_ABSORB  // not a kernel request: write_behind.c hands a new file's kept bytes and times to JS
+  OP_ABSORB,  // not a kernel request: write_behind.c hands a new file's kept bytes and times to JS
+  OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR
 };
 
 #define SCRATCH_LEN 16
@@ -88,6 +89,8 @@ typedef struct mount_s {
   // it without a copy: see dispatch in fuse_ll.c. NULL where external buffers are refused (then copied).
   napi_ref recv_view;
   int buf_lent;         // buf.mem belongs to recv_view's finalizer, not to mount_free
+  int dont_mask;        // the kernel sends modes without the umask applied (POSIX ACLs: fuse_ll.c ll_init)
+  int caps_in_use;      // some file may have a security.capability xattr (JS says so: xattrs.c capsInUse)
 } mount_t;
 
 // Requests are read into a buffer of our own this large; libfuse reads at most its bufsize (1 MiB of
@@ -125,6 +128,9 @@ void wb_spill(mount_t *m, fuse_ino_t ino);
 void wb_spill_all(mount_t *m);
 void wb_free_all(mount_t *m);
 void define_write_behind_exports(napi_env env, napi_value exports);
+
+// xattrs.c: replyXattr, and xattr calls on the backing directory's files.
+void define_xattr_exports(napi_env env, napi_value exports);
 
 // read_maps.c: reads of stored content served on the thread pool, without JS.
 int maps_read(mount_t *m, fuse_req_t req, uint64_t fh, size_t size, off_t off);

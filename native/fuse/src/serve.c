@@ -352,6 +352,7 @@ static napi_value init_module(napi_env env, napi_value exports) {
   define_replies(env, exports);
   define_attr_exports(env, exports);
   define_write_behind_exports(env, exports);
+  define_xattr_exports(env, exports);
   define_read_map_exports(env, exports);
   return exports;
 }
