@@ -19,6 +19,7 @@ export async function captureNode(state: MountState, node: FileNode, at?: string
     const content = node.content;
     let payload: SinkContent;
     let adopted: { file: StagingFile; hash: ContentHash; size: number } | null = null;
+    let allocated: number | null = null;
     if (content.kind === 'memory') {
       // A copy (writes may continue meanwhile) that owns its memory, so it can move to the capture thread.
       const copy = new Uint8Array(node.size);
@@ -34,6 +35,8 @@ export async function captureNode(state: MountState, node: FileNode, at?: string
         const finishing = state.now();
         const { hash, size } = await content.file.finish();
         state.logger.debug({ path, size, ms: state.now() - finishing }, 'mount: staging file finished');
+        // Written with holes (`dd seek=`, a preallocated database)? Its blocks, before the store takes the file.
+        allocated = await content.file.allocated();
         // A write that failed (ENOSPC, reported to the tool) left the file shorter than the size the
         // kernel was told: what it holds is its content, and its size.
         node.size = size;
@@ -61,6 +64,8 @@ export async function captureNode(state: MountState, node: FileNode, at?: string
       await adopted.file.unjournal();
     }
     const { entry } = result;
+    // Noted under the version's content hash (a dataset's is its manifest's): every version and restore of these bytes shows them.
+    if (allocated !== null && entry.contentHash !== null) state.sparse.note(entry.contentHash, entry.size, allocated);
     node.base = baseOf(entry);
     node.enginePath = path;
     // Its bytes are the path's newest version now, over whatever change had superseded it.

@@ -3,6 +3,7 @@
 import type { ContentStore } from '../../engine/ports/content-store.js';
 import { type AttrRows, attrRowsIn, MountAttrs } from './attrs.js';
 import { linkRowsIn } from './link-groups.js';
+import { sparseRowsIn } from './sparse.js';
 import { MountTimes, type TimeRows, timeRowsIn } from './times.js';
 import { StrataError } from '../../engine/errors.js';
 import { InPlaceDir } from './in-place/in-place.js';
@@ -69,6 +70,7 @@ class MountHost implements ProjectHost {
         attrRows,
         linkRows: linkRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
         timeRows,
+        sparseRows: sparseRowsIn(ctx.state.db, ctx.projectId, ctx.logger),
         sink: thread === null ? inProcess : announcing(thread, ctx.versioned),
         recoverySink: inProcess,
         unclosedSink: createEngineSink(ctx.engine, ctx.projectId, { ...ctx.actor, name: `${ctx.actor.name}${RECOVERED_ACTOR_SUFFIX}` }),

@@ -13,6 +13,7 @@ import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { baseOf, FileNode, type Handle } from './file-node.js';
 import type { JournalRecord, MountJournal } from './journal.js';
+import { SparseBlocks } from './sparse.js';
 import type { LinkGroups } from './link-groups.js';
 import type { ContentMaps } from './mapped-reads.js';
 import type { FuseStat } from './fuse-binding.js';
@@ -56,6 +57,8 @@ export interface MountStateDeps {
   links: LinkGroups;
   /** times of versioned files other than their versions' timestamps (times.ts; default: in memory) */
   times?: MountTimes;
+  /** blocks of sparse contents (sparse.ts; default: in memory) */
+  sparse?: SparseBlocks;
   logger: Logger;
   /** names conflict copies of files the project's tree refuses (reconciler.ts) */
   workstation?: string;
@@ -84,6 +87,8 @@ export class MountState {
   readonly backingDirs = new Set<string>();
   /** times of files without local state (utimens, an import, a node gone idle), valid while the version is current */
   readonly times: MountTimes;
+  /** st_blocks of contents written with holes (sparse.ts) */
+  readonly sparse: SparseBlocks;
   reconciler!: Reconciler;
   /** kernel requests answered in the current and the previous activity window */
   private opsNow = 0;
@@ -110,6 +115,7 @@ export class MountState {
     this.attrs = deps.attrs;
     this.links = deps.links;
     this.times = deps.times ?? new MountTimes(null, deps.now);
+    this.sparse = deps.sparse ?? new SparseBlocks(null);
     this.logger = deps.logger;
     this.workstation = deps.workstation ?? 'mount';
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };

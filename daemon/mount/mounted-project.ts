@@ -27,6 +27,7 @@ import { cleanStaleMount, detachMount } from './stale-mount.js';
 import { mountSharing } from './sharing.js';
 import { raiseReadahead } from './readahead.js';
 import { StagingPool } from './staging-pool.js';
+import { SparseBlocks, type SparseRows } from './sparse.js';
 import { MountTimes, type TimeRows } from './times.js';
 
 export interface MountProjectOptions {
@@ -47,6 +48,8 @@ export interface MountProjectOptions {
   linkRows?: LinkRows;
   /** file times (times.ts); memory only when absent */
   timeRows?: TimeRows;
+  /** blocks of sparse contents (sparse.ts); memory only when absent */
+  sparseRows?: SparseRows;
   sink: MountSink;
   /**
    * Replays what a crashed run left (recovery.ts) before the mount serves anything: record by record,
@@ -183,6 +186,7 @@ export class MountedProject {
       attrs: new MountAttrs(options.attrRows ?? null, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }),
       links,
       times: new MountTimes(options.timeRows ?? null, now),
+      sparse: new SparseBlocks(options.sparseRows ?? null),
       logger,
       workstation: options.workstation ?? hostname().split('.')[0],
       isIgnored: (path, isDir) => ignore.ignores(path, isDir),

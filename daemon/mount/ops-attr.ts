@@ -3,6 +3,7 @@
 import { statfs as statfsCall } from 'node:fs/promises';
 import { toFuseStat } from './backing.js';
 import { E, fail } from './errno.js';
+import type { FileNode } from './file-node.js';
 import type { FuseStat, FuseStatfs } from './fuse-binding.js';
 import { type MountState, VIRTUAL_DIR, VIRTUAL_FILE, VIRTUAL_GITIGNORE } from './mount-state.js';
 import { baseName, isFuseHidden } from './paths.js';
@@ -27,6 +28,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'node': {
       const { node } = resolved;
       const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
+      stat.blocks = await blocksOf(state, node);
       // native/fuse may answer with these until a request about this file reaches JS (src/attrs.c).
       if (!node.detached) stat.cacheable = true;
       if (node.symlink) stat.mode = S_IFLNK | 0o777;
@@ -39,6 +41,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
       const { entry } = resolved;
       const times = state.timesOf(path, entry);
       const stat = state.fileStat(entry.size, entry.executable, times.mtimeMs, times.ctimeMs, state.attrs.of(path, 'file', entry.executable), times.atimeMs);
+      stat.blocks = state.sparse.of(entry.contentHash, entry.size);
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       stat.cacheable = true;
       countNames(state, path, stat);
@@ -66,6 +69,17 @@ export async function fgetattr(state: MountState, path: string, fh: number): Pro
   if (node.symlink) stat.mode = S_IFLNK | 0o777;
   stat.nlink = 0;
   return stat;
+}
+
+/**
+ * What a file's bytes take (st_blocks): a file being written, its staging file's (holes stay holes
+ * there); an unchanged one, its content's (sparse.ts); one in memory, its size's.
+ */
+async function blocksOf(state: MountState, node: FileNode): Promise<number> {
+  const content = node.content;
+  if (content.kind === 'staged') return (await content.file.allocated()) ?? Math.ceil(node.size / 512);
+  if (content.kind === 'base') return state.sparse.of(node.base?.hash, node.size);
+  return Math.ceil(node.size / 512);
 }
 
 /** A hard-linked versioned file: nlink counts its names, and the binding gives them one inode. */

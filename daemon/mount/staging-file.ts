@@ -7,7 +7,7 @@
 // (one worker, message order), so they observe every earlier write. A failure of a deferred write
 // (ENOSPC, EIO) is reported by the next write, flush (close) or fsync of the file, like NFS does.
 import { writeFileSync } from 'node:fs';
-import { open, rm } from 'node:fs/promises';
+import { open, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { StrataError } from '../../engine/errors.js';
 import type { ContentHash } from '../../engine/types.js';
@@ -218,6 +218,14 @@ export class StagingFile {
     }
     const failure = this.takeFailure();
     if (failure !== null) throw failure;
+  }
+
+  /** The 512-byte blocks the file takes on disk so far (st_blocks), or null when it cannot be told. */
+  async allocated(): Promise<number | null> {
+    return stat(this.path).then(
+      (st) => st.blocks,
+      () => null,
+    );
   }
 
   async fsync(): Promise<void> {
