@@ -216,6 +216,18 @@ print(open('hl/o2.txt').read(), end='')"`,
     }
   }, 120_000);
 
+  it('a name whose file came from another name (a rename, a hard link) is removed, not given way to its older version', async () => {
+    // pjdfstest rename/23: the removals of dst (src's file, renamed over it) and lnk (old dst's other
+    // name) took the other name's version for the one they showed, gave way to their own older
+    // versions (mount-removal-gives-way.test.ts), and both names came back.
+    await inMount(m, 'mkdir rl && touch rl/src rl/dst && ln rl/dst rl/lnk');
+    await m.idle();
+    await inMount(m, 'mv rl/src rl/dst && rm rl/dst rl/lnk');
+    await m.idle();
+    expect((await inMount(m, 'ls -A rl')).stdout).toBe('');
+    for (const name of ['rl/src', 'rl/dst', 'rl/lnk']) expect(await m.stat(name), name).toBeNull();
+  }, 90_000);
+
   it('keep links, nlink and modes across a restart of the daemon', async () => {
     await writeFile(at('r1.txt'), 'kept\n');
     await link(at('r1.txt'), at('r2.txt'));

@@ -21,7 +21,10 @@ export async function removeVersioned(state: MountState, path: string, node: Fil
     }
   }
   // A node's base of '' is content it computed itself (capture.ts), no version: nothing to compare.
-  const base = node === null ? shown : node.base?.versionId || undefined;
+  // Nor is a base at another name (a rename or a hard link's name not recorded yet): it is not the
+  // version this name showed, and the removal gave way to the name's own, older version — `mv src
+  // dst; rm dst lnk` with `lnk` a second name of the old `dst` brought both back (pjdfstest rename/23).
+  const base = node === null ? shown : node.enginePath === path ? node.base?.versionId || undefined : undefined;
   const marker: GoneMarker = { kind: 'gone', movedTo: null, dir: false, ...(base === undefined ? {} : { shown: base }) };
   ns.gone.set(path, marker);
   ns.deleteEntry(path);
