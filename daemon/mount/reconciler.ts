@@ -295,6 +295,14 @@ export class Reconciler {
         node.enginePath = node.path;
         this.noteVersion(node.path, result.entry.versionId, result.entry.timestamp);
       }
+    } else if (origin !== null) {
+      // Its marker no longer stands at the engine name: the node came back to it (`mv d e; mv e d`
+      // within the settle delay: placeNode took the marker away) or the name was taken meanwhile.
+      // There is no rename to record. Kept, the origin held the node in the namespace for good, and
+      // with it the directory's gone marker above it (never "idle": the mount's pending count stayed
+      // at 1, a snapshot waited for it, and the marker hid the engine's other files below the
+      // directory from the mount's listings; found by test/mount-fsstress.test.ts).
+      node.originMarker = null;
     }
     let captured = origin !== null;
     if (node.dirty || node.enginePath !== node.path) {
