@@ -51,32 +51,50 @@ export interface TreeDisturbances {
   restores: number;
   /** restores refused for a directory in the way */
   refused: string[];
+  /** calls that failed otherwise (each with how long it took): a defect, reported by the caller */
+  failures: string[];
+  /** the longest snapshot or restore call, ms */
+  slowestMs: number;
 }
 
 /**
- * Until `stop()`: a snapshot every 100–500 ms, and after the 3rd and the 6th a restore of one taken
- * earlier. A restore refused for a directory in the way (409 PATH_IS_DIRECTORY: a worker's file is
- * open or unversioned there) is a right answer; any other failure is thrown.
+ * Until `stop()`: a snapshot every 100–500 ms and, with `restores`, after the 3rd and the 6th a
+ * restore of one taken earlier. A restore refused for a directory in the way (409 PATH_IS_DIRECTORY:
+ * a worker's file is open or unversioned there) is a right answer. Other failures are collected, not
+ * thrown, so that the run goes on and the caller reports them all.
  */
-export async function disturbTree(control: Control, seed: number, stop: () => boolean): Promise<TreeDisturbances> {
+export async function disturbTree(control: Control, seed: number, stop: () => boolean, restores: boolean): Promise<TreeDisturbances> {
   const random = prng(seed);
-  const done: TreeDisturbances = { snapshots: 0, restores: 0, refused: [] };
+  const done: TreeDisturbances = { snapshots: 0, restores: 0, refused: [], failures: [], slowestMs: 0 };
   const snapshots: string[] = [];
+  const timed = async <T>(call: () => Promise<T>): Promise<T> => {
+    const started = Date.now();
+    try {
+      return await call();
+    } finally {
+      done.slowestMs = Math.max(done.slowestMs, Date.now() - started);
+    }
+  };
   while (!stop()) {
     await sleep(100 + Math.floor(random() * 400));
     if (stop()) break;
-    const snapshot = await control.api<{ snapshotId: string }>('POST', control.project('/fs/snapshots'), { message: `fsstress ${seed}` });
-    snapshots.push(snapshot.snapshotId);
-    done.snapshots += 1;
-    if (done.snapshots !== 3 && done.snapshots !== 6) continue;
+    try {
+      const snapshot = await timed(() => control.api<{ snapshotId: string }>('POST', control.project('/fs/snapshots'), { message: `fsstress ${seed}` }));
+      snapshots.push(snapshot.snapshotId);
+      done.snapshots += 1;
+    } catch (error) {
+      done.failures.push((error as Error).message);
+      continue;
+    }
+    if (!restores || (done.snapshots !== 3 && done.snapshots !== 6)) continue;
     const snapshotId = snapshots[Math.floor(random() * (snapshots.length - 1))]!;
     try {
-      await control.api('POST', control.project(`/fs/snapshots/${snapshotId}/restore`));
+      await timed(() => control.api('POST', control.project(`/fs/snapshots/${snapshotId}/restore`)));
       done.restores += 1;
     } catch (error) {
       const message = (error as Error).message;
-      if (!/→ 409: .*PATH_IS_DIRECTORY/s.test(message)) throw error;
-      done.refused.push(message);
+      if (/→ 409: .*PATH_IS_DIRECTORY/s.test(message)) done.refused.push(message);
+      else done.failures.push(message);
     }
   }
   return done;

@@ -56,7 +56,9 @@ export function controlOf(url: string, apiKey: string, projectId: string): Contr
         method,
         headers: { ...headers, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(30_000),
+        // Long enough to tell a stall from a slow answer (a request the mount never answers fails
+        // with EIO after 120 s); the callers' own bounds stay the test timeouts.
+        signal: AbortSignal.timeout(180_000),
       }).catch((error: Error) => {
         throw new Error(`${method} ${path}: ${error.name} after ${Date.now() - started} ms`, { cause: error });
       });
