@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import sys
 import time
 
@@ -238,6 +239,7 @@ def main():
     parser.add_argument("--tolerate-stale-symlink-einval", action="store_true", help="count that known defect apart (see FOLLOWING_OPS)")
     parser.add_argument("--no-dir-renames", action="store_true", help="rename files only (directory renames race the mount's known defects)")
     parser.add_argument("--replay", help="one process runs the ops of this trace file, in order")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds; then SIGALRM ends the run (a caller that died cannot)")
     args = parser.parse_args()
     replay = None
     if args.replay:
@@ -245,12 +247,14 @@ def main():
             replay = [json.loads(line) for line in steps if line.strip()]
         args.procs = 1
 
+    signal.alarm(args.timeout)
     started = time.monotonic()
     children = {}
     for number in range(args.procs):
         read_end, write_end = os.pipe()
         pid = os.fork()
         if pid == 0:
+            signal.alarm(args.timeout)  # alarms are not inherited: each worker is bounded too
             os.close(read_end)
             code = 0
             try:

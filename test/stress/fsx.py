@@ -27,6 +27,7 @@ import json
 import mmap
 import os
 import random
+import signal
 import sys
 import time
 
@@ -240,8 +241,10 @@ def main():
     parser.add_argument("--done-file", help="created when the ops are done")
     parser.add_argument("--go-file", help="waited for after --done-file, before the final rewrite")
     parser.add_argument("--go-timeout", type=float, default=60)
+    parser.add_argument("--timeout", type=int, default=900, help="seconds; then SIGALRM ends the run (a caller that died cannot)")
     args = parser.parse_args()
 
+    signal.alarm(args.timeout)
     started = time.monotonic()
     fsx = Fsx(args)
     summary = {"seed": args.seed, "ok": True}
