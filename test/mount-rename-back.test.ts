@@ -1,5 +1,5 @@
 // A directory renamed and renamed back before the mount recorded the first rename (found by
-// test/mount-fsstress.test.ts). `mv d e; mv e d` within the settle delay put each file's node back at
+// fsstress, bench/mount-stress.ts). `mv d e; mv e d` within the settle delay put each file's node back at
 // its engine name, which took away the gone marker the node's origin pointed to; the node kept that
 // stale origin for good, so it never left the namespace, and `d`'s own directory marker waited for
 // it forever: the mount's pending count stayed at 1 (`m.idle()` never returned, a snapshot waited for

@@ -301,7 +301,7 @@ export class Reconciler {
       // There is no rename to record. Kept, the origin held the node in the namespace for good, and
       // with it the directory's gone marker above it (never "idle": the mount's pending count stayed
       // at 1, a snapshot waited for it, and the marker hid the engine's other files below the
-      // directory from the mount's listings; found by test/mount-fsstress.test.ts).
+      // directory from the mount's listings; found by fsstress: bench/mount-stress.ts).
       node.originMarker = null;
     }
     let captured = origin !== null;
