@@ -36,6 +36,8 @@ export class StagingFile {
   private failure: Error | null = null;
   private done = false;
   private journaled: string | null = null;
+  /** the record as last made durable (fsync'd with its directory): an fsync of the file that changes nothing in it skips both */
+  private journaledDurably: string | null = null;
 
   private constructor(
     private readonly pool: StagingPool,
@@ -247,7 +249,7 @@ export class StagingFile {
     // Scattered writes would make a long record: the copy is finished instead (rare: random writes).
     if (this.fill !== null && this.fill.written.length > MAX_JOURNALED_RANGES) await this.complete();
     const text = JSON.stringify(this.fill === null ? info : { ...info, fill: this.fill });
-    if (text === this.journaled && !durable) return;
+    if (text === this.journaled && (!durable || text === this.journaledDurably)) return;
     // Written synchronously (a few hundred bytes): records follow each other in the order they were
     // made, and a close (flush) that journals waits for one syscall sequence instead of three round
     // trips through libuv's pool behind a background fill's IO (1.5-4.5 ms of a 1-byte append).
@@ -266,6 +268,7 @@ export class StagingFile {
       } finally {
         await dir.close();
       }
+      this.journaledDurably = text;
     }
   }
 
@@ -277,6 +280,7 @@ export class StagingFile {
   async unjournal(): Promise<void> {
     if (this.journaled === null) return;
     this.journaled = null;
+    this.journaledDurably = null;
     await rm(`${this.path}.json`, { force: true });
   }
 
