@@ -12,7 +12,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { disturbFsx, disturbTree } from '../test/stress/disturb.js';
-import { controlOf, FSSTRESS, FSX, settledFlag } from '../test/stress/lib.js';
+import { controlOf, FSSTRESS, FSX, runPython, settledFlag } from '../test/stress/lib.js';
 import { engineTree, mountTree, treeDifferences } from '../test/stress/tree.js';
 import { CLI_MAIN, freshDir, machineInfo, writeResult } from './lib/env.js';
 import { printTable } from './lib/table.js';
@@ -35,32 +35,16 @@ interface Outcome {
   stderr: string;
 }
 
-/** A Python exerciser with a timeout (SIGKILL), timed from spawn to exit. */
-function exercise(script: string, args: string[], cwd: string, timeoutMs: number): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const started = performance.now();
-    const child = spawn('python3', [script, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      const line = stdout.trim().split('\n').at(-1) ?? '';
-      let summary: Record<string, unknown> | null = null;
-      try {
-        summary = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        // no summary: the code and stderr say what happened
-      }
-      resolve({ code, seconds: (performance.now() - started) / 1000, summary, stderr: stderr.slice(-4000) });
-    });
-  });
+/** A Python exerciser with a timeout (SIGKILL), timed from spawn to exit; its summary is its last line. */
+async function exercise(script: string, args: string[], cwd: string, timeoutMs: number): Promise<Outcome> {
+  const run = await runPython([script, ...args], cwd, timeoutMs);
+  let summary: Record<string, unknown> | null = null;
+  try {
+    summary = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '') as Record<string, unknown>;
+  } catch {
+    // no summary: the code and stderr say what happened
+  }
+  return { code: run.code, seconds: run.seconds, summary, stderr: run.stderr.slice(-4000) };
 }
 
 const fsxArgs = (file: string) => ['--file', file, '--seed', String(SEED), '--ops', String(FSX_OPS)];

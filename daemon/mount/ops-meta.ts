@@ -36,17 +36,21 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
       const executable = (mode & 0o100) !== 0;
       node.ctimeMs = state.now();
       state.attrs.set(path, 'file', executable, { perm: mode });
-      if (node.executable === executable) {
-        state.dropIfIdle(node);
-        return;
-      }
-      // chmod +x is a new version with the same content (a script becoming runnable matters).
-      node.executable = executable;
-      node.dirty = true;
-      node.generation += 1;
-      if (node.writers === 0) state.reconciler.schedule(node.path);
+      setExecutable(state, node, executable);
     }
   }
+}
+
+/** A changed owner exec bit is a new version with the same content (`chmod +x`: a script becoming runnable matters). */
+export function setExecutable(state: MountState, node: FileNode, executable: boolean): void {
+  if (node.executable === executable) {
+    state.dropIfIdle(node);
+    return;
+  }
+  node.executable = executable;
+  node.dirty = true;
+  node.generation += 1;
+  if (node.writers === 0) state.reconciler.schedule(node.path);
 }
 
 /** Times in ms; NaN keeps that time. A versioned file's times are kept in memory, not versioned. */

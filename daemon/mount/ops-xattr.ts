@@ -7,6 +7,7 @@ import { ACL_ACCESS, ACL_DEFAULT } from './acl.js';
 import { E, fail } from './errno.js';
 import type { XattrAnswer } from './fuse-binding.js';
 import type { MountState, Resolved } from './mount-state.js';
+import { setExecutable } from './ops-meta.js';
 
 /** The kernel's limits (include/uapi/linux/limits.h): a value of at most 64 KiB, a name of at most 255 bytes. */
 const XATTR_SIZE_MAX = 65536;
@@ -119,15 +120,7 @@ function keep(state: MountState, target: Extract<Target, { kind: 'kept' }>, name
   if (target.resolved.kind !== 'node' && target.resolved.kind !== 'entry') return;
   const node = state.nodeFor(target.key, target.resolved);
   node.ctimeMs = state.now();
-  const executable = (perm & 0o100) !== 0;
-  if (name !== ACL_ACCESS || node.executable === executable) {
-    state.dropIfIdle(node);
-    return;
-  }
-  node.executable = executable;
-  node.dirty = true;
-  node.generation += 1;
-  if (node.writers === 0) state.reconciler.schedule(node.path);
+  setExecutable(state, node, name === ACL_ACCESS ? (perm & 0o100) !== 0 : node.executable);
 }
 
 /** Whether `name` is a POSIX ACL (the kernel caches those: a change must drop its cached attributes too). */

@@ -98,3 +98,32 @@ export function settledFlag(promise: Promise<unknown>): () => boolean {
   });
   return () => settled;
 }
+
+/** What a Python exerciser printed and how it ended. */
+export interface PythonRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  seconds: number;
+}
+
+/** Runs python3 with `args` in `cwd`, killed (SIGKILL) after `timeoutMs`: a hang on the mount cannot wedge the caller. */
+export function runPython(args: string[], cwd: string, timeoutMs: number): Promise<PythonRun> {
+  return new Promise((resolve) => {
+    const started = performance.now();
+    const child = spawn('python3', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, seconds: (performance.now() - started) / 1000 });
+    });
+  });
+}

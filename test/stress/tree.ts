@@ -3,9 +3,8 @@
 // left out: the engine versions files and links). A name the mount lists but cannot look up is
 // reported as such (a difference), not a crash of the walk.
 
-import { spawn } from 'node:child_process';
 import type { SnapshotEntry } from '../../engine/types.js';
-import { type Control, sha256 } from './lib.js';
+import { type Control, runPython, sha256 } from './lib.js';
 
 const WALK = `
 import hashlib, json, os, stat, sys
@@ -33,24 +32,10 @@ print(json.dumps(out))
 `;
 
 /** `root` (relative to `cwd`, the mount) walked by a child process, so a hang cannot wedge the caller. */
-export function mountTree(cwd: string, root: string, timeoutMs = 60_000): Promise<Record<string, string>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('python3', ['-c', WALK, root], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(JSON.parse(stdout) as Record<string, string>);
-      else reject(new Error(`walking ${root} exited ${code}: ${stderr}`));
-    });
-  });
+export async function mountTree(cwd: string, root: string, timeoutMs = 60_000): Promise<Record<string, string>> {
+  const walk = await runPython(['-c', WALK, root], cwd, timeoutMs);
+  if (walk.code !== 0) throw new Error(`walking ${root} exited ${walk.code}: ${walk.stderr}`);
+  return JSON.parse(walk.stdout) as Record<string, string>;
 }
 
 /** The engine's current files and links under `prefix` (`dir/`), from a snapshot taken now. */

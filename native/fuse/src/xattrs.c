@@ -16,44 +16,29 @@ static napi_value int_value(napi_env env, long n) {
   return out;
 }
 
-// backingGetxattr(path, name, buffer): the value's length (copied into buffer when it fits, else the
-// length only), or -errno. Synchronous: one syscall on the daemon's own disk, like the journal's appends.
-static napi_value js_backing_getxattr(napi_env env, napi_callback_info info) {
+// lgetxattr(2), or with no name llistxattr(2), into data: the length (copied when it fits; when it
+// does not, asked again for the length alone), or -errno.
+static ssize_t get_or_list(const char *path, const char *name, void *data, size_t len) {
+  ssize_t n = name == NULL ? llistxattr(path, data, len) : lgetxattr(path, name, data, len);
+  if (n < 0 && errno == ERANGE) n = name == NULL ? llistxattr(path, NULL, 0) : lgetxattr(path, name, NULL, 0);
+  return n < 0 ? -errno : n;
+}
+
+// backingGetxattr(path, name, buffer) and backingListxattr(path, buffer): get_or_list's answer.
+// Synchronous: one syscall on the daemon's own disk, like the journal's appends.
+static napi_value js_backing_get_or_list(napi_env env, napi_callback_info info) {
   size_t argc = 3;
   napi_value argv[3];
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  int listing = argc < 3;
   char *path = string_arg(env, argv[0]);
-  char *name = string_arg(env, argv[1]);
+  char *name = listing ? NULL : string_arg(env, argv[1]);
   void *data = NULL;
   size_t len = 0;
-  CHECK(napi_get_buffer_info(env, argv[2], &data, &len));
-  ssize_t n = (path == NULL || name == NULL) ? -ENOMEM : lgetxattr(path, name, data, len);
-  if (n < 0 && path != NULL && name != NULL) n = -errno;
-  if (n == -ERANGE) {
-    n = lgetxattr(path, name, NULL, 0);
-    if (n < 0) n = -errno;
-  }
+  CHECK(napi_get_buffer_info(env, argv[listing ? 1 : 2], &data, &len));
+  ssize_t n = (path == NULL || (!listing && name == NULL)) ? -ENOMEM : get_or_list(path, name, data, len);
   free(path);
   free(name);
-  return int_value(env, (long)n);
-}
-
-// backingListxattr(path, buffer): the names' length (NUL-separated, copied when they fit), or -errno.
-static napi_value js_backing_listxattr(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  char *path = string_arg(env, argv[0]);
-  void *data = NULL;
-  size_t len = 0;
-  CHECK(napi_get_buffer_info(env, argv[1], &data, &len));
-  ssize_t n = path == NULL ? -ENOMEM : llistxattr(path, data, len);
-  if (n < 0 && path != NULL) n = -errno;
-  if (n == -ERANGE) {
-    n = llistxattr(path, NULL, 0);
-    if (n < 0) n = -errno;
-  }
-  free(path);
   return int_value(env, (long)n);
 }
 
@@ -115,8 +100,8 @@ void define_xattr_exports(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"capsInUse", NULL, js_caps_in_use, NULL, NULL, NULL, napi_enumerable, NULL},
     {"replyXattr", NULL, js_reply_xattr, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"backingGetxattr", NULL, js_backing_getxattr, NULL, NULL, NULL, napi_enumerable, NULL},
-    {"backingListxattr", NULL, js_backing_listxattr, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"backingGetxattr", NULL, js_backing_get_or_list, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"backingListxattr", NULL, js_backing_get_or_list, NULL, NULL, NULL, napi_enumerable, NULL},
     {"backingSetxattr", NULL, js_backing_setxattr, NULL, NULL, NULL, napi_enumerable, NULL},
     {"backingRemovexattr", NULL, js_backing_removexattr, NULL, NULL, NULL, napi_enumerable, NULL},
   };
