@@ -210,6 +210,24 @@ f.close()
     expect((await m.history('synced.txt')).map((version) => version.size)).toEqual([13]);
   });
 
+  it('a descriptor on a name that was replaced (O_PATH) finds nothing, not the file that took the name', async () => {
+    // fsstress: a symbolic link replaced by a rename answered readlink with EINVAL and fstat with EIO
+    // through a descriptor still on the link (the requests went to the new file, of another type).
+    const out = await inMount(
+      m,
+      `ln -s target replaced-link && echo d > replacement && python3 -c "
+import os
+fd = os.open('replaced-link', os.O_PATH | os.O_NOFOLLOW)
+os.rename('replacement', 'replaced-link')
+for call in (lambda: os.readlink('', dir_fd=fd), lambda: os.fstat(fd)):
+    try: call(); print('answered')
+    except OSError as e: print(e.errno)
+print(open('replaced-link').read().strip())
+"`,
+    );
+    expect(out.stdout).toBe('2\n2\nd\n');
+  });
+
   it('a file unlinked while open stays readable and writable through its descriptor; nothing is versioned for it', async () => {
     await inMount(
       m,

@@ -254,8 +254,9 @@ export function writeFd(fd: number, data: Buffer, len: number, pos: number): Pro
   return new Promise((resolve, reject) => fsc.write(fd, data, 0, len, pos, (error, n) => (error ? reject(error) : resolve(n))));
 }
 
-export function fsyncFd(fd: number): Promise<void> {
-  return new Promise((resolve, reject) => fsc.fsync(fd, (error) => (error ? reject(error) : resolve())));
+export function fsyncFd(fd: number, datasync = false): Promise<void> {
+  const done = (resolve: () => void, reject: (error: Error) => void) => (error: Error | null) => (error ? reject(error) : resolve());
+  return new Promise((resolve, reject) => (datasync ? fsc.fdatasync(fd, done(resolve, reject)) : fsc.fsync(fd, done(resolve, reject))));
 }
 
 export function ftruncateFd(fd: number, size: number): Promise<void> {

@@ -26,6 +26,8 @@ export interface Inode {
    * use this once its known names are gone.
    */
   fallback?: string;
+  /** lost its last name (unlinked, or replaced by a rename) with nothing open: it names nothing (retire) */
+  retired?: boolean;
 }
 
 /** Serves one mount: the inode table and the request → FuseOps translation. */
@@ -131,7 +133,7 @@ export class InodeTable {
     let path = '';
     for (let current = ino; current !== ROOT; ) {
       const node = this.nodes.get(current);
-      if (node === undefined) return null;
+      if (node === undefined || node.retired === true) return null;
       if (node.fallback !== undefined) return node.fallback;
       path = `/${node.name}${path}`;
       current = node.parent;
@@ -191,6 +193,20 @@ export class InodeTable {
     if (node?.fhs === undefined || node.fhs.size === 0 || this.children.get(`${node.parent}/${node.name}`) === ino) return undefined;
     const [fh] = node.fhs;
     return fh;
+  }
+
+  /**
+   * `ino` lost its last name (an unlink, a rename over it) and nothing has it open: requests about it
+   * (a descriptor opened with O_PATH, a cwd) find nothing, ENOENT, instead of whatever took the name.
+   * They were about the new file: a symbolic link replaced by a file answered readlink with EINVAL
+   * and fstat with EIO (the kernel takes an inode whose type changes for a bad one; fsstress).
+   */
+  retire(ino: number): void {
+    const node = this.nodes.get(ino);
+    if (node === undefined || ino === ROOT || node.opens > 0 || node.hidden) return;
+    // A hard link's other name took over, or the name was reused for this very inode.
+    if (this.children.get(`${node.parent}/${node.name}`) === ino || node.fallback !== undefined) return;
+    node.retired = true;
   }
 
   /** The open file named `name` in `parent`, if any. */

@@ -62,6 +62,7 @@ export class NameRequests {
         this.s.inodes.detach(parent, name);
         if (ino !== undefined && this.s.handle() !== null && op === Op.Unlink) this.s.native.attrDrop(this.s.handle()!, ino);
         if (ino !== undefined && survivor !== null) this.s.inodes.keepReachable(ino, survivor);
+        else if (ino !== undefined) this.s.inodes.retire(ino);
       }
       this.s.native.replyErr(id, -errno);
       if (errno === 0) this.s.refillDir(parent, path.slice(0, path.lastIndexOf('/')) || '/');
@@ -146,6 +147,7 @@ export class NameRequests {
         this.s.inodes.detach(newParent, newName);
         this.s.inodes.detach(parent, name);
         if (ino !== undefined) this.s.inodes.addName(ino, newParent, newName);
+        if (replaced !== undefined && replaced !== ino) this.s.inodes.retire(replaced);
       }
       this.s.native.replyErr(id, -errno);
     });

@@ -84,7 +84,7 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
       return true;
     },
     flush: (path, fd, cb) => run('flush', path, () => flush(state, fd), cb),
-    fsync: (path, _datasync, fd, cb) => run('fsync', path, () => fsync(state, fd), cb),
+    fsync: (path, datasync, fd, cb) => run('fsync', path, () => fsync(state, fd, datasync !== 0), cb),
     release: (path, fd, cb) => run('release', path, () => release(state, fd), cb),
     truncate: (path, size, cb) => run('truncate', path, () => truncate(state, fileOf(path), size), cb),
     ftruncate: (path, fd, size, cb) => run('ftruncate', path, () => ftruncate(state, fd, size), cb),

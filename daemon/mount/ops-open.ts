@@ -219,9 +219,10 @@ const OPEN_VERSION_LARGE_BYTES = 16 * 1024 * 1024;
  * each taken right after the tool made its file consistent). If the journal cannot be written,
  * durability wins: the file is versioned now.
  */
-export async function fsync(state: MountState, fh: number): Promise<void> {
+export async function fsync(state: MountState, fh: number, datasync = false): Promise<void> {
   const handle = handleOf(state, fh);
-  if (handle.fd !== null) return fsyncFd(handle.fd);
+  // A file of the backing directory: fdatasync(2) when the tool asked for it (SQLite does, at every commit).
+  if (handle.fd !== null) return fsyncFd(handle.fd, datasync);
   const node = handle.node;
   if (node === null || node.detached) return;
   await node.settled();
