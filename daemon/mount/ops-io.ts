@@ -50,8 +50,9 @@ function writeFdNow(fd: number, data: Buffer, len: number, pos: number): Promise
  */
 export function writeNow(state: MountState, fh: number, data: Buffer, len: number, pos: number): Promise<number> | null {
   const handle = state.handles.get(fh);
-  if (handle !== undefined && handle.writable && handle.fd !== null && len <= SYNC_WRITE_MAX) return writeFdNow(handle.fd, data, len, pos);
-  if (handle === undefined || !handle.writable || handle.fd !== null || handle.node === null) return null;
+  if (handle === undefined || !handle.writable) return null;
+  if (handle.fd !== null) return len <= SYNC_WRITE_MAX ? writeFdNow(handle.fd, data, len, pos) : null;
+  if (handle.node === null) return null;
   const room = writeNodeNow(state, handle.node, data, len, pos);
   if (room === null) return null;
   handle.wrote = true;

@@ -3,7 +3,7 @@
 // directories (`setfacl -m g:lab:rwX`). A versioned file's or directory's attributes are kept with its
 // mode and owners (attrs.ts); a file in the backing directory (an ignored name) keeps its own there.
 // `.strata/` has none and takes none.
-import { ACL_ACCESS, ACL_DEFAULT } from './acl.js';
+import { ACL_ACCESS } from './acl.js';
 import { E, fail } from './errno.js';
 import type { XattrAnswer } from './fuse-binding.js';
 import type { MountState, Resolved } from './mount-state.js';
@@ -39,7 +39,6 @@ async function targetOf(state: MountState, path: string): Promise<Target> {
   }
 }
 
-
 function answer(bytes: Buffer, size: number): XattrAnswer {
   if (size === 0) return { length: bytes.length };
   if (bytes.length > size) fail(E.RANGE);
@@ -51,16 +50,19 @@ function backingCall(result: number): number {
   return result;
 }
 
+/** A getxattr or listxattr of a backing file: `call` fills a buffer of the size asked for (0: the length only). */
+function fromBacking(size: number, call: (into: Buffer) => number): XattrAnswer {
+  const into = Buffer.allocUnsafe(size);
+  const length = backingCall(call(into));
+  if (size === 0) return { length };
+  if (length > size) fail(E.RANGE);
+  return { bytes: into.subarray(0, length) };
+}
+
 export async function getxattr(state: MountState, path: string, name: string, size: number): Promise<XattrAnswer> {
   const target = await targetOf(state, path);
   if (target.kind === 'virtual') fail(E.NODATA);
-  if (target.kind === 'backing') {
-    const into = Buffer.allocUnsafe(size);
-    const length = backingCall(state.backing.xattrs.get(target.real, name, into));
-    if (size === 0) return { length };
-    if (length > size) fail(E.RANGE);
-    return { bytes: into.subarray(0, length) };
-  }
+  if (target.kind === 'backing') return fromBacking(size, (into) => state.backing.xattrs.get(target.real, name, into));
   const value = state.attrs.xattr(target.key, name);
   if (value === undefined) fail(E.NODATA);
   return answer(value, size);
@@ -69,13 +71,7 @@ export async function getxattr(state: MountState, path: string, name: string, si
 export async function listxattr(state: MountState, path: string, size: number): Promise<XattrAnswer> {
   const target = await targetOf(state, path);
   if (target.kind === 'virtual') return answer(Buffer.alloc(0), size);
-  if (target.kind === 'backing') {
-    const into = Buffer.allocUnsafe(size);
-    const length = backingCall(state.backing.xattrs.list(target.real, into));
-    if (size === 0) return { length };
-    if (length > size) fail(E.RANGE);
-    return { bytes: into.subarray(0, length) };
-  }
+  if (target.kind === 'backing') return fromBacking(size, (into) => state.backing.xattrs.list(target.real, into));
   const names = state.attrs.xattrNames(target.key);
   return answer(Buffer.from(names.map((name) => `${name}\0`).join('')), size);
 }
@@ -121,9 +117,4 @@ function keep(state: MountState, target: Extract<Target, { kind: 'kept' }>, name
   const node = state.nodeFor(target.key, target.resolved);
   node.ctimeMs = state.now();
   setExecutable(state, node, name === ACL_ACCESS ? (perm & 0o100) !== 0 : node.executable);
-}
-
-/** Whether `name` is a POSIX ACL (the kernel caches those: a change must drop its cached attributes too). */
-export function isAcl(name: string): boolean {
-  return name === ACL_ACCESS || name === ACL_DEFAULT;
 }
