@@ -2,7 +2,7 @@
 // and a bindfs mount of a plain directory on the same disk — the C passthrough we compare against.
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CLI_MAIN, nodeEnv, nodeFlags } from './lib/env.js';
 import { run } from './lib/proc.js';
@@ -33,6 +33,8 @@ export async function startMount(home: string, dir: string, extraEnv: NodeJS.Pro
     const timer = setTimeout(() => reject(new Error(`mount did not start:\n${stderr}`)), 60_000);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
+      // STRATA_BENCH_MOUNT_LOG=FILE keeps the daemon's log for a run that went wrong
+      if (process.env['STRATA_BENCH_MOUNT_LOG']) appendFileSync(process.env['STRATA_BENCH_MOUNT_LOG'], chunk);
       const match = /^listening on (http:\/\/\S+)$/m.exec(stderr);
       if (match) {
         clearTimeout(timer);

@@ -5,7 +5,7 @@
 // fsstress the mount's tree must be the engine's (test/stress/tree.ts) and `strata fsck` clean.
 //
 //   node dist/bench/mount-stress.js [--fsx-ops 100000] [--fsstress-ops 10000] [--procs 4] [--seed 1]
-//                                    [--targets bindfs,strata]
+//                                    [--targets bindfs,strata] [--trace FILE]
 // Result: bench/results/mount-stress.json (ops, failures, seconds, Strata ÷ bindfs time).
 
 import { spawn } from 'node:child_process';
@@ -48,7 +48,11 @@ async function exercise(script: string, args: string[], cwd: string, timeoutMs: 
 }
 
 const fsxArgs = (file: string) => ['--file', file, '--seed', String(SEED), '--ops', String(FSX_OPS)];
-const fsstressArgs = (root: string) => ['--root', root, '--seed', String(SEED), '--procs', String(PROCS), '--ops', String(FSSTRESS_OPS)];
+const TRACE = option('trace', '');
+const fsstressArgs = (root: string) => [
+  ...['--root', root, '--seed', String(SEED), '--procs', String(PROCS), '--ops', String(FSSTRESS_OPS)],
+  ...(TRACE ? ['--trace', TRACE] : []),
+];
 const HOUR = 3_600_000;
 
 async function onBindfs(): Promise<Record<string, Outcome>> {

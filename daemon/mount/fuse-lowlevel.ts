@@ -15,6 +15,14 @@ import { applySetattr } from './fuse-setattr.js';
 const ENOENT = 2;
 const EIO = 5;
 const ENOSYS = 38;
+const EINVAL = 22;
+// What an inode whose name now holds an object of another kind answers (a restore put a file where
+// a symbolic link was, before the kernel's cached name was dropped): the kernel walks a path again,
+// looking every name up afresh, when a step of it answers ESTALE, and so reaches what is there now.
+// Followed, the stale link answered readlink with EINVAL, and mkdir, open and stat through it failed
+// with EINVAL (fsstress with restores); a stat with the new kind made the kernel call the inode bad (EIO).
+const ESTALE = 116;
+const S_IFLNK = 0o120000;
 const ENOTSUP = 95;
 const CAPABILITY = 'security.capability';
 const ENAMETOOLONG = 36;
@@ -171,6 +179,12 @@ export class LowLevelSession {
     );
   }
 
+  /** `ino` was given out for an object of another kind than the one its name holds now (ESTALE above). */
+  private changedKind(ino: number, mode: number): boolean {
+    const type = this.inodes.node(ino)?.type;
+    return ino !== 1 && type !== undefined && type !== (mode & S_IFMT);
+  }
+
   private writeStat(stat: FuseStat): void {
     const s = this.scratch;
     s[0] = stat.mode;
@@ -276,6 +290,10 @@ export class LowLevelSession {
             native.replyErr(id, errno !== 0 ? -errno : EIO);
             return;
           }
+          if (this.changedKind(ino, stat.mode)) {
+            native.replyErr(id, ESTALE);
+            return;
+          }
           this.writeStat(stat);
           this.inodes.noteLink(ino, stat.link);
           native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
@@ -296,7 +314,8 @@ export class LowLevelSession {
           return;
         }
         ops.readlink(path, (errno, target) => {
-          if (errno !== 0 || target === undefined) native.replyErr(id, errno !== 0 ? -errno : EIO);
+          if (errno === -EINVAL && this.inodes.node(ino)?.type === S_IFLNK) native.replyErr(id, ESTALE);
+          else if (errno !== 0 || target === undefined) native.replyErr(id, errno !== 0 ? -errno : EIO);
           else native.replyReadlink(id, target);
         });
         return;
@@ -509,6 +528,10 @@ export class LowLevelSession {
     applySetattr(this.ops, path, fh, toSet, values, (errno, stat) => {
       if (errno !== 0 || stat === undefined) {
         this.native.replyErr(id, errno !== 0 ? -errno : EIO);
+        return;
+      }
+      if (this.changedKind(ino, stat.mode)) {
+        this.native.replyErr(id, ESTALE);
         return;
       }
       this.writeStat(stat);

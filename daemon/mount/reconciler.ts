@@ -246,7 +246,11 @@ export class Reconciler {
     while (node.frozen.length > 0) {
       const frozen = node.frozen[0]!;
       const path = node.enginePath ?? node.path;
-      const result = await this.state.sink.write(path, frozen.bytes, frozen.executable, false);
+      // A copy: the capture thread takes the buffer it is given (a transfer detaches it), and a write
+      // refused now (a file still recorded where this one's directory is) is tried again with these
+      // bytes. Reusing them sent a detached buffer, refused forever ("Cannot transfer object of
+      // unsupported type", fsstress seed 9).
+      const result = await this.state.sink.write(path, frozen.bytes.slice(), frozen.executable, false);
       node.frozen.shift();
       for (const id of result.versionIds) this.state.ns.noteOwnVersion(id);
       if (result.versionIds.length > 0) this.noteVersion(path, result.entry.versionId, result.entry.timestamp);
@@ -477,6 +481,8 @@ export class Reconciler {
     const message = error instanceof Error ? error.message : String(error);
     this.stats.errors.push({ time: new Date(this.state.now()).toISOString(), path, code, message });
     if (this.stats.errors.length > 20) this.stats.errors.shift();
-    this.state.logger.warn({ path, code, err: message }, 'mount: capture failed, will retry');
+    // An error without a code is a defect of ours: its stack is what the report needs.
+    const stack = code === 'INTERNAL' && error instanceof Error ? error.stack : undefined;
+    this.state.logger.warn({ path, code, err: message, stack }, 'mount: capture failed, will retry');
   }
 }

@@ -20,7 +20,10 @@ export interface SinkResult {
 export type RemoveResult = { versionIds: string[] } | 'absent' | 'gave way';
 
 export interface MountSink {
-  /** `symlink`: the content is a symbolic link's target */
+  /**
+   * `symlink`: the content is a symbolic link's target. A Uint8Array given here is the sink's from then
+   * on: the capture thread takes it by transfer, which leaves the caller's view empty (detached).
+   */
   write(path: string, content: SinkContent, executable: boolean, symlink?: boolean): Promise<SinkResult>;
   /**
    * Tombstone; 'absent' when the engine had nothing there. `base`: the version the name showed when

@@ -60,7 +60,10 @@ typedef struct mount_s {
   int polling;
   int closed;           // the kernel side is gone (unmounted or aborted)
   int destroyed;        // JS called close(); freed when no notification is in flight
-  int inflight;         // notifications running on the thread pool
+  int inflight;         // notifications and mapped reads queued or running on the thread pool
+  // Cache notifications wait here and run on the thread pool one at a time (replies.c says why).
+  struct notify_s *notify_head, *notify_tail;
+  int notify_running;
   struct fuse_buf buf;
   napi_ref dispatch;
   napi_ref resource;

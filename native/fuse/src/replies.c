@@ -232,18 +232,22 @@ static napi_value js_reply_dir(napi_env env, napi_callback_info info) {
   return bool_value(env, 1);
 }
 
-typedef struct {
+typedef struct notify_s {
   mount_t *m;
   fuse_ino_t ino;
   char *name;
   int result;
   napi_async_work work;
   napi_deferred deferred;
+  struct notify_s *next;
 } notify_t;
 
 // Runs on the thread pool: the kernel may wait for a request of ours (a page lock held by a pending read,
-// a directory lock held by a pending lookup) before it completes a notification; the JS thread must keep
-// answering meanwhile, so it never calls these itself.
+// a directory lock held by a pending lookup: a mkdir holds its parent's lock while it revalidates the
+// new name) before it completes a notification; the JS thread must keep answering meanwhile, so it
+// never calls these itself. And one at a time: the requests the kernel waits for are answered with the
+// thread pool's help (JS's fs calls, read_maps.c), and four notifications blocked at once took all of
+// libuv's four threads — the lookup never got its answer and the mount hung (fsstress, seed 9).
 static void notify_execute(napi_env env, void *data) {
   (void)env;
   notify_t *n = data;
@@ -256,6 +260,27 @@ static void notify_execute(napi_env env, void *data) {
   }
 }
 
+static void notify_next(napi_env env, mount_t *m) {
+  notify_t *n = m->notify_head;
+  if (m->notify_running || n == NULL) return;
+  m->notify_head = n->next;
+  if (m->notify_head == NULL) m->notify_tail = NULL;
+  m->notify_running = 1;
+  if (napi_queue_async_work(env, n->work) != napi_ok) {
+    // not expected; what matters is that the promise settles and the queue moves on
+    m->notify_running = 0;
+    n->result = -EIO;
+    napi_value result;
+    napi_create_int32(env, n->result, &result);
+    napi_resolve_deferred(env, n->deferred, result);
+    napi_delete_async_work(env, n->work);
+    m->inflight -= 1;
+    free(n->name);
+    free(n);
+    notify_next(env, m);
+  }
+}
+
 static void notify_complete(napi_env env, napi_status status, void *data) {
   (void)status;
   notify_t *n = data;
@@ -265,10 +290,12 @@ static void notify_complete(napi_env env, napi_status status, void *data) {
   napi_resolve_deferred(env, n->deferred, result);
   napi_delete_async_work(env, n->work);
   mount_t *m = n->m;
-  m->inflight -= 1;
-  maybe_free(m);
   free(n->name);
   free(n);
+  m->notify_running = 0;
+  m->inflight -= 1;
+  notify_next(env, m);
+  maybe_free(m);
 }
 
 // invalidate(handle, ino, name | null) -> Promise<0 | -errno>: name null drops the inode's attributes and
@@ -296,7 +323,10 @@ static napi_value js_invalidate(napi_env env, napi_callback_info info) {
   CHECK(napi_create_string_utf8(env, "StrataFuseInvalidate", NAPI_AUTO_LENGTH, &resource_name));
   CHECK(napi_create_async_work(env, NULL, resource_name, notify_execute, notify_complete, n, &n->work));
   m->inflight += 1;
-  CHECK(napi_queue_async_work(env, n->work));
+  if (m->notify_tail == NULL) m->notify_head = n;
+  else m->notify_tail->next = n;
+  m->notify_tail = n;
+  notify_next(env, m);
   return promise;
 }
 
