@@ -47,7 +47,8 @@ describe('a move the project refuses on a watching workstation', () => {
     await b.ws.quiet();
     // The swap file goes: B's directory makes way for A's file (its files are the conflict copies).
     await rm(join(b.ws.dir, 'b', 'a', 'y.swp'));
-    await waitFor('B to bring the file b/a to disk', async () => ((await lstat(join(b.ws.dir, 'b', 'a'))).isFile() ? true : undefined), 90_000);
+    // Between the directory's removal and the file's arrival there is nothing at `b/a` (ENOENT): not yet.
+    await waitFor('B to bring the file b/a to disk', async () => ((await lstat(join(b.ws.dir, 'b', 'a')).catch(() => null))?.isFile() ? true : undefined), 90_000);
     for (const station of [b, a]) {
       const wait = await syncWait(station);
       expect(wait.code, `${station.name}: ${wait.stderr}`).toBe(0);
