@@ -25,7 +25,7 @@ export interface MountProc {
 export async function startMount(home: string, dir: string, extraEnv: NodeJS.ProcessEnv = {}): Promise<MountProc> {
   // the flags bin/strata runs `strata mount` with, so the benchmark measures what users run
   const child = spawn(process.execPath, [...nodeFlags('mount'), CLI_MAIN, 'mount', dir, '--home', home, '--listen', '127.0.0.1:0'], {
-    env: { ...nodeEnv(), STRATA_LOG_LEVEL: 'info', STRATA_MOUNT_OPSTATS: '1', ...extraEnv },
+    env: { ...nodeEnv(), STRATA_LOG_LEVEL: process.env['STRATA_LOG_LEVEL'] ?? 'info', STRATA_MOUNT_OPSTATS: '1', ...extraEnv },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

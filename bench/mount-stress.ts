@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { VersionRecord } from '../engine/types.js';
 import { disturbFsx, disturbTree } from '../test/stress/disturb.js';
 import { controlOf, FSSTRESS, FSX, runPython, settledFlag } from '../test/stress/lib.js';
 import { engineTree, mountTree, treeDifferences } from '../test/stress/tree.js';
@@ -103,6 +104,12 @@ async function onStrata(): Promise<Record<string, unknown>> {
     });
     const differences = treeDifferences(await mountTree(mnt, 'stress', 600_000), await engineTree(control, 'stress/'));
     console.error(`strata tree vs engine: ${differences.length} differences${idle ? '' : ' (the mount never became idle)'}`);
+    // What history says about the first few: which write or deletion the mount and the engine disagree on.
+    const histories: Record<string, unknown> = {};
+    for (const { path } of differences.slice(0, 5)) {
+      const history = await control.api<{ items: VersionRecord[] }>('GET', control.project(`/history?path=${encodeURIComponent(path)}&limit=20`)).catch((error: Error) => ({ items: [], error: error.message }));
+      histories[path] = history.items.map(({ versionId, kind, size, timestamp, contentHash }) => ({ versionId, kind, size, timestamp, contentHash }));
+    }
     await mount.stop();
     const fsckRun = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
       const child = spawn(process.execPath, [CLI_MAIN, 'fsck', '--home', home, '--json'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -124,7 +131,7 @@ async function onStrata(): Promise<Record<string, unknown>> {
       }
     })();
     console.error(`strata fsck: exit ${fsckRun.code}, ok ${String(fsckReport['ok'])}`);
-    return { fsx, fsxDisturbed, fsstress, treeDisturbed, idle, differences: differences.slice(0, 100), differenceCount: differences.length, fsck: { code: fsckRun.code, report: fsckReport } };
+    return { fsx, fsxDisturbed, fsstress, treeDisturbed, idle, differences: differences.slice(0, 100), histories, differenceCount: differences.length, fsck: { code: fsckRun.code, report: fsckReport } };
   } finally {
     await mount.stop().catch(() => null);
   }

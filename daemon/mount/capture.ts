@@ -4,6 +4,7 @@ import { access } from 'node:fs/promises';
 import type { ContentHash } from '../../engine/types.js';
 import { type BaseRef, baseOf, type FileNode } from './file-node.js';
 import type { MountState } from './mount-state.js';
+import { recordedWhileRemoved } from './moves.js';
 import type { SinkContent, SinkResult } from './sink.js';
 import { StagingFile } from './staging-file.js';
 
@@ -64,6 +65,7 @@ export async function captureNode(state: MountState, node: FileNode, at?: string
       await adopted.file.unjournal();
     }
     const { entry } = result;
+    recordedWhileRemoved(state, node, path, entry.versionId);
     // Noted under the version's content hash (a dataset's is its manifest's): every version and restore of these bytes shows them.
     if (allocated !== null && entry.contentHash !== null) state.sparse.note(entry.contentHash, entry.size, allocated);
     node.base = baseOf(entry);

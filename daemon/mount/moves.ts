@@ -33,6 +33,17 @@ export async function removeVersioned(state: MountState, path: string, node: Fil
   await keepParent(state, path);
 }
 
+/**
+ * `node`'s content was recorded at `path` as `versionId` by a capture that was under way when the file
+ * was removed: the removal's marker names the version before it, and would give way to this one as to
+ * a change made elsewhere — the file came back in the engine, never on the mount, and history and the
+ * tree disagreed for good (fsstress, four workers). What the user removed is what was just recorded.
+ */
+export function recordedWhileRemoved(state: MountState, node: FileNode, path: string, versionId: string): void {
+  const marker = state.ns.gone.get(path);
+  if (node.detached && marker !== undefined && marker.movedTo === null && !marker.dir && marker.shown !== undefined) marker.shown = versionId;
+}
+
 /** Removing a directory's last file must not remove the directory (the engine only knows files). */
 export async function keepParent(state: MountState, path: string): Promise<void> {
   const parent = parentOf(path);

@@ -14,6 +14,7 @@ import { baseOf, type FileNode, type GoneMarker } from './file-node.js';
 import { captureNode } from './capture.js';
 import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
+import { recordedWhileRemoved } from './moves.js';
 import type { SinkResult } from './sink.js';
 import { isWithin, parentOf } from './paths.js';
 
@@ -104,6 +105,9 @@ export class Reconciler {
   private sweep(): void {
     this.timer = null;
     this.timerAt = Number.POSITIVE_INFINITY;
+    // Its paths ran meanwhile (settleNow, now()). Deferred below, an empty set armed a timer for
+    // "infinity", which Node runs after 1 ms (TimeoutOverflowWarning): the sweep spun while busy.
+    if (this.due.size === 0) return;
     const now = this.state.now();
     const horizon = now + SWEEP_SLACK_MS;
     if (this.state.isBusy(now) && this.due.size < DEFER_MAX_PATHS) {
@@ -252,6 +256,7 @@ export class Reconciler {
       // unsupported type", fsstress seed 9).
       const result = await this.state.sink.write(path, frozen.bytes.slice(), frozen.executable, false);
       node.frozen.shift();
+      recordedWhileRemoved(this.state, node, path, result.entry.versionId);
       for (const id of result.versionIds) this.state.ns.noteOwnVersion(id);
       if (result.versionIds.length > 0) this.noteVersion(path, result.entry.versionId, result.entry.timestamp);
       // The bytes the node has now are in memory: its base is only what history has at its name.
