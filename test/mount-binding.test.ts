@@ -27,17 +27,19 @@ afterEach(async () => {
 
 const ENOENT = -2;
 
-function fileStat(size: number, mtime: number): FuseStat {
-  return { mode: 0o100644, uid: 0, gid: 0, size, nlink: 1, blksize: 4096, blocks: Math.ceil(size / 512), atime: mtime, mtime, ctime: mtime };
+/** `mtime` in ms, and the nanoseconds past it */
+function fileStat(size: number, mtime: number, ns = 0): FuseStat {
+  const time = { ms: mtime, ns };
+  return { mode: 0o100644, uid: 0, gid: 0, size, nlink: 1, blksize: 4096, blocks: Math.ceil(size / 512), atime: time, mtime: time, ctime: time };
 }
 
 /** One file `/data` with `content`; `/hang` is a file whose getattr never answers. */
-function tinyOps(files: { content: Buffer; mtime: number }): FuseOps {
+function tinyOps(files: { content: Buffer; mtime: number; ns?: number }): FuseOps {
   const dir: FuseStat = { ...fileStat(4096, 0), mode: 0o40755, nlink: 2 };
   return {
     getattr: (path, cb) => {
       if (path === '/') cb(0, dir);
-      else if (path === '/data') cb(0, fileStat(files.content.length, files.mtime));
+      else if (path === '/data') cb(0, fileStat(files.content.length, files.mtime, files.ns));
       else if (path !== '/hang') cb(ENOENT);
     },
     readdir: (_path, cb) => cb(0, ['.', '..', 'data']),
@@ -49,7 +51,7 @@ function tinyOps(files: { content: Buffer; mtime: number }): FuseOps {
   };
 }
 
-async function mountTiny(files: { content: Buffer; mtime: number }, options: { attrTimeoutS: number; opTimeoutMs: number }, name = 'mnt'): Promise<string> {
+async function mountTiny(files: { content: Buffer; mtime: number; ns?: number }, options: { attrTimeoutS: number; opTimeoutMs: number }, name = 'mnt'): Promise<string> {
   const mnt = join(root, name);
   await mkdir(mnt, { recursive: true });
   const native = await loadFuse();
@@ -83,10 +85,11 @@ describe('native FUSE binding', () => {
 
   it('two mounts served by one process answer each with its own attributes', async () => {
     const a = await mountTiny({ content: Buffer.alloc(3), mtime: 1_700_000_000_000 }, { attrTimeoutS: 0, opTimeoutMs: 0 });
-    const b = await mountTiny({ content: Buffer.alloc(70_000), mtime: 1_600_000_000_000 }, { attrTimeoutS: 0, opTimeoutMs: 0 }, 'mnt2');
-    const [sa, sb] = await Promise.all([stat(join(a, 'data')), stat(join(b, 'data'))]);
-    expect([sa.size, sa.mtimeMs]).toEqual([3, 1_700_000_000_000]);
-    expect([sb.size, sb.mtimeMs]).toEqual([70_000, 1_600_000_000_000]);
+    const b = await mountTiny({ content: Buffer.alloc(70_000), mtime: 1_600_000_000_000, ns: 123_457 }, { attrTimeoutS: 0, opTimeoutMs: 0 }, 'mnt2');
+    const [sa, sb] = await Promise.all([stat(join(a, 'data'), { bigint: true }), stat(join(b, 'data'), { bigint: true })]);
+    expect([sa.size, sa.mtimeNs]).toEqual([3n, 1_700_000_000_000_000_000n]);
+    // To the nanosecond: one double of ms showed ...000123456 (issue 39 item 3).
+    expect([sb.size, sb.mtimeNs]).toEqual([70_000n, 1_600_000_000_000_123_457n]);
     expect((await readFile(join(b, 'data'))).length).toBe(70_000);
   }, 20_000);
 

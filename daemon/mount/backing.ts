@@ -4,27 +4,29 @@
 // operation on them is a passthrough. Keeping `.git/` out of the engine is the point of ignoring it:
 // a clone's thousands of lock/rename dances would otherwise each be a version.
 import * as fsc from 'node:fs';
-import { constants } from 'node:fs';
+import { type BigIntStats, constants } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fail } from './errno.js';
+import { type FileTime, nsTime } from './file-time.js';
 import type { FuseStat } from './fuse-binding.js';
 
 export const BLOCK_SIZE = 128 * 1024;
 
-export function toFuseStat(s: import('node:fs').Stats): FuseStat {
+/** A bigint lstat: Stats' *Ms are doubles, a few hundred nanoseconds off (file-time.ts). */
+export function toFuseStat(s: BigIntStats): FuseStat {
   return {
-    mode: s.mode,
-    uid: s.uid,
-    gid: s.gid,
-    size: s.size,
-    nlink: s.nlink,
+    mode: Number(s.mode),
+    uid: Number(s.uid),
+    gid: Number(s.gid),
+    size: Number(s.size),
+    nlink: Number(s.nlink),
     blksize: BLOCK_SIZE,
-    blocks: s.blocks,
-    atime: s.atimeMs,
-    mtime: s.mtimeMs,
-    ctime: s.ctimeMs,
-    rdev: s.rdev,
+    blocks: Number(s.blocks),
+    atime: nsTime(s.atimeNs),
+    mtime: nsTime(s.mtimeNs),
+    ctime: nsTime(s.ctimeNs),
+    rdev: Number(s.rdev),
   };
 }
 
@@ -49,6 +51,11 @@ export class Backing {
     private readonly makeNode: (real: string, mode: number, dev: number) => number = () => 38,
     /** xattr calls on its files (native/fuse; Node has none) */
     readonly xattrs: BackingXattrs = NO_XATTRS,
+    /**
+     * utimensat(2) on a real path to the nanosecond, never through a link (native/fuse lutimens; Node's
+     * utimes is neither): 0 or the errno. An in-place mount's write-back sets its files' times with it.
+     */
+    readonly setTimes: (real: string, atime: FileTime | null, mtime: FileTime | null) => number = () => 38,
   ) {}
 
   /** A FIFO, socket or device node; owned by `owner` when the daemon may give it away (root). */
@@ -79,9 +86,10 @@ export class Backing {
     return path === '' ? this.root : join(this.root, path);
   }
 
-  async stat(path: string): Promise<import('node:fs').Stats | null> {
+  /** bigint: the times to the nanosecond (measured: ~1 us more than a plain lstat's ~25 us) */
+  async stat(path: string): Promise<BigIntStats | null> {
     try {
-      return await fs.lstat(this.real(path));
+      return await fs.lstat(this.real(path), { bigint: true });
     } catch (error) {
       if (isMissing(error)) return null;
       throw error;
@@ -226,8 +234,10 @@ export class Backing {
     return fs.lchown(this.real(path), uid, gid);
   }
 
-  utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
-    return fs.utimes(this.real(path), atimeMs / 1000, mtimeMs / 1000);
+  /** null leaves that time as it is. */
+  async utimens(path: string, atime: FileTime | null, mtime: FileTime | null): Promise<void> {
+    const errno = this.setTimes(this.real(path), atime, mtime);
+    if (errno !== 0) fail(-errno);
   }
 
   truncate(path: string, size: number): Promise<void> {

@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { createWriteStream } from 'node:fs';
 import { contentForSmall } from './content-reader.js';
 import { FileNode } from './file-node.js';
+import { nsTime } from './file-time.js';
 import type { MountState } from './mount-state.js';
 import { StagingFile } from './staging-file.js';
 
@@ -63,7 +64,7 @@ export async function nodeFromBacking(state: MountState, from: string, to: strin
     // A link among ignored names moved to a versioned one: a versioned link from now on.
     const target = Buffer.from(await readlink(state.backing.real(from)));
     await rm(state.backing.real(from));
-    return FileNode.link(to, target, state.now(), stat.mtimeMs);
+    return FileNode.link(to, target, state.now(), nsTime(stat.mtimeNs));
   }
   const stagingPath = state.pool.newPath();
   await rename(state.backing.real(from), stagingPath).catch(async (error: unknown) => {
@@ -72,10 +73,10 @@ export async function nodeFromBacking(state: MountState, from: string, to: strin
     await rm(state.backing.real(from));
   });
   const file = await StagingFile.adoptExisting(state.pool, stagingPath);
-  const node = new FileNode(to, null, state.now(), stat?.mtimeMs);
+  const node = new FileNode(to, null, state.now(), stat === null ? undefined : nsTime(stat.mtimeNs));
   node.content = { kind: 'staged', file };
   node.size = file.size;
-  node.executable = stat !== null && (stat.mode & 0o100) !== 0;
+  node.executable = stat !== null && (stat.mode & 0o100n) !== 0n;
   node.dirty = true;
   return node;
 }

@@ -2,6 +2,7 @@
 // without local state are not represented: the engine's current entry is the truth for them.
 import type { ContentHash, Entry } from '../../engine/types.js';
 import type { ContentReader } from './content-reader.js';
+import { type FileTime, msTime } from './file-time.js';
 import type { StagingFile } from './staging-file.js';
 
 /** The engine version a node started from (or was last captured as). */
@@ -67,10 +68,10 @@ export class FileNode {
   executable: boolean;
   /** a symbolic link (its bytes are the target, in memory): made by symlink(2), never opened or written */
   symlink: boolean;
-  mtimeMs: number;
-  /** set by utimensat; the mtime when undefined (kept in memory only) */
-  atimeMs: number | undefined = undefined;
-  ctimeMs: number;
+  mtime: FileTime;
+  /** set by utimensat; the mtime when undefined */
+  atime: FileTime | undefined = undefined;
+  ctime: FileTime;
   handles = 0;
   writers = 0;
   /**
@@ -103,20 +104,20 @@ export class FileNode {
     public path: string,
     base: BaseRef | null,
     nowMs: number,
-    mtimeMs?: number,
+    mtime?: FileTime,
   ) {
     this.base = base;
     this.enginePath = base === null ? null : path;
     this.size = base?.size ?? 0;
     this.executable = base?.executable ?? false;
     this.symlink = base?.symlink ?? false;
-    this.mtimeMs = mtimeMs ?? nowMs;
-    this.ctimeMs = nowMs;
+    this.ctime = msTime(nowMs);
+    this.mtime = mtime ?? this.ctime;
   }
 
   /** A new versioned symbolic link: its target in memory, to be captured after the settle delay. */
-  static link(path: string, target: Buffer, nowMs: number, mtimeMs?: number): FileNode {
-    const node = new FileNode(path, null, nowMs, mtimeMs);
+  static link(path: string, target: Buffer, nowMs: number, mtime?: FileTime): FileNode {
+    const node = new FileNode(path, null, nowMs, mtime);
     node.symlink = true;
     node.content = { kind: 'memory', buf: target };
     node.size = target.length;
@@ -159,8 +160,7 @@ export class FileNode {
   }
 
   touch(nowMs: number): void {
-    this.mtimeMs = nowMs;
-    this.ctimeMs = nowMs;
+    this.mtime = this.ctime = msTime(nowMs);
     this.generation += 1;
   }
 

@@ -14,9 +14,9 @@ import { fileURLToPath } from 'node:url';
 import { StrataError } from '../../engine/errors.js';
 import { LowLevelSession } from './fuse-lowlevel.js';
 import { type NativeFuse, Op } from './fuse-native.js';
+import type { FileTime } from './file-time.js';
 import type { ContentMaps } from './mapped-reads.js';
 
-/** Times are milliseconds since the epoch (native/fuse converts them to timespecs). */
 export interface FuseStat {
   mode: number;
   uid: number;
@@ -25,9 +25,10 @@ export interface FuseStat {
   nlink: number;
   blksize: number;
   blocks: number;
-  atime: number;
-  mtime: number;
-  ctime: number;
+  /** to the nanosecond (file-time.ts; native/fuse makes timespecs of them) */
+  atime: FileTime;
+  mtime: FileTime;
+  ctime: FileTime;
   ino?: number;
   dev?: number;
   rdev?: number;
@@ -105,8 +106,8 @@ export interface FuseOps {
   rmdir?(path: string, cb: Done): void;
   chmod?(path: string, mode: number, cb: Done): void;
   chown?(path: string, uid: number, gid: number, cb: Done): void;
-  /** A time given as NaN is left as it is (a setattr that sets only the other one). */
-  utimens?(path: string, atime: number, mtime: number, cb: Done): void;
+  /** A time given as null is left as it is (a setattr that sets only the other one). */
+  utimens?(path: string, atime: FileTime | null, mtime: FileTime | null, cb: Done): void;
   mknod?(path: string, mode: number, dev: number, cb: Done, creator?: Creator): void;
   /** `size` 0: the caller asks for the length only (answered as `length`) */
   getxattr?(path: string, name: string, size: number, cb: (errno: number, value?: XattrAnswer) => void): void;
@@ -128,9 +129,16 @@ export interface FuseOps {
    * The bytes (the whole file, from offset 0) and times the C side kept for `fd`. Synchronous.
    * `journaled`: 0, or the bytes of the file's close record the C side wrote to the journal (it then
    * answered the close), or -errno when writing it failed. `perm`: the permission bits a chmod the C
-   * side kept set (the exec bit unchanged), or -1.
+   * side kept set (the exec bit unchanged), or -1. `atime` null: never set (it reads as the mtime).
    */
-  absorb?(fd: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number, perm: number): void;
+  absorb?(fd: number, data: Buffer, times: KeptTimes, journaled: number, perm: number): void;
+}
+
+/** The times write-behind kept for a new file (src/write_behind.c). */
+export interface KeptTimes {
+  atime: FileTime | null;
+  mtime: FileTime;
+  ctime: FileTime;
 }
 
 /** What the C side needs to journal a kept file's close itself (journalFd -1: the close goes to JS). */

@@ -9,6 +9,7 @@
 import type { Creator, Done, FuseOps, FuseStat, FuseStatfs, XattrAnswer } from './fuse-binding.js';
 import { type Dispatch, type LowLevelOptions, type NativeFuse, type NativeHandle, Op } from './fuse-native.js';
 import { InodeTable } from './fuse-inodes.js';
+import type { FileTime } from './file-time.js';
 import { NameRequests } from './fuse-names.js';
 import { applySetattr } from './fuse-setattr.js';
 
@@ -37,7 +38,8 @@ export class LowLevelSession {
   /** open directories' listings by handle; null until the first READDIR (Opendir) */
   private readonly dirs = new Map<number, string[] | null>();
   private nextDirHandle = 1;
-  private readonly scratch = new Float64Array(16);
+  /** native/fuse's SCRATCH_LEN (src/fuse_ll.h: which slot holds what) */
+  private readonly scratch = new Float64Array(20);
   /** kernel requests received, per Op (for `strata status` and the benchmarks) */
   readonly requests = new Float64Array(Op.Closed + 1);
   private handle: NativeHandle | null = null;
@@ -194,10 +196,14 @@ export class LowLevelSession {
     s[4] = stat.nlink;
     s[5] = stat.blksize;
     s[6] = stat.blocks;
-    s[7] = stat.atime;
-    s[8] = stat.mtime;
-    s[9] = stat.ctime;
+    s[7] = stat.atime.ms;
+    s[8] = stat.mtime.ms;
+    s[9] = stat.ctime.ms;
     s[10] = stat.rdev ?? 0;
+    // Each time's nanoseconds past its millisecond, TIME_NS slots on (src/fuse_ll.h).
+    s[16] = stat.atime.ns;
+    s[17] = stat.mtime.ns;
+    s[18] = stat.ctime.ns;
   }
 
   private readonly dispatch: Dispatch = (op, id, ino, n1, n2, s1, s2) => {
@@ -263,7 +269,11 @@ export class LowLevelSession {
     }
     if (op === Op.Absorb) {
       // Not a request: nothing to answer. Applied before the request that caused it is handled.
-      if (this.ops.absorb !== undefined && s2 instanceof Buffer) this.ops.absorb(n1, s2, this.scratch[0]!, this.scratch[1]!, n2, this.scratch[2]!);
+      if (this.ops.absorb !== undefined && s2 instanceof Buffer) {
+        const s = this.scratch;
+        const times = { atime: Number.isNaN(s[7]) ? null : timeAt(s, 7), mtime: timeAt(s, 8), ctime: timeAt(s, 9) };
+        this.ops.absorb(n1, s2, times, n2, s[2]!);
+      }
       return;
     }
     const name = s1 ?? '';
@@ -524,7 +534,7 @@ export class LowLevelSession {
 
   private setattr(id: number, ino: number, path: string, fh: number, toSet: number): void {
     const s = this.scratch;
-    const values = { mode: s[0]!, uid: s[1]!, gid: s[2]!, size: s[3]!, atime: s[4]!, mtime: s[5]! };
+    const values = { mode: s[0]!, uid: s[1]!, gid: s[2]!, size: s[3]!, atime: timeAt(s, 7), mtime: timeAt(s, 8) };
     applySetattr(this.ops, path, fh, toSet, values, (errno, stat) => {
       if (errno !== 0 || stat === undefined) {
         this.native.replyErr(id, errno !== 0 ? -errno : EIO);
@@ -538,4 +548,9 @@ export class LowLevelSession {
       this.native.replyAttr(id, ino, this.attrTimeout(stat), stat.cacheable === true ? 1 : 0);
     });
   }
+}
+
+/** The time native/fuse put at `slot`: whole ms there, the nanoseconds past them 9 slots on (src/fuse_ll.h). */
+function timeAt(s: Float64Array, slot: number): FileTime {
+  return { ms: s[slot]!, ns: s[slot + 9]! };
 }

@@ -48,6 +48,8 @@ export interface NativeFuse {
   close(handle: NativeHandle): void;
   /** mknod(2) on a real path: 0 or the errno (src/serve.c). */
   mknod(path: string, mode: number, dev: number): number;
+  /** utimensat(2) on a real path, never through a link, to the nanosecond (NaN ms: leave that time): 0 or the errno (src/serve.c). */
+  lutimens(path: string, atimeMs: number, atimeNs: number, mtimeMs: number, mtimeNs: number): number;
   /** lgetxattr(2) into `into`: the value's length (copied when it fits), or -errno (src/xattrs.c); likewise the others. */
   backingGetxattr(path: string, name: string, into: Buffer): number;
   backingListxattr(path: string, into: Buffer): number;

@@ -111,9 +111,9 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     removexattr: (path, name, cb) => run('removexattr', path, () => removexattr(state, fileOf(path), name), cb),
     capsInUse: () => state.attrs.anyXattr('security.capability'),
     writeBehind: (fd) => writeBehind(state, fd),
-    absorb: (fd, data, mtimeMs, ctimeMs, journaled, perm) => {
+    absorb: (fd, data, times, journaled, perm) => {
       const started = performance.now();
-      absorb(state, fd, data, mtimeMs, ctimeMs, journaled, perm);
+      absorb(state, fd, data, times, journaled, perm);
       note(journaled === 0 ? 'absorb' : 'absorb (closed)', started);
     },
   };

@@ -1,6 +1,7 @@
 // A kernel setattr as the path operations it stands for, in the order libfuse's high-level API used
 // (chmod, chown, truncate, utimens), then the new attributes: the reply carries them, so the kernel
 // needs no getattr request afterwards.
+import type { FileTime } from './file-time.js';
 import type { Done, FuseOps, FuseStat } from './fuse-binding.js';
 
 // FUSE_SET_ATTR_* (fuse_lowlevel.h)
@@ -15,14 +16,14 @@ const SET_MTIME_NOW = 1 << 8;
 
 const EIO = 5;
 
-/** The new values, as native/fuse put them in the scratch array (times in ms). */
+/** The new values, as native/fuse put them in the scratch array (a time to set "now": the clock's there). */
 export interface SetattrValues {
   mode: number;
   uid: number;
   gid: number;
   size: number;
-  atime: number;
-  mtime: number;
+  atime: FileTime;
+  mtime: FileTime;
 }
 
 export function applySetattr(ops: FuseOps, path: string, fh: number, toSet: number, values: SetattrValues, done: (errno: number, stat?: FuseStat) => void): void {
@@ -43,13 +44,10 @@ export function applySetattr(ops: FuseOps, path: string, fh: number, toSet: numb
   }
   if ((toSet & (SET_ATIME | SET_MTIME | SET_ATIME_NOW | SET_MTIME_NOW)) !== 0 && ops.utimens !== undefined) {
     const utimens = ops.utimens;
-    steps.push((next) => {
-      const now = Date.now();
-      // A time that is not set is NaN: "keep it" (FuseOps.utimens). tar sets only mtime; reading the
-      // current atime first was one more getattr per file.
-      const pick = (set: number, setNow: number, value: number) => ((toSet & setNow) !== 0 ? now : (toSet & set) !== 0 ? value : Number.NaN);
-      utimens(path, pick(SET_ATIME, SET_ATIME_NOW, atime), pick(SET_MTIME, SET_MTIME_NOW, mtime), next);
-    });
+    // A time that is not set is null: "keep it" (FuseOps.utimens). tar sets only mtime; reading the
+    // current atime first was one more getattr per file.
+    const pick = (set: number, value: FileTime) => ((toSet & set) !== 0 ? value : null);
+    steps.push((next) => utimens(path, pick(SET_ATIME | SET_ATIME_NOW, atime), pick(SET_MTIME | SET_MTIME_NOW, mtime), next));
   }
   const step = (i: number) => {
     if (i === steps.length) {

@@ -123,7 +123,7 @@ class MountHost implements ProjectHost {
     const inPlace = await InPlaceDir.open(ctx);
     // Set before the import: a stop meanwhile aborts it (stop()), a failure moves everything back (start()).
     this.inPlace = inPlace;
-    await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }), new MountTimes(timeRows, Date.now));
+    await inPlace.syncIn(new MountAttrs(attrRows, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }), new MountTimes(timeRows));
     timeRows.flush();
     // The attribute rows it set are written at the end of an event-loop turn (attrs.ts): the mount
     // reads them back when it starts.
@@ -149,6 +149,7 @@ class MountHost implements ProjectHost {
           explicitDirs: project.state.ns.explicitDirs,
           attrs: { of: (path, kind, executable) => attrs.of(links.primaryOf(path), kind, executable) },
           times: (path) => project.state.shownTimes(path),
+          setTimes: (real, atime, mtime) => project.state.backing.setTimes(real, atime, mtime),
         });
       } finally {
         this.warnings.push(...inPlace.warnings);

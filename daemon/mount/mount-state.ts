@@ -1,7 +1,7 @@
 // Everything one mounted project's operations share, and how a path resolves: versioned (local
 // state first, then the engine), the virtual `.strata/` directory, then the backing directory for
 // ignored and unstorable names.
-import type { Stats } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Engine } from '../../engine/engine-api.js';
 import { isTempName } from '../capture/temp-names.js';
@@ -12,6 +12,7 @@ import type { MountAttrs, PathAttrs } from './attrs.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
 import { baseOf, FileNode, type Handle } from './file-node.js';
+import { type FileTime, msTime } from './file-time.js';
 import type { JournalRecord, MountJournal } from './journal.js';
 import { SparseBlocks } from './sparse.js';
 import type { LinkGroups } from './link-groups.js';
@@ -38,7 +39,7 @@ export type Resolved =
   | { kind: 'dir'; versioned: boolean }
   | { kind: 'node'; node: FileNode }
   | { kind: 'entry'; entry: Entry }
-  | { kind: 'backing-file'; stat: Stats }
+  | { kind: 'backing-file'; stat: BigIntStats }
   | { kind: 'virtual-dir' }
   | { kind: 'virtual-file'; data: Buffer };
 
@@ -102,7 +103,8 @@ export class MountState {
    */
   admitDelete: (path: string) => Promise<boolean> | boolean = () => true;
   private nextHandle = 1;
-  readonly startMs: number;
+  /** when the mount started: a directory's times until it changes */
+  readonly start: FileTime;
 
   constructor(private readonly deps: MountStateDeps) {
     this.engine = deps.engine;
@@ -114,12 +116,12 @@ export class MountState {
     this.journal = deps.journal;
     this.attrs = deps.attrs;
     this.links = deps.links;
-    this.times = deps.times ?? new MountTimes(null, deps.now);
+    this.times = deps.times ?? new MountTimes(null);
     this.sparse = deps.sparse ?? new SparseBlocks(null);
     this.logger = deps.logger;
     this.workstation = deps.workstation ?? 'mount';
     this.source = { engine: deps.engine, projectId: deps.projectId, store: deps.store };
-    this.startMs = deps.now();
+    this.start = msTime(deps.now());
   }
 
   now(): number {
@@ -306,14 +308,9 @@ export class MountState {
     if (existing !== undefined) return existing;
     const { entry } = resolved;
     const times = this.timesOf(path, entry);
-    const node = new FileNode(
-      path,
-      baseOf(entry),
-      this.now(),
-      times.mtimeMs,
-    );
-    node.atimeMs = times.atimeMs;
-    node.ctimeMs = times.ctimeMs;
+    const node = new FileNode(path, baseOf(entry), this.now(), times.mtime);
+    node.atime = times.atime;
+    node.ctime = times.ctime;
     this.ns.nodes.set(path, node);
     return node;
   }
@@ -323,10 +320,10 @@ export class MountState {
    * the mount last changed its attributes (chown, utimensat), else the mtime; atime, when not set,
    * is left to the caller (the mtime).
    */
-  timesOf(path: string, entry: Entry): { mtimeMs: number; ctimeMs: number; atimeMs: number | undefined } {
+  timesOf(path: string, entry: Entry): { mtime: FileTime; ctime: FileTime; atime: FileTime | undefined } {
     const kept = this.times.get(path, entry.versionId);
-    const mtimeMs = kept?.mtimeMs ?? Date.parse(entry.timestamp);
-    return { mtimeMs, ctimeMs: kept?.ctimeMs ?? mtimeMs, atimeMs: kept?.atimeMs };
+    const mtime = kept?.mtime ?? msTime(Date.parse(entry.timestamp));
+    return { mtime, ctime: kept?.ctime ?? mtime, atime: kept?.atime };
   }
 
   /**
@@ -334,24 +331,24 @@ export class MountState {
    * go with: an in-place mount's write-back gives the directory's file the same times (make and rsync
    * compare them). Null: not a versioned file, or one with changes not captured.
    */
-  async shownTimes(path: string): Promise<{ contentHash: string; mtimeMs: number; atimeMs: number } | null> {
+  async shownTimes(path: string): Promise<{ contentHash: string; mtime: FileTime; atime: FileTime } | null> {
     const resolved = await this.resolve(path);
     if (resolved?.kind === 'node') {
       const { node } = resolved;
       if (node.dirty || node.detached || node.base === null) return null;
-      return { contentHash: node.base.hash, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs ?? node.mtimeMs };
+      return { contentHash: node.base.hash, mtime: node.mtime, atime: node.atime ?? node.mtime };
     }
     if (resolved?.kind !== 'entry') return null;
     const times = this.timesOf(path, resolved.entry); // as getattr (ops-attr.ts) answers
-    return { contentHash: resolved.entry.contentHash, mtimeMs: times.mtimeMs, atimeMs: times.atimeMs ?? times.mtimeMs };
+    return { contentHash: resolved.entry.contentHash, mtime: times.mtime, atime: times.atime ?? times.mtime };
   }
 
-  /** Sets times of a file without local state (NaN or absent keeps one); its ctime becomes now. */
-  touchEntry(path: string, entry: Entry, times: { mtimeMs?: number; atimeMs?: number } = {}): void {
+  /** Sets times of a file without local state (null or absent keeps one); its ctime becomes now. */
+  touchEntry(path: string, entry: Entry, times: { mtime?: FileTime | null; atime?: FileTime | null } = {}): void {
     const current = this.timesOf(path, entry);
-    const mtimeMs = times.mtimeMs === undefined || Number.isNaN(times.mtimeMs) ? current.mtimeMs : times.mtimeMs;
-    const atimeMs = times.atimeMs === undefined || Number.isNaN(times.atimeMs) ? current.atimeMs : times.atimeMs;
-    this.times.set(path, { versionId: entry.versionId, mtimeMs, atimeMs, ctimeMs: this.now() }, false, Date.parse(entry.timestamp));
+    const mtime = times.mtime ?? current.mtime;
+    const atime = times.atime ?? current.atime;
+    this.times.set(path, { versionId: entry.versionId, mtime, atime, ctime: msTime(this.now()) }, Date.parse(entry.timestamp));
   }
 
   /** The node leaves the tree (unlinked or replaced): open handles keep reading it; never captured. */
@@ -385,7 +382,7 @@ export class MountState {
     }
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
-    this.times.set(node.path, { versionId: node.base.versionId, mtimeMs: node.mtimeMs, atimeMs: node.atimeMs, ctimeMs: node.ctimeMs }, false, node.base.atMs);
+    this.times.set(node.path, { versionId: node.base.versionId, mtime: node.mtime, atime: node.atime, ctime: node.ctime }, node.base.atMs);
     this.ns.nodes.delete(node.path);
   }
 
@@ -407,7 +404,7 @@ export class MountState {
   }
 
   /** A versioned file's attributes; `attrs` from MountAttrs (else the defaults: 0644/0755, the mount's owner). */
-  fileStat(size: number, executable: boolean, mtimeMs: number, ctimeMs = mtimeMs, attrs?: PathAttrs, atimeMs = mtimeMs): FuseStat {
+  fileStat(size: number, executable: boolean, mtime: FileTime, ctime = mtime, attrs?: PathAttrs, atime = mtime): FuseStat {
     return {
       mode: 0o100000 | (attrs?.perm ?? (executable ? 0o755 : 0o644)),
       uid: attrs?.uid ?? this.deps.uid,
@@ -416,9 +413,9 @@ export class MountState {
       nlink: 1,
       blksize: BLOCK_SIZE,
       blocks: Math.ceil(size / 512),
-      atime: atimeMs,
-      mtime: mtimeMs,
-      ctime: ctimeMs,
+      atime,
+      mtime,
+      ctime,
     };
   }
 
@@ -433,7 +430,7 @@ export class MountState {
     const times = this.ns.dirTimesOf(path);
     const attrs = this.attrs.of(path, 'dir');
     const stat = { ...this.dirStat(), mode: 0o040000 | attrs.perm, uid: attrs.uid, gid: attrs.gid, nlink: 2 + subdirs };
-    if (times !== undefined) Object.assign(stat, { atime: times.atimeMs, mtime: times.mtimeMs, ctime: times.ctimeMs });
+    if (times !== undefined) Object.assign(stat, { atime: times.atime, mtime: times.mtime, ctime: times.ctime });
     return stat;
   }
 
@@ -446,9 +443,9 @@ export class MountState {
       nlink: 2,
       blksize: BLOCK_SIZE,
       blocks: 8,
-      atime: this.startMs,
-      mtime: this.startMs,
-      ctime: this.startMs,
+      atime: this.start,
+      mtime: this.start,
+      ctime: this.start,
     };
   }
 }

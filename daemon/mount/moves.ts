@@ -1,6 +1,7 @@
 // Moving versioned files in the tree: removals and renames as local state the reconciler turns
 // into engine records (tombstones, renames) after the settle delay.
 import type { FileNode, GoneMarker } from './file-node.js';
+import { msTime } from './file-time.js';
 import type { MountState, Resolved } from './mount-state.js';
 import { isFuseHidden, parentOf } from './paths.js';
 
@@ -72,7 +73,7 @@ export function placeNode(state: MountState, node: FileNode, to: string, target:
   const marker = ns.gone.get(to);
   if (marker !== undefined && !marker.dir) ns.gone.delete(to);
   node.path = to;
-  node.ctimeMs = state.now();
+  node.ctime = msTime(state.now());
   ns.nodes.set(to, node);
   ns.setEntry(to, 'file');
   state.reconciler.schedule(to);

@@ -14,14 +14,15 @@ import type { Engine } from '../../engine/engine-api.js';
 import type { Entry } from '../../engine/types.js';
 import { StrataError } from '../../engine/errors.js';
 import type { FileNode, GoneMarker } from './file-node.js';
+import { type FileTime, msTime } from './file-time.js';
 import { ancestorsOf, baseName, isWithin, parentOf } from './paths.js';
 
 export type Kind = 'file' | 'dir';
 
 export interface DirTimes {
-  atimeMs: number;
-  mtimeMs: number;
-  ctimeMs: number;
+  atime: FileTime;
+  mtime: FileTime;
+  ctime: FileTime;
 }
 
 export interface ExplicitDirStore {
@@ -235,15 +236,10 @@ export class Namespace {
     return this.dirTimes.get(dir);
   }
 
-  /** utimensat on a directory; NaN keeps that time (the mount's start when never set). */
-  setDirTimes(dir: string, atimeMs: number, mtimeMs: number, startMs: number): void {
-    const now = this.now();
-    const current = this.dirTimes.get(dir) ?? { atimeMs: startMs, mtimeMs: startMs, ctimeMs: startMs };
-    this.dirTimes.set(dir, {
-      atimeMs: Number.isNaN(atimeMs) ? current.atimeMs : atimeMs,
-      mtimeMs: Number.isNaN(mtimeMs) ? current.mtimeMs : mtimeMs,
-      ctimeMs: now,
-    });
+  /** utimensat on a directory; null keeps that time (the mount's start when never set). */
+  setDirTimes(dir: string, atime: FileTime | null, mtime: FileTime | null, start: FileTime): void {
+    const current = this.dirTimes.get(dir) ?? { atime: start, mtime: start, ctime: start };
+    this.dirTimes.set(dir, { atime: atime ?? current.atime, mtime: mtime ?? current.mtime, ctime: msTime(this.now()) });
   }
 
   /** Something the engine does not list changed in `dir` (a FIFO, socket or device node): its times. */
@@ -252,8 +248,8 @@ export class Namespace {
   }
 
   private entriesChanged(dir: string): void {
-    const now = this.now();
-    this.dirTimes.set(dir, { atimeMs: this.dirTimes.get(dir)?.atimeMs ?? now, mtimeMs: now, ctimeMs: now });
+    const now = msTime(this.now());
+    this.dirTimes.set(dir, { atime: this.dirTimes.get(dir)?.atime ?? now, mtime: now, ctime: now });
   }
 
   /** The directory's listing, and how many subdirectories it has (counted once per change of the listing). */

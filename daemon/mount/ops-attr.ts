@@ -4,6 +4,7 @@ import { statfs as statfsCall } from 'node:fs/promises';
 import { toFuseStat } from './backing.js';
 import { E, fail } from './errno.js';
 import type { FileNode } from './file-node.js';
+import { msTime } from './file-time.js';
 import type { FuseStat, FuseStatfs } from './fuse-binding.js';
 import { type MountState, VIRTUAL_DIR, VIRTUAL_FILE, VIRTUAL_GITIGNORE } from './mount-state.js';
 import { baseName, isFuseHidden } from './paths.js';
@@ -24,10 +25,10 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'virtual-dir':
       return state.dirStat(false);
     case 'virtual-file':
-      return { ...state.fileStat(resolved.data.length, false, state.now()), mode: 0o100444 };
+      return { ...state.fileStat(resolved.data.length, false, msTime(state.now())), mode: 0o100444 };
     case 'node': {
       const { node } = resolved;
-      const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
+      const stat = state.fileStat(node.size, node.executable, node.mtime, node.ctime, state.attrs.of(path, 'file', node.executable), node.atime);
       stat.blocks = await blocksOf(state, node);
       // native/fuse may answer with these until a request about this file reaches JS (src/attrs.c).
       if (!node.detached) stat.cacheable = true;
@@ -40,7 +41,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'entry': {
       const { entry } = resolved;
       const times = state.timesOf(path, entry);
-      const stat = state.fileStat(entry.size, entry.executable, times.mtimeMs, times.ctimeMs, state.attrs.of(path, 'file', entry.executable), times.atimeMs);
+      const stat = state.fileStat(entry.size, entry.executable, times.mtime, times.ctime, state.attrs.of(path, 'file', entry.executable), times.atime);
       stat.blocks = state.sparse.of(entry.contentHash, entry.size);
       if (entry.symlink) stat.mode = S_IFLNK | 0o777;
       stat.cacheable = true;
@@ -50,7 +51,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
     case 'backing-file': {
       const stat = toFuseStat(resolved.stat);
       // Hard links among FIFOs, sockets, device nodes and ignored files are the backing filesystem's.
-      if (resolved.stat.nlink > 1) stat.link = `b${resolved.stat.ino}`;
+      if (resolved.stat.nlink > 1n) stat.link = `b${resolved.stat.ino}`;
       return stat;
     }
   }
@@ -65,7 +66,7 @@ export async function getattr(state: MountState, path: string): Promise<FuseStat
 export async function fgetattr(state: MountState, path: string, fh: number): Promise<FuseStat> {
   const node = state.handles.get(fh)?.node;
   if (node === null || node === undefined || !node.detached) return getattr(state, path);
-  const stat = state.fileStat(node.size, node.executable, node.mtimeMs, node.ctimeMs, state.attrs.of(path, 'file', node.executable), node.atimeMs);
+  const stat = state.fileStat(node.size, node.executable, node.mtime, node.ctime, state.attrs.of(path, 'file', node.executable), node.atime);
   if (node.symlink) stat.mode = S_IFLNK | 0o777;
   stat.nlink = 0;
   return stat;

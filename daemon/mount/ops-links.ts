@@ -2,6 +2,7 @@
 // file's names share its primary name's node, modes and times; FIFOs, sockets, device nodes and
 // ignored files live in the backing directory, whose own hard links do the same for them.
 import { E, fail } from './errno.js';
+import { msTime } from './file-time.js';
 import { type MountState, VIRTUAL_DIR } from './mount-state.js';
 import { removeVersioned } from './moves.js';
 import { isWithin, parentOf } from './paths.js';
@@ -22,7 +23,7 @@ export async function link(state: MountState, from: string, to: string): Promise
     // A versioned name holds a special file only as a marker row; a plain file there would be versioned.
     if (versionedName && !special) fail(E.XDEV);
     await state.backing.link(from, to);
-    if (versionedName) state.attrs.markSpecial(to, source.stat.mode);
+    if (versionedName) state.attrs.markSpecial(to, Number(source.stat.mode));
     state.ns.touchDir(parentOf(to));
     return;
   }
@@ -119,6 +120,6 @@ export async function splitDiverged(state: MountState): Promise<void> {
 /** A file's ctime moves (a name was added or removed). */
 async function touchFile(state: MountState, path: string): Promise<void> {
   const resolved = await state.resolve(path);
-  if (resolved?.kind === 'node') resolved.node.ctimeMs = state.now();
+  if (resolved?.kind === 'node') resolved.node.ctime = msTime(state.now());
   else if (resolved?.kind === 'entry') state.touchEntry(path, resolved.entry);
 }

@@ -1,11 +1,12 @@
 // chmod, utimens, chown, mknod, symbolic links (hard links: ops-links.ts). Only the owner's exec bit is part of a
 // version (the engine's `executable`); the other mode bits and the owners are kept per path (attrs.ts),
-// times in memory.
+// times in times.ts.
 import { E, fail } from './errno.js';
 import type { Creator } from './fuse-binding.js';
 import { type MountState, type Resolved, VIRTUAL_DIR } from './mount-state.js';
 import { contentForSmall } from './content-reader.js';
 import { FileNode } from './file-node.js';
+import { type FileTime, msTime } from './file-time.js';
 import { placeNode } from './moves.js';
 import { create, release } from './ops-open.js';
 import { isWithin, parentOf } from './paths.js';
@@ -25,7 +26,7 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
       if (!resolved.versioned) await state.backing.chmod(path, mode);
       else {
         state.attrs.set(path, 'dir', false, { perm: mode });
-        state.ns.setDirTimes(path, Number.NaN, Number.NaN, state.startMs); // ctime
+        state.ns.setDirTimes(path, null, null, state.start); // ctime
       }
       return;
     case 'backing-file':
@@ -34,7 +35,7 @@ export async function chmod(state: MountState, path: string, mode: number): Prom
     case 'entry': {
       const node = state.nodeFor(path, resolved);
       const executable = (mode & 0o100) !== 0;
-      node.ctimeMs = state.now();
+      node.ctime = msTime(state.now());
       state.attrs.set(path, 'file', executable, { perm: mode });
       setExecutable(state, node, executable);
     }
@@ -53,8 +54,8 @@ export function setExecutable(state: MountState, node: FileNode, executable: boo
   if (node.writers === 0) state.reconciler.schedule(node.path);
 }
 
-/** Times in ms; NaN keeps that time. A versioned file's times are kept in memory, not versioned. */
-export async function utimens(state: MountState, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+/** null keeps that time. A versioned file's times are kept (times.ts), not versioned. */
+export async function utimens(state: MountState, path: string, atime: FileTime | null, mtime: FileTime | null): Promise<void> {
   const resolved = await state.resolve(path);
   if (resolved === null) fail(E.NOENT);
   switch (resolved.kind) {
@@ -62,30 +63,20 @@ export async function utimens(state: MountState, path: string, atimeMs: number, 
     case 'virtual-file':
       return;
     case 'dir':
-      if (!resolved.versioned) return backingUtimens(state, path, atimeMs, mtimeMs);
-      state.ns.setDirTimes(path, atimeMs, mtimeMs, state.startMs);
+      if (!resolved.versioned) return state.backing.utimens(path, atime, mtime);
+      state.ns.setDirTimes(path, atime, mtime, state.start);
       return;
     case 'backing-file':
-      return backingUtimens(state, path, atimeMs, mtimeMs);
+      return state.backing.utimens(path, atime, mtime);
     case 'node':
-      if (!Number.isNaN(mtimeMs)) resolved.node.mtimeMs = mtimeMs;
-      if (!Number.isNaN(atimeMs)) resolved.node.atimeMs = atimeMs;
-      resolved.node.ctimeMs = state.now();
+      if (mtime !== null) resolved.node.mtime = mtime;
+      if (atime !== null) resolved.node.atime = atime;
+      resolved.node.ctime = msTime(state.now());
       return;
     case 'entry':
       // No local state needed: remember the times for this version (tar, rsync -t, make rely on them).
-      state.touchEntry(path, resolved.entry, { mtimeMs, atimeMs });
+      state.touchEntry(path, resolved.entry, { mtime, atime });
   }
-}
-
-async function backingUtimens(state: MountState, path: string, atimeMs: number, mtimeMs: number): Promise<void> {
-  if (Number.isNaN(atimeMs) || Number.isNaN(mtimeMs)) {
-    const current = await state.backing.stat(path);
-    if (current === null) fail(E.NOENT);
-    if (Number.isNaN(atimeMs)) atimeMs = current.atimeMs;
-    if (Number.isNaN(mtimeMs)) mtimeMs = current.mtimeMs;
-  }
-  return state.backing.utimens(path, atimeMs, mtimeMs);
 }
 
 /** Owners are kept per path, not versioned; -1 keeps that id. */
@@ -97,13 +88,13 @@ export async function chown(state: MountState, path: string, uid: number, gid: n
       if (!resolved.versioned) await state.backing.chown(path, uid, gid);
       else {
         state.attrs.set(path, 'dir', false, change);
-        state.ns.setDirTimes(path, Number.NaN, Number.NaN, state.startMs); // ctime
+        state.ns.setDirTimes(path, null, null, state.start); // ctime
       }
       return;
     case 'backing-file':
       return state.backing.chown(path, uid, gid);
     case 'node':
-      resolved.node.ctimeMs = state.now();
+      resolved.node.ctime = msTime(state.now());
       state.attrs.set(path, 'file', resolved.node.executable, change);
       return;
     case 'entry':

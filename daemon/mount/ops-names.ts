@@ -61,7 +61,7 @@ async function renameFile(state: MountState, from: string, to: string, source: R
     target !== null && (target.kind === 'node' || target.kind === 'entry')
       ? true
       : toParentVersioned && !state.backingCandidate(to, false);
-  if (source.kind === 'backing-file' && !source.stat.isFile() && !(source.stat.isSymbolicLink() && targetVersioned)) return renameSpecial(state, from, to, source.stat.mode, target, targetVersioned);
+  if (source.kind === 'backing-file' && !source.stat.isFile() && !(source.stat.isSymbolicLink() && targetVersioned)) return renameSpecial(state, from, to, Number(source.stat.mode), target, targetVersioned);
   if (!sourceVersioned) {
     if (!targetVersioned) {
       if (target !== null && target.kind !== 'backing-file') await removeTarget(state, to, target);

@@ -6,7 +6,7 @@ import { ACL_ACCESS } from './acl.js';
 import { closeFd, fsyncFd } from './backing.js';
 import { E, fail, toErrno } from './errno.js';
 import { FileNode, type Handle } from './file-node.js';
-import type { Creator, WriteBehind } from './fuse-binding.js';
+import type { Creator, KeptTimes, WriteBehind } from './fuse-binding.js';
 import type { JournalRecord } from './journal.js';
 import type { MountState } from './mount-state.js';
 import { unmapHandle } from './mapped-reads.js';
@@ -128,7 +128,7 @@ export function closeRecordPrefix(path: string, executable: boolean): string {
  * What the C side kept for `fh`: the file's whole content from offset 0, and its times. `journaled`
  * > 0: it also journaled the file's close and answered it (what flush() does), -errno: that failed.
  */
-export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: number, ctimeMs: number, journaled: number, perm = -1): void {
+export function absorb(state: MountState, fh: number, data: Buffer, times: KeptTimes, journaled: number, perm = -1): void {
   if (journaled > 0) state.journal.appendedElsewhere(journaled);
   else if (journaled < 0) state.journal.failedElsewhere(-journaled);
   const handle = state.handles.get(fh);
@@ -138,8 +138,9 @@ export function absorb(state: MountState, fh: number, data: Buffer, mtimeMs: num
   if (journaled > 0) noteClosed(handle);
   if (perm >= 0 && !node.detached) state.attrs.set(node.path, 'file', node.executable, { perm });
   const apply = () => {
-    node.mtimeMs = mtimeMs;
-    node.ctimeMs = ctimeMs;
+    node.mtime = times.mtime;
+    node.ctime = times.ctime;
+    if (times.atime !== null) node.atime = times.atime;
     node.generation += 1;
     node.dirty = true;
   };

@@ -5,6 +5,7 @@
 // `.strata/` has none and takes none.
 import { ACL_ACCESS } from './acl.js';
 import { E, fail } from './errno.js';
+import { msTime } from './file-time.js';
 import type { XattrAnswer } from './fuse-binding.js';
 import type { MountState, Resolved } from './mount-state.js';
 import { setExecutable } from './ops-meta.js';
@@ -110,11 +111,11 @@ function keep(state: MountState, target: Extract<Target, { kind: 'kept' }>, name
   const perm = state.attrs.setXattr(target.key, target.type, target.executable, name, value);
   if (perm < 0) fail(perm);
   if (target.type === 'dir') {
-    state.ns.setDirTimes(target.key, Number.NaN, Number.NaN, state.startMs); // ctime
+    state.ns.setDirTimes(target.key, null, null, state.start); // ctime
     return;
   }
   if (target.resolved.kind !== 'node' && target.resolved.kind !== 'entry') return;
   const node = state.nodeFor(target.key, target.resolved);
-  node.ctimeMs = state.now();
+  node.ctime = msTime(state.now());
   setExecutable(state, node, name === ACL_ACCESS ? (perm & 0o100) !== 0 : node.executable);
 }

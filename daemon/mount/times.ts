@@ -2,19 +2,19 @@
 // file's mtime, so the times tools set (tar x, cp -p, rsync -t, touch -d) and the mtimes an import found
 // are kept here, per path and version: in memory, and in the daemon's state DB (`mount_times`) so a
 // restart shows them too (make and rsync compare them). A time is only valid while its version is the
-// path's current one: a new write has a time of its own. A file written through the mount and captured
-// at once has an mtime within moments of its version's timestamp, which is what it shows without a
-// row: only other times are written, so ordinary saves add no rows.
+// path's current one: a new write has a time of its own. Times are exact to the nanosecond
+// (file-time.ts); a file whose times are its version's timestamp, which it shows without a row, has none.
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
+import { type FileTime, msTime, sameTime } from './file-time.js';
 
 export interface FileTimes {
   versionId: string;
-  mtimeMs: number;
+  mtime: FileTime;
   /** when not set, the mtime */
-  atimeMs?: number | undefined;
+  atime?: FileTime | undefined;
   /** when not set, the mtime */
-  ctimeMs?: number | undefined;
+  ctime?: FileTime | undefined;
 }
 
 /** Where the rows live; `null` keeps the times in memory only (tests of the mount state without a home). */
@@ -26,17 +26,11 @@ export interface TimeRows {
   flush(): void;
 }
 
-/** An mtime this close to the moment it is set is the capture's own: no row (see above). */
-const FRESH_MS = 2_000;
-
 export class MountTimes {
   /** what this run set (a map of every file it touched, as before rows existed) */
   readonly #recent = new Map<string, FileTimes>();
 
-  constructor(
-    private readonly rows: TimeRows | null,
-    private readonly now: () => number,
-  ) {}
+  constructor(private readonly rows: TimeRows | null) {}
 
   /** The times kept for `path` while `versionId` is its current version. */
   get(path: string, versionId: string): FileTimes | undefined {
@@ -45,15 +39,15 @@ export class MountTimes {
   }
 
   /**
-   * `exact`: kept even when it is recent (an import's mtimes are the directory's, to the nanosecond).
-   * `versionAtMs`: the version's timestamp, which a file shows without a row; an mtime near it needs
-   * none. Compared with now instead, a `touch` (now) of an older file kept no row, and after a restart
-   * the file showed its last version's time again (make skips or rebuilds; issue 39 item 3).
+   * `versionAtMs`: the version's timestamp, which a file shows without a row: times that are exactly
+   * it need none. Any other time is kept, to the nanosecond: within 2 s of it was once taken for the
+   * capture's own and not kept, and a `touch` (now) right after a write showed the version's time
+   * again after a restart (issue 39 item 3).
    */
-  set(path: string, times: FileTimes, exact = false, versionAtMs?: number): void {
+  set(path: string, times: FileTimes, versionAtMs?: number): void {
     this.#recent.set(path, times);
     if (this.rows === null) return;
-    if (!exact && Math.abs(times.mtimeMs - (versionAtMs ?? this.now())) <= FRESH_MS) this.rows.remove(path);
+    if (versionAtMs !== undefined && showsVersionTime(times, versionAtMs)) this.rows.remove(path);
     else this.rows.put(path, times);
   }
 
@@ -67,6 +61,12 @@ export class MountTimes {
   }
 }
 
+function showsVersionTime(times: FileTimes, versionAtMs: number): boolean {
+  const { mtime, atime, ctime } = times;
+  const same = (time: FileTime | undefined) => time === undefined || sameTime(time, mtime);
+  return mtime.ms === versionAtMs && mtime.ns === 0 && same(atime) && same(ctime);
+}
+
 /**
  * The rows in the daemon's state DB. Writes are queued and written together every FLUSH_MS (and at
  * stop): untarring 20,000 files sets 20,000 times, and a transaction per event-loop turn cost ~30 µs a
@@ -75,22 +75,41 @@ export class MountTimes {
  */
 const FLUSH_MS = 250;
 
+type TimeRow = { version_id: string; mtime_ms: number; mtime_ns: number | null; atime_ms: number | null; atime_ns: number | null; ctime_ms: number | null; ctime_ns: number | null };
+
+/**
+ * A time is two columns: whole ms (`*_ms`) and the nanoseconds past them (`*_ns`, file-time.ts). Rows
+ * written before the `*_ns` columns have none: their `*_ms` (fractional after an import) is all there is.
+ */
+function timeOf(ms: number, ns: number | null): FileTime {
+  return ns === null ? msTime(ms) : { ms, ns };
+}
+
 export function timeRowsIn(db: Database.Database, projectId: string, logger: Logger): TimeRows {
   db.exec(`CREATE TABLE IF NOT EXISTS mount_times (
     project_id TEXT NOT NULL, path TEXT NOT NULL, version_id TEXT NOT NULL,
     mtime_ms REAL NOT NULL, atime_ms REAL, ctime_ms REAL,
     PRIMARY KEY (project_id, path)) WITHOUT ROWID`);
-  const select = db.prepare<[string, string], { version_id: string; mtime_ms: number; atime_ms: number | null; ctime_ms: number | null }>(
-    'SELECT version_id, mtime_ms, atime_ms, ctime_ms FROM mount_times WHERE project_id = ? AND path = ?',
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(mount_times)').all();
+  for (const column of ['mtime_ns', 'atime_ns', 'ctime_ns']) {
+    if (!columns.some(({ name }) => name === column)) db.exec(`ALTER TABLE mount_times ADD COLUMN ${column} INTEGER`);
+  }
+  const select = db.prepare<[string, string], TimeRow>(
+    'SELECT version_id, mtime_ms, mtime_ns, atime_ms, atime_ns, ctime_ms, ctime_ns FROM mount_times WHERE project_id = ? AND path = ?',
   );
-  const put = db.prepare('INSERT OR REPLACE INTO mount_times (project_id, path, version_id, mtime_ms, atime_ms, ctime_ms) VALUES (?, ?, ?, ?, ?, ?)');
+  const put = db.prepare(
+    'INSERT OR REPLACE INTO mount_times (project_id, path, version_id, mtime_ms, mtime_ns, atime_ms, atime_ns, ctime_ms, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
   const remove = db.prepare('DELETE FROM mount_times WHERE project_id = ? AND path = ?');
   const pending = new Map<string, FileTimes | null>();
   let timer: NodeJS.Timeout | null = null;
   const write = db.transaction(() => {
     for (const [path, times] of pending) {
       if (times === null) remove.run(projectId, path);
-      else put.run(projectId, path, times.versionId, times.mtimeMs, times.atimeMs ?? null, times.ctimeMs ?? null);
+      else {
+        const { versionId, mtime, atime, ctime } = times;
+        put.run(projectId, path, versionId, mtime.ms, mtime.ns, atime?.ms ?? null, atime?.ns ?? null, ctime?.ms ?? null, ctime?.ns ?? null);
+      }
     }
     pending.clear();
   });
@@ -118,7 +137,12 @@ export function timeRowsIn(db: Database.Database, projectId: string, logger: Log
       if (pending.has(path)) return pending.get(path) ?? undefined;
       const row = select.get(projectId, path);
       if (row === undefined) return undefined;
-      return { versionId: row.version_id, mtimeMs: row.mtime_ms, atimeMs: row.atime_ms ?? undefined, ctimeMs: row.ctime_ms ?? undefined };
+      return {
+        versionId: row.version_id,
+        mtime: timeOf(row.mtime_ms, row.mtime_ns),
+        atime: row.atime_ms === null ? undefined : timeOf(row.atime_ms, row.atime_ns),
+        ctime: row.ctime_ms === null ? undefined : timeOf(row.ctime_ms, row.ctime_ns),
+      };
     },
     put: (path, times) => queue(path, { ...times }),
     remove: (path) => queue(path, null),

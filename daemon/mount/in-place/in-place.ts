@@ -153,7 +153,7 @@ export class InPlaceDir {
    * Writes the project's tree back into the directory; the mount must be gone (else nothing is
    * written: the files stay in the project, and the next unmount writes them).
    */
-  async writeBack(mount: Pick<WriteBackDeps, 'explicitDirs' | 'attrs' | 'times'>): Promise<WriteBackReport | null> {
+  async writeBack(mount: Pick<WriteBackDeps, 'explicitDirs' | 'attrs' | 'times' | 'setTimes'>): Promise<WriteBackReport | null> {
     const dir = this.ctx.dir;
     if ((await mountsAt(dir)).some((m) => m.fsType.startsWith('fuse'))) {
       this.warn(`${dir} is still mounted: its files were not written back (they are all in the project; the next unmount writes them)`);
@@ -168,6 +168,7 @@ export class InPlaceDir {
       explicitDirs: mount.explicitDirs,
       attrs: mount.attrs,
       times: mount.times,
+      setTimes: mount.setTimes,
       rules,
       displace: (path) => this.displace(path),
       projectJson: `${JSON.stringify({ projectId: this.ctx.projectId, home: this.ctx.home }, null, 2)}\n`,

@@ -20,6 +20,7 @@ import type { IgnoreRules } from '../../capture/ignore.js';
 import { type ExamineContext, examine, RACY_MTIME } from '../../watch/examine.js';
 import { scanTree, type Walk } from '../../watch/scan.js';
 import type { MountAttrs } from '../attrs.js';
+import { nsTime } from '../file-time.js';
 import type { MountTimes } from '../times.js';
 import { isVersionable } from '../paths.js';
 import type { DirHandle } from './dir-handle.js';
@@ -141,8 +142,7 @@ export async function syncIn(deps: SyncInDeps): Promise<SyncInReport> {
   for (const path of files) {
     const row = host.state.index.get(host.projectId, path);
     if (row === undefined || row.mtimeNs === RACY_MTIME) continue;
-    const ns = BigInt(row.mtimeNs);
-    deps.times.set(path, { versionId: row.versionId, mtimeMs: Number(ns / 1_000_000n) + Number(ns % 1_000_000n) / 1e6 }, true);
+    deps.times.set(path, { versionId: row.versionId, mtime: nsTime(BigInt(row.mtimeNs)) });
   }
   // Every directory is one of the mount's explicit directories: it stays when its last file goes,
   // as on any filesystem, and one holding only ignored entries still shows.

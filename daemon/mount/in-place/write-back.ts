@@ -18,7 +18,8 @@
 // index rows, the next start imports nothing twice (what was written is what the engine has), and the
 // next unmount finishes the job.
 import { constants, type Stats } from 'node:fs';
-import { chmod, chown, lstat, lutimes, open, rmdir } from 'node:fs/promises';
+import { chmod, chown, lstat, open, rmdir } from 'node:fs/promises';
+import { getSystemErrorName } from 'node:util';
 import { writeFileAtomic } from '../../atomic-file.js';
 import { type IgnoreRules, STRATAIGNORE } from '../../capture/ignore.js';
 import type { HostContext } from '../../host.js';
@@ -26,6 +27,7 @@ import { STRATA_GITIGNORE_TEXT } from '../../projects.js';
 import { sameAsIndexed, statRow } from '../../watch/examine.js';
 import { materialize, type MaterializeResult } from '../../watch/materialize.js';
 import type { MountAttrs } from '../attrs.js';
+import { type FileTime, timeNs } from '../file-time.js';
 import { isVersionable, parentOf } from '../paths.js';
 import type { DirHandle } from './dir-handle.js';
 import { moveEntry } from './move.js';
@@ -50,7 +52,9 @@ export interface WriteBackDeps {
   /** the modes and owners the mount showed, by path (a hard link's names all answer its file's) */
   attrs: Pick<MountAttrs, 'of'>;
   /** the times `stat` in the mount showed for a versioned file or link, and its content (null: none) */
-  times: (path: string) => Promise<{ contentHash: string; mtimeMs: number; atimeMs: number } | null>;
+  times: (path: string) => Promise<{ contentHash: string; mtime: FileTime; atime: FileTime } | null>;
+  /** utimensat(2) to the nanosecond, never through a link (Backing.setTimes): 0 or the errno */
+  setTimes: (real: string, atime: FileTime, mtime: FileTime) => number;
   /**
    * The project's ignore rules, read from the directory (createIgnoreRules); `host.capture.isIgnored`
    * asks them too. Read again once `.strataignore` itself is back on disk.
@@ -250,7 +254,7 @@ async function settle(deps: WriteBackDeps, dir: DirHandle, projectDirs: Set<stri
 /**
  * The times the mount showed, on a file or link that holds what the mount showed there: its index row
  * says which content it holds (and the stat vouches for the row), and it is what the mount showed.
- * lutimes never follows a link; the row then gets the new stat.
+ * setTimes (utimensat, to the nanosecond) never follows a link; the row then gets the new stat.
  */
 async function applyTimes(deps: WriteBackDeps, at: string, path: string, report: WriteBackReport): Promise<void> {
   const { host } = deps;
@@ -261,9 +265,9 @@ async function applyTimes(deps: WriteBackDeps, at: string, path: string, report:
     if (!sameAsIndexed(row, st)) return;
     const shown = await deps.times(path);
     if (shown === null || shown.contentHash !== row.contentHash) return;
-    // Kept in ms (a double): a file the mount did not change has its own time to within a microsecond.
-    if (Math.abs(Number(st.mtimeNs) / 1e6 - shown.mtimeMs) < 0.001) return;
-    await lutimes(at, shown.atimeMs / 1000, shown.mtimeMs / 1000);
+    if (st.mtimeNs === timeNs(shown.mtime)) return;
+    const errno = deps.setTimes(at, shown.atime, shown.mtime);
+    if (errno !== 0) throw new Error(`utimensat: ${getSystemErrorName(-errno)}`);
     const after = await lstat(at, { bigint: true });
     if (after.ino === st.ino && after.size === st.size) host.state.index.put(host.projectId, { ...row, ...statRow(after) });
     report.timesSet += 1;

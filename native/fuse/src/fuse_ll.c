@@ -155,7 +155,6 @@ static void ll_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
   }
   dispatch(req, OP_GETATTR, (double)ino, fh_of(fi), 0, NULL, NULL, NULL, 0);
 }
-static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6; }
 // Owners are not stored and modes are only the owner's exec bit: a chown, or a chmod that keeps that
 // bit, changes nothing JS would answer differently (ops-meta.ts).
 #define SETATTR_NOOP_BITS                                                                                   \
@@ -176,8 +175,11 @@ static void ll_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
   scratch[1] = attr->st_uid;
   scratch[2] = attr->st_gid;
   scratch[3] = (double)attr->st_size;
-  scratch[4] = ms_of(attr->st_atim);
-  scratch[5] = ms_of(attr->st_mtim);
+  // UTIME_NOW (touch): the time now, to the nanosecond as a local filesystem has it, the same for both.
+  struct timespec now = {0, 0};
+  if (to_set & (FUSE_SET_ATTR_ATIME_NOW | FUSE_SET_ATTR_MTIME_NOW)) clock_gettime(CLOCK_REALTIME, &now);
+  time_out(scratch, S_ATIME, (to_set & FUSE_SET_ATTR_ATIME_NOW) ? now : attr->st_atim);
+  time_out(scratch, S_MTIME, (to_set & FUSE_SET_ATTR_MTIME_NOW) ? now : attr->st_mtim);
   dispatch(req, OP_SETATTR, (double)ino, fh_of(fi), to_set, NULL, NULL, NULL, 0);
 }
 static void ll_readlink(fuse_req_t req, fuse_ino_t ino) { dispatch(req, OP_READLINK, (double)ino, 0, 0, NULL, NULL, NULL, 0); }

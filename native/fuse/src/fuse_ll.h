@@ -26,7 +26,25 @@ enum {
   OP_SETXATTR, OP_GETXATTR, OP_LISTXATTR, OP_REMOVEXATTR
 };
 
-#define SCRATCH_LEN 16
+#define SCRATCH_LEN 20
+
+// Times cross in the scratch array as a stat's do, whichever way: atime, mtime, ctime in s[7..9] as
+// whole milliseconds, and the nanoseconds past them (0..999,999) in s[16..18], as daemon/mount/file-time.ts
+// keeps them. One double of milliseconds cannot hold nanoseconds: `touch -d '… .123456789'` read back
+// `.123456787`.
+enum { S_ATIME = 7, S_MTIME = 8, S_CTIME = 9, TIME_NS = 9 };
+static inline void time_out(double *s, int slot, struct timespec ts) {
+  s[slot] = (double)ts.tv_sec * 1000.0 + (double)(ts.tv_nsec / 1000000);
+  s[slot + TIME_NS] = (double)(ts.tv_nsec % 1000000);
+}
+static inline struct timespec timespec_of(double whole_ms, double ns) {
+  long long ms = (long long)whole_ms;
+  long long sec = ms / 1000, rest = ms % 1000;
+  if (rest < 0) rest += 1000, sec -= 1;
+  struct timespec ts = {.tv_sec = (time_t)sec, .tv_nsec = (long)(rest * 1000000 + (long long)ns)};
+  return ts;
+}
+static inline struct timespec time_in(const double *s, int slot) { return timespec_of(s[slot], s[slot + TIME_NS]); }
 
 // names.c: names that are not UTF-8, in the project's form on the JS side and as bytes to the kernel.
 const char *name_in(const char *name, char *out, size_t outsz);
@@ -69,7 +87,7 @@ typedef struct mount_s {
   napi_ref resource;
   napi_async_context actx;
   unsigned max_write;
-  double *scratch;      // the session's Float64Array(16), kept alive by scratch_ref
+  double *scratch;      // the session's Float64Array(SCRATCH_LEN), kept alive by scratch_ref
   napi_ref scratch_ref;
   uv_timer_t timer;
   int timer_open;

@@ -12,13 +12,9 @@ static void stat_of_scratch(const double *s, struct stat *st, double ino) {
   st->st_nlink = (nlink_t)s[4];
   st->st_blksize = (blksize_t)s[5];
   st->st_blocks = (blkcnt_t)s[6];
-  struct timespec *ts[3] = {&st->st_atim, &st->st_mtim, &st->st_ctim};
-  for (int i = 0; i < 3; i++) {
-    double ms = s[7 + i];
-    double sec = floor(ms / 1000.0);
-    ts[i]->tv_sec = (time_t)sec;
-    ts[i]->tv_nsec = (long)((ms - sec * 1000.0) * 1e6);
-  }
+  st->st_atim = time_in(s, S_ATIME);
+  st->st_mtim = time_in(s, S_MTIME);
+  st->st_ctim = time_in(s, S_CTIME);
   st->st_rdev = (dev_t)s[10];
   st->st_ino = (ino_t)ino;
 }

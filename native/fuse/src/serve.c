@@ -195,7 +195,7 @@ static napi_value js_mount(napi_env env, napi_callback_info info) {
   void *data;
   CHECK(napi_get_typedarray_info(env, argv[4], &type, &length, &data, NULL, NULL));
   if (type != napi_float64_array || length < SCRATCH_LEN) {
-    napi_throw_type_error(env, NULL, "scratch must be a Float64Array(16)");
+    napi_throw_type_error(env, NULL, "scratch must be a Float64Array(20)");
     return NULL;
   }
 
@@ -321,6 +321,33 @@ static napi_value js_mknod(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// lutimens(path, atimeMs, atimeNs, mtimeMs, mtimeNs) -> 0 or errno: utimensat(2) on a real path, never
+// through a link (touch -h), to the nanosecond (fuse_ll.h's time_out form; NaN ms leaves that time as
+// it is). Node's utimes takes seconds in a double: `.123456789` became `.123456716`. For the backing
+// directory's files and an in-place mount's write-back; one local syscall, on the JS thread like mknod.
+static napi_value js_lutimens(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5], out;
+  CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  char path[PATH_MAX];
+  size_t len = 0;
+  double t[4] = {0, 0, 0, 0};
+  int ok = argc >= 5 && napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) == napi_ok && len < sizeof path - 1;
+  for (int i = 0; ok && i < 4; i++) ok = napi_get_value_double(env, argv[1 + i], &t[i]) == napi_ok;
+  if (!ok) {
+    napi_throw_type_error(env, NULL, "lutimens(path, atimeMs, atimeNs, mtimeMs, mtimeNs)");
+    return NULL;
+  }
+  struct timespec times[2];
+  for (int i = 0; i < 2; i++) {
+    if (isnan(t[2 * i])) times[i] = (struct timespec){.tv_sec = 0, .tv_nsec = UTIME_OMIT};
+    else times[i] = timespec_of(t[2 * i], t[2 * i + 1]);
+  }
+  int rc = utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+  CHECK(napi_create_int32(env, rc, &out));
+  return out;
+}
+
 // startWriteback(fd, offset, length) -> 0 or errno: starts writing a range of a file to disk without
 // waiting (sync_file_range, SYNC_FILE_RANGE_WRITE). The staging worker calls it behind a long
 // sequential write (Node has no binding): the disk then works while the tool still writes, instead of
@@ -346,6 +373,7 @@ static napi_value init_module(napi_env env, napi_value exports) {
     {"mount", NULL, js_mount, NULL, NULL, NULL, napi_enumerable, NULL},
     {"close", NULL, js_close, NULL, NULL, NULL, napi_enumerable, NULL},
     {"mknod", NULL, js_mknod, NULL, NULL, NULL, napi_enumerable, NULL},
+    {"lutimens", NULL, js_lutimens, NULL, NULL, NULL, napi_enumerable, NULL},
     {"startWriteback", NULL, js_start_writeback, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);

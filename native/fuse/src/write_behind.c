@@ -31,6 +31,10 @@ struct wb_file {
   char *data;
   size_t len, cap;
   struct timespec mtime, ctime;
+  // An atime set by utimensat (cp -p, tar); until then the file's atime reads as its mtime, as JS's
+  // node has it (atime undefined).
+  struct timespec atime;
+  int atime_set;
   // A chmod kept here (tar creates 0600, then sets the archive's mode): handed to JS with the bytes.
   int perm_set;
   mode_t perm;
@@ -42,15 +46,14 @@ struct wb_file {
 };
 
 static struct timespec now_ms(void) {
-  // Whole milliseconds, as JS keeps times: the attributes JS reports after the hand-over are then
-  // exactly the ones we reported (a different mtime would make the kernel drop the file's pages).
+  // Whole milliseconds, as JS's writes set times (Date.now()): the attributes JS reports after the
+  // hand-over are then exactly the ones we reported (a different mtime would make the kernel drop the
+  // file's pages).
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_nsec = ts.tv_nsec / 1000000 * 1000000;
   return ts;
 }
-
-static double ms_of(struct timespec ts) { return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6; }
 
 static wb_file_t **find_link(mount_t *m, fuse_ino_t ino) {
   wb_file_t **link = &m->wb;
@@ -83,8 +86,11 @@ static void hand_over(mount_t *m, wb_file_t *f, double journaled) {
   napi_env env = m->env;
   double saved[SCRATCH_LEN];
   memcpy(saved, m->scratch, sizeof saved);
-  m->scratch[0] = ms_of(f->mtime);
-  m->scratch[1] = ms_of(f->ctime);
+  // Where a stat's times go (fuse_ll.h); an atime never set is NaN.
+  if (f->atime_set) time_out(m->scratch, S_ATIME, f->atime);
+  else m->scratch[S_ATIME] = NAN;
+  time_out(m->scratch, S_MTIME, f->mtime);
+  time_out(m->scratch, S_CTIME, f->ctime);
   m->scratch[2] = f->perm_set ? (double)f->perm : -1;
   napi_value argv[7], fn, global, result;
   void *copy;
@@ -208,7 +214,8 @@ int wb_write(mount_t *m, fuse_req_t req, fuse_ino_t ino, const char *buf, size_t
   f->mtime = f->ctime = now_ms();
   st->st_size = (off_t)f->len;
   st->st_blocks = (blkcnt_t)((f->len + 511) / 512);
-  st->st_atim = st->st_mtim = f->mtime;
+  st->st_mtim = f->mtime;
+  st->st_atim = f->atime_set ? f->atime : f->mtime;
   st->st_ctim = f->ctime;
   m->wb_counts[0] += 1;
   fuse_reply_write(req, size);
@@ -228,17 +235,24 @@ int wb_setattr(mount_t *m, fuse_req_t req, fuse_ino_t ino, const struct stat *at
   if ((to_set & FUSE_SET_ATTR_UID) && attr->st_uid != st->st_uid) return 0;
   if ((to_set & FUSE_SET_ATTR_GID) && attr->st_gid != st->st_gid) return 0;
   if ((to_set & FUSE_SET_ATTR_MODE) && ((attr->st_mode ^ st->st_mode) & S_IXUSR) != 0) return 0;
-  // What JS's utimens does to a node: mtime as given (atime is not kept: it reads as mtime), ctime now.
-  struct timespec now = now_ms();
+  // What JS's utimens does to a node: the times as given, to the nanosecond (UTIME_NOW: the clock's,
+  // as ll_setattr gives JS), ctime now (whole milliseconds, as JS's).
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
   if (to_set & FUSE_SET_ATTR_MTIME_NOW) f->mtime = now;
   else if (to_set & FUSE_SET_ATTR_MTIME) f->mtime = attr->st_mtim;
+  if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW)) {
+    f->atime = (to_set & FUSE_SET_ATTR_ATIME_NOW) ? now : attr->st_atim;
+    f->atime_set = 1;
+  }
   if (to_set & FUSE_SET_ATTR_MODE) {
     f->perm = attr->st_mode & 07777;
     f->perm_set = 1;
     st->st_mode = (st->st_mode & S_IFMT) | f->perm;
   }
-  f->ctime = now;
-  st->st_atim = st->st_mtim = f->mtime;
+  f->ctime = now_ms();
+  st->st_mtim = f->mtime;
+  st->st_atim = f->atime_set ? f->atime : f->mtime;
   st->st_ctim = f->ctime;
   m->wb_counts[1] += 1;
   fuse_reply_attr(req, st, timeout);
