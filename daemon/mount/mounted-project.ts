@@ -161,7 +161,8 @@ export class MountedProject {
       splitOff(state, path);
       state.onExternalChange(path);
     };
-    const ns = new Namespace(options.engine, options.projectId, options.dirStore, onExternalChange, now);
+    const times = new MountTimes(options.timeRows ?? null);
+    const ns = new Namespace(options.engine, options.projectId, options.dirStore, onExternalChange, now, times);
     ns.forgetNode = (path) => state.onExternalChange(path);
     ns.linkedNames = () => links.paths();
     await ns.start();
@@ -185,7 +186,7 @@ export class MountedProject {
       journal: MountJournal.forProject(options.stagingDir, options.projectId),
       attrs: new MountAttrs(options.attrRows ?? null, { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 }),
       links,
-      times: new MountTimes(options.timeRows ?? null),
+      times,
       sparse: new SparseBlocks(options.sparseRows ?? null),
       logger,
       workstation: options.workstation ?? hostname().split('.')[0],

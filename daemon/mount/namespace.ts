@@ -15,15 +15,10 @@ import type { Entry } from '../../engine/types.js';
 import { StrataError } from '../../engine/errors.js';
 import type { FileNode, GoneMarker } from './file-node.js';
 import { type FileTime, msTime } from './file-time.js';
+import type { DirTimes, MountTimes } from './times.js';
 import { ancestorsOf, baseName, isWithin, parentOf } from './paths.js';
 
 export type Kind = 'file' | 'dir';
-
-export interface DirTimes {
-  atime: FileTime;
-  mtime: FileTime;
-  ctime: FileTime;
-}
 
 export interface ExplicitDirStore {
   list(): string[];
@@ -46,7 +41,7 @@ export class Namespace {
   private readonly dirs = new Map<string, Map<string, Kind>>();
   /** bumped whenever a directory's entries change, so a load that raced a change is redone */
   private readonly epochs = new Map<string, number>();
-  private readonly dirTimes = new Map<string, DirTimes>();
+  private readonly dirTimes: Map<string, DirTimes>;
   /** subdirectory counts of loaded listings, valid for the epoch they were counted at */
   private readonly subdirs = new Map<string, { epoch: number; count: number }>();
   readonly nodes = new Map<string, FileNode>();
@@ -104,11 +99,14 @@ export class Namespace {
     private readonly dirStore: ExplicitDirStore,
     private readonly onExternalChange: (path: string) => void,
     private readonly now: () => number,
+    /** where directories' times are kept across restarts (times.ts) */
+    private readonly times: Pick<MountTimes, 'dirs' | 'setDir' | 'deleteDir'>,
     // One indexed query per poll; 10 ms keeps a restore through the API visible "at once" (the next
     // command after the API call) at a cost of at most 100 queries per second while the mount is busy.
     private readonly pollIntervalMs = 10,
   ) {
     this.explicitDirs = new Set(dirStore.list());
+    this.dirTimes = new Map(times.dirs());
   }
 
   async start(): Promise<void> {
@@ -192,7 +190,7 @@ export class Namespace {
   /** A directory created here starts loaded and empty: nothing to ask the engine. */
   markNewDir(dir: string): void {
     this.dirs.set(dir, new Map());
-    this.dirTimes.delete(dir); // a directory removed earlier at this name left its times behind
+    this.dropDirTimes(dir); // a directory removed earlier at this name may have left its times behind
     this.entriesChanged(dir);
     this.bump(dir);
   }
@@ -229,8 +227,8 @@ export class Namespace {
   }
 
   /**
-   * A directory's times as the mount has changed them (undefined: not since it started): its entries
-   * changed (mtime and ctime), or utimensat set them. Kept in memory only.
+   * A directory's times as the mount has changed them (undefined: never, it shows the mount's start):
+   * its entries changed (mtime and ctime), or utimensat set them. Kept across restarts (times.ts).
    */
   dirTimesOf(dir: string): DirTimes | undefined {
     return this.dirTimes.get(dir);
@@ -239,7 +237,28 @@ export class Namespace {
   /** utimensat on a directory; null keeps that time (the mount's start when never set). */
   setDirTimes(dir: string, atime: FileTime | null, mtime: FileTime | null, start: FileTime): void {
     const current = this.dirTimes.get(dir) ?? { atime: start, mtime: start, ctime: start };
-    this.dirTimes.set(dir, { atime: atime ?? current.atime, mtime: mtime ?? current.mtime, ctime: msTime(this.now()) });
+    this.keepDirTimes(dir, { atime: atime ?? current.atime, mtime: mtime ?? current.mtime, ctime: msTime(this.now()) });
+  }
+
+  /**
+   * A directory renamed from `from` to `to` keeps the times it had (`times`, read before the rename
+   * changed them), as on any filesystem; the directory renamed itself (not one below it) gets a new ctime.
+   */
+  moveDirTimes(from: string, to: string, times: DirTimes | undefined, renamed: boolean): void {
+    this.dropDirTimes(from);
+    if (times === undefined) this.dropDirTimes(to);
+    else this.keepDirTimes(to, renamed ? { ...times, ctime: msTime(this.now()) } : times);
+  }
+
+  /** The directory is gone: a directory made at its name later starts afresh. */
+  dropDirTimes(dir: string): void {
+    this.dirTimes.delete(dir);
+    this.times.deleteDir(dir);
+  }
+
+  private keepDirTimes(dir: string, times: DirTimes): void {
+    this.dirTimes.set(dir, times);
+    this.times.setDir(dir, times);
   }
 
   /** Something the engine does not list changed in `dir` (a FIFO, socket or device node): its times. */
@@ -249,7 +268,7 @@ export class Namespace {
 
   private entriesChanged(dir: string): void {
     const now = msTime(this.now());
-    this.dirTimes.set(dir, { atime: this.dirTimes.get(dir)?.atime ?? now, mtime: now, ctime: now });
+    this.keepDirTimes(dir, { atime: this.dirTimes.get(dir)?.atime ?? now, mtime: now, ctime: now });
   }
 
   /** The directory's listing, and how many subdirectories it has (counted once per change of the listing). */

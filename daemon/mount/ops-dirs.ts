@@ -64,6 +64,7 @@ function hideVersionedDir(state: MountState, path: string): void {
   ns.gone.set(path, { kind: 'gone', movedTo: null, dir: true });
   ns.deleteEntry(path);
   ns.invalidate(path, true);
+  ns.dropDirTimes(path);
   state.reconciler.schedule(path);
 }
 
@@ -109,6 +110,8 @@ export async function renameDir(
   const { ns } = state;
   const { files, dirs } = await collect(state, from);
   const moved = (path: string) => to + path.slice(from.length);
+  // Read first: the changes below give each directory the time now.
+  const dirTimes = dirs.map((dir) => [dir, ns.dirTimesOf(dir)] as const);
   for (const dir of dirs) ns.addExplicitDir(moved(dir));
   for (const path of files) {
     // Another name of a linked file moves as a tombstone and a version of its group's content (ops-links.ts).
@@ -135,6 +138,7 @@ export async function renameDir(
   ns.invalidate(from, true);
   ns.setEntry(to, 'dir');
   for (const dir of dirs) ns.invalidate(moved(dir));
+  for (const [dir, times] of dirTimes) ns.moveDirTimes(dir, moved(dir), times, dir === from);
   // Ignored content below the directory (src/__pycache__) moves along.
   try {
     await state.backing.rename(from, to);

@@ -1,9 +1,11 @@
-// The times of the mount's versioned files (issue 15). A version records when it was captured, not the
-// file's mtime, so the times tools set (tar x, cp -p, rsync -t, touch -d) and the mtimes an import found
-// are kept here, per path and version: in memory, and in the daemon's state DB (`mount_times`) so a
-// restart shows them too (make and rsync compare them). A time is only valid while its version is the
-// path's current one: a new write has a time of its own. Times are exact to the nanosecond
-// (file-time.ts); a file whose times are its version's timestamp, which it shows without a row, has none.
+// The times of the mount's versioned files (issue 15) and directories. A version records when it was
+// captured, not the file's mtime, so the times tools set (tar x, cp -p, rsync -t, touch -d) and the
+// mtimes an import found are kept here, per path and version: in memory, and in the daemon's state DB
+// (`mount_times`) so a restart shows them too (make and rsync compare them). A time is only valid while
+// its version is the path's current one: a new write has a time of its own. Times are exact to the
+// nanosecond (file-time.ts); a file whose times are its version's timestamp, which it shows without a
+// row, has none. A directory's times (namespace.ts keeps them while the mount runs) are a row without
+// a version.
 import type Database from 'better-sqlite3';
 import type { Logger } from 'pino';
 import { type FileTime, msTime, sameTime } from './file-time.js';
@@ -17,9 +19,20 @@ export interface FileTimes {
   ctime?: FileTime | undefined;
 }
 
+/** A directory's times (namespace.ts): kept as a row with no version (DIR_VERSION), as a directory has none. */
+export interface DirTimes {
+  atime: FileTime;
+  mtime: FileTime;
+  ctime: FileTime;
+}
+
+const DIR_VERSION = '';
+
 /** Where the rows live; `null` keeps the times in memory only (tests of the mount state without a home). */
 export interface TimeRows {
   get(path: string): FileTimes | undefined;
+  /** the rows of directories (DIR_VERSION) */
+  dirs(): Array<[string, FileTimes]>;
   put(path: string, times: FileTimes): void;
   remove(path: string): void;
   /** writes what is queued (at stop) */
@@ -56,6 +69,19 @@ export class MountTimes {
     this.rows?.remove(path);
   }
 
+  /** The directories' times a previous run kept (read once, at start: the namespace keeps them then). */
+  dirs(): Array<[string, DirTimes]> {
+    return (this.rows?.dirs() ?? []).map(([dir, { mtime, atime, ctime }]) => [dir, { mtime, atime: atime ?? mtime, ctime: ctime ?? mtime }]);
+  }
+
+  setDir(dir: string, times: DirTimes): void {
+    this.rows?.put(dir, { versionId: DIR_VERSION, ...times });
+  }
+
+  deleteDir(dir: string): void {
+    this.rows?.remove(dir);
+  }
+
   flush(): void {
     this.rows?.flush();
   }
@@ -85,6 +111,15 @@ function timeOf(ms: number, ns: number | null): FileTime {
   return ns === null ? msTime(ms) : { ms, ns };
 }
 
+function timesOf(row: TimeRow): FileTimes {
+  return {
+    versionId: row.version_id,
+    mtime: timeOf(row.mtime_ms, row.mtime_ns),
+    atime: row.atime_ms === null ? undefined : timeOf(row.atime_ms, row.atime_ns),
+    ctime: row.ctime_ms === null ? undefined : timeOf(row.ctime_ms, row.ctime_ns),
+  };
+}
+
 export function timeRowsIn(db: Database.Database, projectId: string, logger: Logger): TimeRows {
   db.exec(`CREATE TABLE IF NOT EXISTS mount_times (
     project_id TEXT NOT NULL, path TEXT NOT NULL, version_id TEXT NOT NULL,
@@ -99,6 +134,9 @@ export function timeRowsIn(db: Database.Database, projectId: string, logger: Log
   );
   const put = db.prepare(
     'INSERT OR REPLACE INTO mount_times (project_id, path, version_id, mtime_ms, mtime_ns, atime_ms, atime_ns, ctime_ms, ctime_ns) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  const selectDirs = db.prepare<[string, string], TimeRow & { path: string }>(
+    'SELECT path, version_id, mtime_ms, mtime_ns, atime_ms, atime_ns, ctime_ms, ctime_ns FROM mount_times WHERE project_id = ? AND version_id = ?',
   );
   const remove = db.prepare('DELETE FROM mount_times WHERE project_id = ? AND path = ?');
   const pending = new Map<string, FileTimes | null>();
@@ -136,14 +174,9 @@ export function timeRowsIn(db: Database.Database, projectId: string, logger: Log
     get(path) {
       if (pending.has(path)) return pending.get(path) ?? undefined;
       const row = select.get(projectId, path);
-      if (row === undefined) return undefined;
-      return {
-        versionId: row.version_id,
-        mtime: timeOf(row.mtime_ms, row.mtime_ns),
-        atime: row.atime_ms === null ? undefined : timeOf(row.atime_ms, row.atime_ns),
-        ctime: row.ctime_ms === null ? undefined : timeOf(row.ctime_ms, row.ctime_ns),
-      };
+      return row === undefined ? undefined : timesOf(row);
     },
+    dirs: () => selectDirs.all(projectId, DIR_VERSION).map((row) => [row.path, timesOf(row)]),
     put: (path, times) => queue(path, { ...times }),
     remove: (path) => queue(path, null),
     flush,
