@@ -13,7 +13,7 @@ afterAll(async () => {
   await m?.dispose();
 }, 60_000);
 
-const NAMES = ['f', 'am', 'now', 'copied', 'utime', 'l', 'x.pyc', 'y.pyc', 'd', 'moved'];
+const NAMES = ['f', 'am', 'now', 'copied', 'utime', 'l', 'x.pyc', 'y.pyc', 'd', 'moved', 'untarred', 'synced'];
 
 /** `mtime|atime` of each name as stat prints them (%y, %x: to the nanosecond), never through a link. */
 async function shown(names: string[]): Promise<Record<string, string>> {
@@ -39,6 +39,9 @@ describe('file times on the mount', () => {
     const source = join(root, 'source.txt');
     await writeFile(source, 'copied\n');
     await sh('bash', ['-c', `TZ=UTC touch -m -d '2016-03-04 05:06:07.111111111' ${source}; TZ=UTC touch -a -d '2016-03-04 05:06:08.222222223' ${source}`]);
+    // tar's pax format keeps nanoseconds; rsync -t sets the mtime (to the nanosecond, protocol 31 on).
+    const outside = join(root, 'outside');
+    await sh('bash', ['-euc', `mkdir ${outside}; cd ${outside}; printf 't\\n' > untarred; printf 's\\n' > synced; TZ=UTC touch -d '2010-09-10 11:12:13.888888889' untarred synced; tar --format=posix -cf ../in.tar untarred`]);
 
     await inMount(
       m,
@@ -57,6 +60,8 @@ describe('file times on the mount', () => {
         // Ignored names: files of the backing directory, a link among them set without following it.
         "printf 'x\\n' > x.pyc; touch -d '2013-06-07 08:09:10.555555555' x.pyc",
         "ln -s x.pyc y.pyc; touch -h -d '2012-07-08 09:10:11.666666667' y.pyc",
+        `tar -xf ${join(root, 'in.tar')}`,
+        `rsync -t ${join(outside, 'synced')} synced`,
       ].join('; '),
     );
     const expected: Record<string, string> = {
@@ -70,9 +75,11 @@ describe('file times on the mount', () => {
       d: `${at('2015-01-01 00:00:00.333333333')}|${at('2015-01-01 00:00:00.333333333')}`,
       moved: `${at('2011-08-09 10:11:12.777777777')}|${at('2011-08-09 10:11:12.777777777')}`,
     };
+    const mtimes = { untarred: at('2010-09-10 11:12:13.888888889'), synced: at('2010-09-10 11:12:13.888888889') };
 
     const first = await shown(NAMES);
     expect(first).toMatchObject(expected);
+    for (const [name, mtime] of Object.entries(mtimes)) expect(first[name]!.split('|')[0], name).toBe(mtime);
     // touch (now): both times the same moment, as stat showed it right away.
     const [nowM, nowA] = first['now']!.split('|');
     expect(nowA).toBe(nowM);
