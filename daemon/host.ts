@@ -63,6 +63,8 @@ export interface MountCaptureStatus {
   openFiles: number;
   /** files changed and not yet versioned (closed and settling, or still open for writing) */
   dirty: number;
+  /** up to 10 of the paths waiting for the mount to record them, those being recorded first */
+  pendingPaths: string[];
   /** of those, files whose bytes sit in a staging file (above 64 KiB) rather than in memory */
   staged: number;
   /** FUSE requests answered since the mount started, per operation (time: callback to answer, queueing included) */

@@ -183,7 +183,7 @@ class MountHost implements ProjectHost {
         ? {}
         : {
             capture: { captured: mount.captured, lastVersion: mount.lastVersion, errors: mount.errors, historyNotKept: mount.historyNotKept },
-            mount: { openFiles: mount.openFiles, dirty: mount.dirty, staged: mount.staged, ops: mount.ops, requests: mount.requests, notShown: mount.notShown },
+            mount: { openFiles: mount.openFiles, dirty: mount.dirty, pendingPaths: mount.pendingPaths, staged: mount.staged, ops: mount.ops, requests: mount.requests, notShown: mount.notShown },
           }),
       ...(this.error === null ? {} : { error: this.error }),
     };

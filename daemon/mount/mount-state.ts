@@ -199,7 +199,10 @@ export class MountState {
           this.ns.rememberEntry(path, entry, epoch);
           return { kind: 'entry', entry };
         }
-        this.ns.invalidate(parentOf(path)); // the listing was stale
+        // The listing was stale: ours is loaded again, and the kernel's copy of it (FOPEN_CACHE_DIR)
+        // goes too, or `ls` went on naming a file that lstat then could not find (fsstress).
+        this.ns.invalidate(parentOf(path));
+        this.forgetInKernel(parentOf(path));
       }
       if (kind === null && (await this.keepsUnversioned(path))) return { kind: 'dir', versioned: true };
     }
@@ -384,6 +387,8 @@ export class MountState {
     if (this.reconciler.hasTimer(node.path)) return;
     this.times.set(node.path, { versionId: node.base.versionId, mtime: node.mtime, atime: node.atime, ctime: node.ctime }, node.base.atMs);
     this.ns.nodes.delete(node.path);
+    // A removal's marker stood under it (Reconciler.reconcile says how): it runs now that the path has no node.
+    if (this.ns.gone.has(node.path)) this.reconciler.schedule(node.path);
   }
 
   newHandle(fields: Omit<Handle, 'id' | 'reader' | 'readerHash' | 'wrote' | 'closed'>): Handle {

@@ -304,6 +304,7 @@ export class MountedProject {
     }
     return {
       pending: this.state.reconciler.pendingCount(),
+      pendingPaths: this.state.reconciler.pendingPaths(10),
       openFiles: this.state.handles.size,
       dirty,
       staged,

@@ -296,6 +296,15 @@ export class Namespace {
     for (const key of [...this.dirs.keys()]) if (key.startsWith(prefix)) this.dirs.delete(key);
   }
 
+  /**
+   * The listing of `dir` is loaded again when next asked for, with no other change: a directory's
+   * gone marker went, and the listing loaded while it stood left out every file the engine has there.
+   */
+  forgetListing(dir: string): void {
+    this.dirs.delete(dir);
+    this.bump(dir);
+  }
+
   addExplicitDir(path: string): void {
     if (this.explicitDirs.has(path)) return;
     this.explicitDirs.add(path);

@@ -70,6 +70,11 @@ export class Reconciler {
     return this.due.size + this.running.size;
   }
 
+  /** Up to `limit` of the paths pending, running ones first: what a status shows when the count stays up. */
+  pendingPaths(limit: number): string[] {
+    return [...new Set([...this.running.keys(), ...this.due.keys()])].slice(0, limit);
+  }
+
   /** (Re)starts the path's settle delay. */
   schedule(path: string, delayMs?: number): void {
     const now = this.state.now();
@@ -197,6 +202,11 @@ export class Reconciler {
         // said in sync (the sync model's defect 4, seeds 38000-38004).
         const marker = ns.gone.get(path);
         if (marker?.dir === true) await this.reconcileGone(path, marker);
+        // A removal's marker under a node that has gone idle meanwhile: the node was the removed
+        // file, shown again from the engine before its deletion was recorded. Left here, the marker
+        // was never run again: it hid the file from the mount while the engine kept it, and held every
+        // directory marker above it (the mount never idle; fsstress seed 7).
+        else if (marker !== undefined && !ns.nodes.has(path)) await this.reconcileGone(path, marker);
       } else {
         const marker = ns.gone.get(path);
         if (marker !== undefined) await this.reconcileGone(path, marker);
@@ -441,7 +451,15 @@ export class Reconciler {
         this.schedule(path);
         return;
       }
-      if (ns.gone.get(path) === marker) ns.gone.delete(path);
+      if (ns.gone.get(path) === marker) {
+        ns.gone.delete(path);
+        // A directory made or moved to this name while the marker stood (`mv d e` onto an empty `e`)
+        // was listed without the engine's files: those of its files recorded meanwhile, whose nodes
+        // had gone idle, were missing from it for good — and a later `mv e f` left them behind in
+        // the engine, on no disk (fsstress seed 5).
+        ns.forgetListing(path);
+        this.state.forgetInKernel(path);
+      }
       return;
     }
     const result = await this.state.sink.remove(path, marker.shown);
