@@ -99,8 +99,15 @@ async function onStrata(): Promise<Record<string, unknown>> {
     console.error(`strata fsstress: exit ${fsstress.code} in ${fsstress.seconds.toFixed(1)} s, ${JSON.stringify({ ...treeDisturbed, refused: treeDisturbed.refused.length, failures: treeDisturbed.failures.length })}`);
 
     let idle = true;
-    await mount.idle(120_000).catch(() => {
+    let stuck: unknown = null;
+    await mount.idle(120_000).catch(async () => {
       idle = false;
+      // What the mount still waits for (status.projects[].mount.pendingPaths, errors).
+      stuck = await control.api<{ projects: Array<{ mount?: { pendingPaths?: string[] }; errors?: unknown[] }> }>('GET', '/v1/daemon/status').then(
+        (status) => status.projects.map((p) => ({ pendingPaths: p.mount?.pendingPaths, errors: p.errors })),
+        (error: Error) => error.message,
+      );
+      console.error(`strata: still pending after 120 s: ${JSON.stringify(stuck).slice(0, 2000)}`);
     });
     const differences = treeDifferences(await mountTree(mnt, 'stress', 600_000), await engineTree(control, 'stress/'));
     console.error(`strata tree vs engine: ${differences.length} differences${idle ? '' : ' (the mount never became idle)'}`);
@@ -131,7 +138,7 @@ async function onStrata(): Promise<Record<string, unknown>> {
       }
     })();
     console.error(`strata fsck: exit ${fsckRun.code}, ok ${String(fsckReport['ok'])}`);
-    return { fsx, fsxDisturbed, fsstress, treeDisturbed, idle, differences: differences.slice(0, 100), histories, differenceCount: differences.length, fsck: { code: fsckRun.code, report: fsckReport } };
+    return { fsx, fsxDisturbed, fsstress, treeDisturbed, idle, stuck, differences: differences.slice(0, 100), histories, differenceCount: differences.length, fsck: { code: fsckRun.code, report: fsckReport } };
   } finally {
     await mount.stop().catch(() => null);
   }

@@ -48,4 +48,33 @@ describe('a file removed and a directory made at its name', () => {
     const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
     expect(status.projects[0]!.pending).toBe(0);
   });
+
+  it('records a file moved away before a directory at its name goes again (mv H J; mkdir H; rmdir H), and files later made below H', async () => {
+    // The move's marker at H was replaced by the directory's at `rmdir H`: the rename was never
+    // recorded (J became a new file with no history, H stayed in the engine), and every file later
+    // made below H was refused for good ("'H' is a file"): the mount never went idle (fsstress).
+    await inMount(m, 'echo h > H');
+    await m.idle(30_000);
+    await inMount(m, 'mv H J; mkdir H; rmdir H; mkdir H; echo below > H/k');
+    await m.idle(30_000);
+    expect((await m.read('J')).toString()).toBe('h\n');
+    expect((await m.read('H/k')).toString()).toBe('below\n');
+    expect((await m.history('H')).map((v) => v.kind)).toEqual(['delete', 'write']);
+    expect((await m.history('J')).map((v) => v.kind)).toEqual(['write']);
+    const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
+    expect(status.projects[0]!.pending).toBe(0);
+  });
+
+  it('records a file moved away before its name, now a directory, is moved on (mv P Q; mkdir P; mv P R)', async () => {
+    await inMount(m, 'echo p > P');
+    await m.idle(30_000);
+    await inMount(m, 'mv P Q; mkdir P; echo r > P/s; mv P R; mkdir P; echo t > P/u');
+    await m.idle(30_000);
+    expect((await m.read('Q')).toString()).toBe('p\n');
+    expect((await m.read('R/s')).toString()).toBe('r\n');
+    expect((await m.read('P/u')).toString()).toBe('t\n');
+    expect((await m.history('P')).map((v) => v.kind)).toEqual(['delete', 'write']);
+    const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
+    expect(status.projects[0]!.pending).toBe(0);
+  });
 });

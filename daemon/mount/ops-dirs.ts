@@ -46,7 +46,10 @@ export async function rmdir(state: MountState, path: string): Promise<void> {
   if (resolved.kind !== 'dir') fail(E.NOTDIR);
   if (path === '') fail(E.BUSY);
   if (!(await isEmpty(state, path, resolved.versioned))) fail(E.NOTEMPTY);
-  if (resolved.versioned) hideVersionedDir(state, path);
+  if (resolved.versioned) {
+    await recordFileGone(state, path);
+    hideVersionedDir(state, path);
+  }
   try {
     await state.backing.rmdir(path);
   } catch (error) {
@@ -54,6 +57,21 @@ export async function rmdir(state: MountState, path: string): Promise<void> {
   }
   state.backingDirs.delete(path);
   await keepParent(state, path);
+}
+
+/**
+ * A file that stood at `path` before this directory (`rm F; mkdir F`, or `mv F G; mkdir F`) whose
+ * removal or move is still waiting for its settle delay: recorded now, before the directory's own
+ * marker takes the name. Replaced, the file stayed in the engine for good — every file later made
+ * below `F` was refused ("'F' is a file") and retried for ever, or kept as a conflict copy, and the
+ * mount never went idle (fsstress, four workers).
+ */
+async function recordFileGone(state: MountState, path: string): Promise<void> {
+  const marker = state.ns.gone.get(path);
+  if (marker === undefined || marker.dir) return;
+  // A move is recorded by its new name's node (tombstone here + write there).
+  const target = marker.movedTo !== null && !marker.movedTo.detached ? marker.movedTo.path : path;
+  await state.reconciler.now(target, true).catch(() => undefined);
 }
 
 /** The directory leaves the tree now; files the engine still has below it are being removed or moved. */
@@ -109,6 +127,7 @@ export async function renameDir(
 
   const { ns } = state;
   const { files, dirs } = await collect(state, from);
+  for (const dir of dirs) await recordFileGone(state, dir);
   const moved = (path: string) => to + path.slice(from.length);
   // Read first: the changes below give each directory the time now.
   const dirTimes = dirs.map((dir) => [dir, ns.dirTimesOf(dir)] as const);
