@@ -199,10 +199,10 @@ export class MountState {
           this.ns.rememberEntry(path, entry, epoch);
           return { kind: 'entry', entry };
         }
-        // The listing was stale: ours is loaded again, and the kernel's copy of it (FOPEN_CACHE_DIR)
-        // goes too, or `ls` went on naming a file that lstat then could not find (fsstress).
+        // The listing was stale. (Dropping the kernel's copy of it here too, for the names fsstress
+        // finds listed that lstat cannot find, also dropped the directory's entries below it: a
+        // hard-linked name whose group had just dissolved came back as a new inode; mount-hardlinks.)
         this.ns.invalidate(parentOf(path));
-        this.forgetInKernel(parentOf(path));
       }
       if (kind === null && (await this.keepsUnversioned(path))) return { kind: 'dir', versioned: true };
     }
