@@ -256,40 +256,35 @@ static void notify_execute(napi_env env, void *data) {
   }
 }
 
+// Settles the notification's promise with `result` and frees it; the queue moves on (notify_next).
+static void notify_settle(napi_env env, notify_t *n, int result) {
+  napi_value value;
+  napi_create_int32(env, result, &value);
+  napi_resolve_deferred(env, n->deferred, value);
+  napi_delete_async_work(env, n->work);
+  n->m->notify_running = 0;
+  n->m->inflight -= 1;
+  free(n->name);
+  free(n);
+}
+
 static void notify_next(napi_env env, mount_t *m) {
-  notify_t *n = m->notify_head;
-  if (m->notify_running || n == NULL) return;
-  m->notify_head = n->next;
-  if (m->notify_head == NULL) m->notify_tail = NULL;
-  m->notify_running = 1;
-  if (napi_queue_async_work(env, n->work) != napi_ok) {
-    // not expected; what matters is that the promise settles and the queue moves on
-    m->notify_running = 0;
-    n->result = -EIO;
-    napi_value result;
-    napi_create_int32(env, n->result, &result);
-    napi_resolve_deferred(env, n->deferred, result);
-    napi_delete_async_work(env, n->work);
-    m->inflight -= 1;
-    free(n->name);
-    free(n);
-    notify_next(env, m);
+  while (!m->notify_running && m->notify_head != NULL) {
+    notify_t *n = m->notify_head;
+    m->notify_head = n->next;
+    if (m->notify_head == NULL) m->notify_tail = NULL;
+    m->notify_running = 1;
+    // Not expected to fail; what matters then is that the promise settles and the queue moves on.
+    if (napi_queue_async_work(env, n->work) != napi_ok) notify_settle(env, n, -EIO);
   }
 }
 
 static void notify_complete(napi_env env, napi_status status, void *data) {
   (void)status;
   notify_t *n = data;
-  napi_value result;
-  // ENOENT: the kernel did not know the inode or name, which is what we wanted.
-  napi_create_int32(env, n->result == -ENOENT ? 0 : n->result, &result);
-  napi_resolve_deferred(env, n->deferred, result);
-  napi_delete_async_work(env, n->work);
   mount_t *m = n->m;
-  free(n->name);
-  free(n);
-  m->notify_running = 0;
-  m->inflight -= 1;
+  // ENOENT: the kernel did not know the inode or name, which is what we wanted.
+  notify_settle(env, n, n->result == -ENOENT ? 0 : n->result);
   notify_next(env, m);
   maybe_free(m);
 }

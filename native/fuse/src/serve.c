@@ -302,6 +302,12 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// A path argument into `path` (PATH_MAX bytes); 0 when it is not a string or does not fit.
+static int path_in(napi_env env, napi_value value, char *path) {
+  size_t len = 0;
+  return napi_get_value_string_utf8(env, value, path, PATH_MAX, &len) == napi_ok && len < PATH_MAX - 1;
+}
+
 // mknod(path, mode, dev) -> 0 or errno: FIFOs, sockets and device nodes live in the mount's backing
 // directory (Node has no mknod). One local syscall, on the JS thread like the rest of this binding.
 static napi_value js_mknod(napi_env env, napi_callback_info info) {
@@ -309,10 +315,9 @@ static napi_value js_mknod(napi_env env, napi_callback_info info) {
   napi_value argv[3], out;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char path[PATH_MAX];
-  size_t len = 0;
   double mode = 0, dev = 0;
-  if (argc < 3 || napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) != napi_ok || len >= sizeof path - 1 ||
-      napi_get_value_double(env, argv[1], &mode) != napi_ok || napi_get_value_double(env, argv[2], &dev) != napi_ok) {
+  if (argc < 3 || !path_in(env, argv[0], path) || napi_get_value_double(env, argv[1], &mode) != napi_ok ||
+      napi_get_value_double(env, argv[2], &dev) != napi_ok) {
     napi_throw_type_error(env, NULL, "mknod(path, mode, dev)");
     return NULL;
   }
@@ -330,9 +335,8 @@ static napi_value js_lutimens(napi_env env, napi_callback_info info) {
   napi_value argv[5], out;
   CHECK(napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
   char path[PATH_MAX];
-  size_t len = 0;
   double t[4] = {0, 0, 0, 0};
-  int ok = argc >= 5 && napi_get_value_string_utf8(env, argv[0], path, sizeof path, &len) == napi_ok && len < sizeof path - 1;
+  int ok = argc >= 5 && path_in(env, argv[0], path);
   for (int i = 0; ok && i < 4; i++) ok = napi_get_value_double(env, argv[1 + i], &t[i]) == napi_ok;
   if (!ok) {
     napi_throw_type_error(env, NULL, "lutimens(path, atimeMs, atimeNs, mtimeMs, mtimeNs)");
