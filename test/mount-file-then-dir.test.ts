@@ -3,7 +3,7 @@
 // marker by the directory's, and the deletion was never recorded: the file stayed current in history,
 // in later snapshots, and came back with a restore (issue 39 item 9).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inMount, type MountedDir, mountProject } from './mount-harness.js';
+import { inMount, type MountedDir, mountProject, sh, waitFor } from './mount-harness.js';
 
 let m: MountedDir;
 
@@ -63,6 +63,48 @@ describe('a file removed and a directory made at its name', () => {
     expect((await m.history('J')).map((v) => v.kind)).toEqual(['write']);
     const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
     expect(status.projects[0]!.pending).toBe(0);
+  });
+
+  it('records a move that the engine refused at first, though a directory took its old name and went (mv Q R; mkdir Q; mv P Q/x; mkdir P; rmdir P)', async () => {
+    // `rmdir P` records P's move first, which the engine refuses while it still has the file Q (its
+    // move to R waits for the settle delay). The directory's marker then replaced the move's: the move
+    // was never recorded, and P came back as a file once the marker went (fsstress, one worker).
+    await inMount(m, 'echo one > P1; echo two > Q1');
+    await m.idle(30_000);
+    await inMount(m, 'mv Q1 R1; mkdir Q1; mv P1 Q1/x; mkdir P1; rmdir P1');
+    await m.idle(30_000);
+    expect((await m.read('Q1/x')).toString()).toBe('one\n');
+    expect((await m.read('R1')).toString()).toBe('two\n');
+    expect(await m.stat('P1')).toBeNull();
+    expect((await inMount(m, 'ls -A')).stdout).not.toMatch(/^P1$/m);
+    expect((await m.history('Q1/x')).map((v) => v.kind)).toEqual(['write']);
+    const status = await m.api<{ projects: Array<{ pending: number }> }>('GET', '/v1/daemon/status');
+    expect(status.projects[0]!.pending).toBe(0);
+  });
+
+  it('lists a file recorded in a directory made again while the marker of the old directory still stands', async () => {
+    // The old `d` is recorded as moved to `e` file by file; until then its marker hides the engine's
+    // listing of `d`, and a file made in the new `d` vanished from it once recorded (ENOENT, and
+    // `mkdir d/b` took its name; fsstress seed 3, one worker). A writer still open in the new `d`
+    // keeps the marker standing; a change from elsewhere in `d` makes the mount read the listing again.
+    await inMount(m, 'mkdir d; echo a > d/a');
+    await m.idle(30_000);
+    await inMount(m, 'mv d e; mkdir d');
+    const writer = sh('python3', ['-c', "import time; f = open('d/held', 'w'); f.write('w'); f.flush(); time.sleep(20)"], { cwd: m.dir, timeoutMs: 60_000, allowFail: true });
+    try {
+      await waitFor('the writer to open d/held', async () => ((await inMount(m, 'ls -A d')).stdout.includes('held') ? true : undefined), 10_000);
+      await inMount(m, 'echo b > d/b');
+      await waitFor('d/b recorded', async () => ((await m.stat('d/b')) === null ? undefined : true), 30_000);
+      await m.api('PUT', `/v1/projects/${m.projectId}/fs/write?path=${encodeURIComponent('d/c')}`, 'from elsewhere');
+      await waitFor('the mount to list d/b', async () => ((await inMount(m, 'ls -A d')).stdout.split('\n').includes('b') ? true : undefined), 10_000).catch(() => undefined);
+      expect((await inMount(m, 'ls -A d')).stdout.split('\n')).toContain('b');
+      expect((await inMount(m, 'cat d/b')).stdout).toBe('b\n');
+    } finally {
+      await sh('pkill', ['-f', 'd/held'], { allowFail: true }).catch(() => undefined);
+      await writer;
+    }
+    await m.idle(30_000);
+    expect((await m.read('e/a')).toString()).toBe('a\n');
   });
 
   it('records a file moved away before its name, now a directory, is moved on (mv P Q; mkdir P; mv P R)', async () => {

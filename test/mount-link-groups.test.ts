@@ -73,6 +73,25 @@ describe('the inode table with hard links', () => {
     expect(table.remember(ROOT, 'e', S_IFREG | 0o644, 'g1')).not.toBe(a);
   });
 
+  it('answers for a linked file by a name whose directories the kernel still knows, and never by a name another inode took', () => {
+    const S_IFDIR = 0o040000;
+    const S_IFLNK = 0o120000;
+    const table = new InodeTable();
+    const dir = table.remember(ROOT, 'd', S_IFDIR | 0o755);
+    const a = table.remember(dir, 'a', S_IFREG | 0o644, 'g3');
+    expect(table.remember(ROOT, 'b', S_IFREG | 0o644, 'g3')).toBe(a);
+    expect(table.pathOf(a)).toBe('/d/a');
+    // The kernel dropped d/a's dentry and then forgot `d`: the file answers by /b (before, every
+    // request about it, its release too, said ENOENT; fsstress).
+    table.forget(dir, 1);
+    expect(table.pathOf(a)).toBe('/b');
+    // Its name now holds a symbolic link the kernel looked up afresh (a restore): that path is not
+    // this file (a link(2) of it linked the symbolic link, and the kernel answered EIO).
+    const c = table.remember(ROOT, 'c', S_IFREG | 0o644);
+    expect(table.remember(ROOT, 'c', S_IFLNK | 0o777)).not.toBe(c);
+    expect(table.pathOf(c)).toBeNull();
+  });
+
   it('forgets every name of an inode the kernel forgets', () => {
     const table = new InodeTable();
     const a = table.remember(ROOT, 'a', S_IFREG | 0o644, 'g2');

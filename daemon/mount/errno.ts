@@ -23,6 +23,7 @@ export const E = {
   TOOBIG: -7,
   NODATA: -61,
   NOTSUP: -95,
+  STALE: -116,
 } as const;
 
 /** An expected refusal inside an operation: carries the errno to answer with. */

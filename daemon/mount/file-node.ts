@@ -45,6 +45,25 @@ export interface GoneMarker {
    * gives way to a newer version made elsewhere meanwhile (sink.ts)
    */
   shown?: string;
+  /**
+   * A directory's marker set where a file's removal or move was still to be recorded (recording it
+   * first failed: a rename refused until other records land): that file's marker. The directory's
+   * marker ends only after it is recorded. Replaced outright, the file stayed in the engine for good
+   * — every file later made below its name was refused, or kept as a conflict copy (fsstress).
+   */
+  replaced?: GoneMarker;
+  /**
+   * A directory's marker: names in a directory made again at its path whose files this mount recorded
+   * while the marker stood. The marker hides the engine's listing there (what the old directory held),
+   * but not these: hidden, a file made in the new directory vanished once recorded (lookups said
+   * ENOENT, and `mkdir` took its name; fsstress).
+   */
+  shows?: Set<string>;
+}
+
+/** Whether `marker` is, or stands in for, `file`'s marker (GoneMarker.replaced). */
+export function standsFor(marker: GoneMarker | undefined, file: GoneMarker): boolean {
+  return marker !== undefined && (marker === file || marker.replaced === file);
 }
 
 export interface MappedReads {

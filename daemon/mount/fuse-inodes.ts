@@ -130,15 +130,48 @@ export class InodeTable {
   }
 
   pathOf(ino: number): string | null {
-    let path = '';
-    for (let current = ino; current !== ROOT; ) {
-      const node = this.nodes.get(current);
-      if (node === undefined || node.retired === true) return null;
-      if (node.fallback !== undefined) return node.fallback;
-      path = `/${node.name}${path}`;
-      current = node.parent;
+    if (ino === ROOT) return '/';
+    const node = this.nodes.get(ino);
+    if (node === undefined || node.retired === true) return null;
+    if (node.fallback !== undefined) return node.fallback;
+    // Its name now stands for another inode (a restore or a conflict copy put another kind of file
+    // there, which the kernel looked up afresh): that path is not this file. Taken for it, a link(2)
+    // of this inode linked the other file and the kernel answered EIO for the type it got back. (An
+    // inode with handles open keeps its path: requests about it go to those handles, staleHandle.)
+    const current = this.children.get(`${node.parent}/${node.name}`);
+    const path = current !== undefined && current !== ino && node.opens === 0 ? null : this.pathIn(node.parent, node.name);
+    if (path !== null || node.aliases === undefined) return path;
+    // The directory of the name this file answered by is gone from the table (the kernel dropped
+    // that name's dentry and then forgot the directory; the inode lives on through its other names):
+    // a name whose directories the kernel still knows takes over. Left as it was, every request about
+    // the file failed with ENOENT — a release too, which leaked its handle and kept the mount from
+    // ever going idle — and `link` of it said ENOENT (fsstress, hard links below renamed directories).
+    for (const key of node.aliases) {
+      if (this.children.get(key) !== ino) continue;
+      const slash = key.indexOf('/');
+      const parent = Number(key.slice(0, slash));
+      const name = key.slice(slash + 1);
+      const other = this.pathIn(parent, name);
+      if (other === null) continue;
+      if (this.children.get(`${node.parent}/${node.name}`) === ino) this.children.delete(`${node.parent}/${node.name}`);
+      node.aliases.delete(key);
+      node.parent = parent;
+      node.name = name;
+      return other;
     }
-    return path === '' ? '/' : path;
+    return null;
+  }
+
+  /** `name` in directory `parent` as a path, or null when a directory on the way is gone. */
+  private pathIn(parent: number, name: string): string | null {
+    let path = `/${name}`;
+    for (let current = parent; current !== ROOT; ) {
+      const dir = this.nodes.get(current);
+      if (dir === undefined || dir.retired === true) return null;
+      path = `/${dir.name}${path}`;
+      current = dir.parent;
+    }
+    return path;
   }
 
   childPath(parent: number, name: string): string | null {

@@ -285,7 +285,10 @@ export class LowLevelSession {
       native.replyErr(id, ENAMETOOLONG);
       return;
     }
-    const path = named ? this.inodes.childPath(ino, name) : this.inodes.pathOf(ino);
+    // Requests about an open handle need no name: its release must run even when every name of the
+    // file is gone from the table, or the handle (and the mount's pending capture) never ends.
+    const byHandle = op === Op.Read || op === Op.Write || op === Op.Flush || op === Op.Release || op === Op.Fsync || op === Op.Releasedir;
+    const path = named ? this.inodes.childPath(ino, name) : (this.inodes.pathOf(ino) ?? (byHandle ? '' : null));
     if (path === null) {
       native.replyErr(id, ENOENT);
       return;

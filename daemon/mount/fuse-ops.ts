@@ -4,6 +4,7 @@
 import { FsError, toErrno } from './errno.js';
 import type { FuseOps } from './fuse-binding.js';
 import type { MountState } from './mount-state.js';
+import { NamespaceLock } from './namespace-lock.js';
 import { access, fgetattr, getattr, readdir, statfs } from './ops-attr.js';
 import { mkdir, rmdir } from './ops-dirs.js';
 import { ftruncate, read, truncate, write, writeNow } from './ops-io.js';
@@ -64,6 +65,9 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
 
   // Requests about a file (not a name in a directory) go to its primary name when it has several: that
   // is where a hard-linked file's node, modes and times live (link-groups.ts).
+  // Renames run alone, other namespace changes beside each other (namespace-lock.ts says why).
+  const names = new NamespaceLock();
+
   const fileOf = (path: string) => (state.links.empty ? fromFuse(path) : state.links.primaryOf(fromFuse(path)));
 
   return {
@@ -74,7 +78,7 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     access: (path, mode, cb) => run('access', path, () => access(state, fileOf(path), mode), cb),
     readdir: (path, cb) => run('readdir', path, () => readdir(state, fromFuse(path)), cb),
     open: (path, flags, cb) => run('open', path, () => open(state, fileOf(path), flags), cb),
-    create: (path, mode, cb, creator) => run('create', path, () => create(state, fromFuse(path), mode, creator), cb),
+    create: (path, mode, cb, creator) => run('create', path, () => names.shared(() => create(state, fromFuse(path), mode, creator)), cb),
     read: (path, fd, buf, len, pos, cb) => runCount('read', path, () => read(state, fd, buf, len, pos), cb),
     write: (path, fd, buf, len, pos, cb) => runCount('write', path, () => write(state, fd, buf, len, pos), cb),
     writeNow: (fd, buf, len, pos, cb) => {
@@ -88,22 +92,22 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     release: (path, fd, cb) => run('release', path, () => release(state, fd), cb),
     truncate: (path, size, cb) => run('truncate', path, () => truncate(state, fileOf(path), size), cb),
     ftruncate: (path, fd, size, cb) => run('ftruncate', path, () => ftruncate(state, fd, size), cb),
-    unlink: (path, cb) => run('unlink', path, () => unlink(state, fromFuse(path)), cb),
-    rename: (src, dest, cb) => run('rename', src, () => rename(state, fromFuse(src), fromFuse(dest)), cb),
-    mkdir: (path, mode, cb, creator) => run('mkdir', path, () => mkdir(state, fromFuse(path), mode, creator), cb),
-    mknod: (path, mode, dev, cb, creator) => run('mknod', path, () => mknod(state, fromFuse(path), mode, dev, creator), cb),
-    rmdir: (path, cb) => run('rmdir', path, () => rmdir(state, fromFuse(path)), cb),
+    unlink: (path, cb) => run('unlink', path, () => names.shared(() => unlink(state, fromFuse(path))), cb),
+    rename: (src, dest, cb) => run('rename', src, () => names.exclusive(() => rename(state, fromFuse(src), fromFuse(dest))), cb),
+    mkdir: (path, mode, cb, creator) => run('mkdir', path, () => names.shared(() => mkdir(state, fromFuse(path), mode, creator)), cb),
+    mknod: (path, mode, dev, cb, creator) => run('mknod', path, () => names.shared(() => mknod(state, fromFuse(path), mode, dev, creator)), cb),
+    rmdir: (path, cb) => run('rmdir', path, () => names.shared(() => rmdir(state, fromFuse(path))), cb),
     chmod: (path, mode, cb) => run('chmod', path, () => chmod(state, fileOf(path), mode), cb),
     chown: (path, uid, gid, cb) => run('chown', path, () => chown(state, fileOf(path), uid, gid), cb),
     utimens: (path, atime, mtime, cb) => run('utimens', path, () => utimens(state, fileOf(path), atime, mtime), cb),
-    link: (src, dest, cb) => run('link', dest, () => link(state, fromFuse(src), fromFuse(dest)), cb),
+    link: (src, dest, cb) => run('link', dest, () => names.shared(() => link(state, fromFuse(src), fromFuse(dest))), cb),
     otherName: (path) => {
       if (state.links.empty) return null;
       const name = fromFuse(path);
       const other = state.links.namesOf(name).find((candidate) => candidate !== name);
       return other === undefined ? null : `/${other}`;
     },
-    symlink: (target, path, cb, creator) => run('symlink', path, () => symlink(state, target, fromFuse(path), creator), cb),
+    symlink: (target, path, cb, creator) => run('symlink', path, () => names.shared(() => symlink(state, target, fromFuse(path), creator)), cb),
     readlink: (path, cb) => run('readlink', path, () => readlink(state, fileOf(path)), cb),
     getxattr: (path, name, size, cb) => run('getxattr', path, () => getxattr(state, fileOf(path), name, size), cb),
     listxattr: (path, size, cb) => run('listxattr', path, () => listxattr(state, fileOf(path), size), cb),

@@ -11,7 +11,7 @@ import type { Entry } from '../../engine/types.js';
 import type { MountAttrs, PathAttrs } from './attrs.js';
 import { type Backing, BLOCK_SIZE } from './backing.js';
 import { EMPTY_READER, type ReadSource } from './content-reader.js';
-import { baseOf, FileNode, type Handle } from './file-node.js';
+import { baseOf, FileNode, type Handle, standsFor } from './file-node.js';
 import { type FileTime, msTime } from './file-time.js';
 import type { JournalRecord, MountJournal } from './journal.js';
 import { SparseBlocks } from './sparse.js';
@@ -184,6 +184,7 @@ export class MountState {
     if (path === VIRTUAL_GITIGNORE) return { kind: 'virtual-file', data: GITIGNORE_DATA };
     if (isWithin(path, VIRTUAL_DIR)) return null;
     // Every name of a hard-linked file is its primary name's file (link-groups.ts).
+    const asked = path;
     if (!this.links.empty) path = this.links.primaryOf(path);
     const node = this.ns.nodes.get(path);
     if (node !== undefined) return { kind: 'node', node };
@@ -203,6 +204,14 @@ export class MountState {
         // finds listed that lstat cannot find, also dropped the directory's entries below it: a
         // hard-linked name whose group had just dissolved came back as a new inode; mount-hardlinks.)
         this.ns.invalidate(parentOf(path));
+        // A hard-linked file whose primary name is no file any more (a restore removed it behind the
+        // mount while the group's names stood at paths the engine did not have yet): the name leaves
+        // its group, and the next one stands for the file. Left, the group's names were listed and
+        // none could be looked up (fsstress, four workers, restores in the middle).
+        if (this.links.primaryOf(path) === path && this.links.has(path) && this.ns.nodes.get(path) === undefined) {
+          this.splitOff(path);
+          return this.resolve(asked);
+        }
       }
       if (kind === null && (await this.keepsUnversioned(path))) return { kind: 'dir', versioned: true };
     }
@@ -236,6 +245,16 @@ export class MountState {
     this.ns.addExplicitDir(path);
     this.ns.setEntry(path, 'dir');
     return true;
+  }
+
+  /** `path` is a file of its own now (it changed behind the mount): it leaves its hard-link group. */
+  splitOff(path: string): void {
+    const { links } = this;
+    if (links.empty || !links.has(path)) return;
+    const wasPrimary = links.primaryOf(path) === path;
+    const primary = links.remove(path);
+    // The others keep the modes; their node (if any) stays with the changed name, which its own change wins over.
+    if (wasPrimary && primary !== null) this.attrs.set(primary, 'file', false, this.attrs.of(path, 'file', false));
   }
 
   /**
@@ -367,7 +386,7 @@ export class MountState {
   dropOrigin(node: FileNode): void {
     const origin = node.originMarker;
     node.originMarker = null;
-    if (origin !== null && node.enginePath !== null && this.ns.gone.get(node.enginePath) === origin) this.reconciler.schedule(node.enginePath);
+    if (origin !== null && node.enginePath !== null && standsFor(this.ns.gone.get(node.enginePath), origin)) this.reconciler.schedule(node.enginePath);
   }
 
   async discardContent(node: FileNode): Promise<void> {
@@ -386,7 +405,7 @@ export class MountState {
     if (this.ns.nodes.get(node.path) !== node || node.enginePath !== node.path || node.base === null) return;
     if (this.reconciler.hasTimer(node.path)) return;
     this.times.set(node.path, { versionId: node.base.versionId, mtime: node.mtime, atime: node.atime, ctime: node.ctime }, node.base.atMs);
-    this.ns.nodes.delete(node.path);
+    this.ns.dropNode(node.path);
     // A removal's marker stood under it (Reconciler.reconcile says how): it runs now that the path has no node.
     if (this.ns.gone.has(node.path)) this.reconciler.schedule(node.path);
   }

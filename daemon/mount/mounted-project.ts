@@ -2,7 +2,7 @@
 // orderly stop (detach the mount, capture everything pending, close the workers).
 import { type AttrRows, MountAttrs } from './attrs.js';
 import { LinkGroups, type LinkRows } from './link-groups.js';
-import { splitDiverged, splitOff } from './ops-links.js';
+import { splitDiverged } from './ops-links.js';
 import { mkdir } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -158,7 +158,7 @@ export class MountedProject {
     await ignore.reload();
     const links = new LinkGroups(options.linkRows ?? null);
     const onExternalChange = (path: string) => {
-      splitOff(state, path);
+      state.splitOff(path);
       state.onExternalChange(path);
     };
     const times = new MountTimes(options.timeRows ?? null);

@@ -283,6 +283,24 @@ export class Namespace {
     return { listing, subdirs: count };
   }
 
+  /**
+   * The node at `path` goes back to being the engine's file, which its directory's listing must then
+   * show. A directory made again where an old one's marker still stands lists only what the mount
+   * recorded there (GoneMarker.shows): without this, the file vanished once recorded — lookups said
+   * ENOENT, `mkdir` took its name, and files made below that were refused for good (fsstress seed 3,
+   * one worker). A listing being loaded meanwhile starts again (the epoch).
+   */
+  dropNode(path: string): void {
+    this.nodes.delete(path);
+    const parent = parentOf(path);
+    const marker = this.gone.get(parent);
+    if (marker?.dir === true) {
+      marker.shows ??= new Set();
+      marker.shows.add(baseName(path));
+    }
+    this.bump(parent);
+  }
+
   /** Forget a directory's listing (and those of its subdirectories when `deep`). */
   invalidate(dir: string, deep = false): void {
     this.dirs.delete(dir);
@@ -537,15 +555,19 @@ export class Namespace {
     const map = new Map<string, Kind>();
     const marker = this.gone.get(dir);
     const hidden = marker?.dir === true;
-    if (!hidden) {
+    const shows = hidden ? marker.shows : undefined;
+    if (!hidden || shows !== undefined) {
       try {
         const listing = await this.engine.listDirectory({ projectId: this.projectId, path: dir });
         for (const item of listing.items) {
+          // Below a directory's marker, only what this mount recorded in the directory made since.
+          if (hidden && !shows!.has(item.name)) continue;
           // A marker hides what was removed here. A directory's marker never hides a file the engine
           // has at its name: the file came after the directory (pulled, or kept out of sight by a
           // directory of this mount's that was then moved away) and must show.
           const marker = this.gone.get(item.path);
-          if (marker !== undefined && !(marker.dir && item.type !== 'directory')) continue;
+          // A directory's marker standing in for a file's removal (GoneMarker.replaced) hides that file.
+          if (marker !== undefined && !(marker.dir && marker.replaced === undefined && item.type !== 'directory')) continue;
           map.set(item.name, item.type === 'directory' ? 'dir' : 'file');
         }
       } catch (error) {

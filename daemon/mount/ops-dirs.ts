@@ -74,12 +74,19 @@ async function recordFileGone(state: MountState, path: string): Promise<void> {
   await state.reconciler.now(target, true).catch(() => undefined);
 }
 
+/** A directory's gone marker at `path`, keeping a file's marker there that is not recorded yet (GoneMarker.replaced). */
+function setDirMarker(state: MountState, path: string): void {
+  const previous = state.ns.gone.get(path);
+  const replaced = previous === undefined ? undefined : previous.dir ? previous.replaced : previous;
+  state.ns.gone.set(path, { kind: 'gone', movedTo: null, dir: true, ...(replaced === undefined ? {} : { replaced }) });
+}
+
 /** The directory leaves the tree now; files the engine still has below it are being removed or moved. */
 function hideVersionedDir(state: MountState, path: string): void {
   const { ns } = state;
   state.attrs.remove(path, true);
   ns.removeExplicitDir(path);
-  ns.gone.set(path, { kind: 'gone', movedTo: null, dir: true });
+  setDirMarker(state, path);
   ns.deleteEntry(path);
   ns.invalidate(path, true);
   ns.dropDirTimes(path);
@@ -150,7 +157,7 @@ export async function renameDir(
   state.links.move(from, to, true);
   for (const dir of dirs) {
     ns.removeExplicitDir(dir);
-    ns.gone.set(dir, { kind: 'gone', movedTo: null, dir: true });
+    setDirMarker(state, dir);
     state.reconciler.schedule(dir);
   }
   ns.deleteEntry(from);

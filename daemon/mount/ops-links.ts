@@ -91,16 +91,6 @@ export async function renameSecondary(state: MountState, from: string, to: strin
   return true;
 }
 
-/** A linked file changed behind the mount (a restore, a pull) at one of its names: that name is a file of its own now. */
-export function splitOff(state: MountState, path: string): void {
-  const { links } = state;
-  if (links.empty || !links.has(path)) return;
-  const wasPrimary = links.primaryOf(path) === path;
-  const primary = links.remove(path);
-  // The others keep the modes; their node (if any) stays with the changed name, which its own change wins over.
-  if (wasPrimary && primary !== null) state.attrs.set(primary, 'file', false, state.attrs.of(path, 'file', false));
-}
-
 /**
  * After a resync (more changed than the change feed reads): which names changed is not known, so a
  * name leaves its hard-link group only when its current version is not the group's content (a
@@ -113,7 +103,7 @@ export async function splitDiverged(state: MountState): Promise<void> {
     const primary = state.links.primaryOf(name);
     if (primary === name) continue;
     const [mine, group] = await Promise.all([stat(name), stat(primary)]);
-    if (mine !== null && group !== null && mine.contentHash !== group.contentHash) splitOff(state, name);
+    if (mine !== null && group !== null && mine.contentHash !== group.contentHash) state.splitOff(name);
   }
 }
 

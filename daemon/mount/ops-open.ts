@@ -35,6 +35,11 @@ export async function open(state: MountState, path: string, flags: number): Prom
     }
     case 'node':
     case 'entry': {
+      // The kernel follows symbolic links and never opens one: an open that finds one here was for an
+      // inode whose name now holds the link (a restore, a rename over it). Opened, the link took the
+      // writes as its target: a 70 kB target, which readlink answered and every path through the link
+      // then failed with ENAMETOOLONG (fsstress, four workers).
+      if (resolved.kind === 'node' ? resolved.node.symlink : resolved.entry.symlink) fail(E.STALE);
       const node = state.nodeFor(path, resolved);
       // Counted before any await, so nothing drops the node from under this open.
       node.handles += 1;

@@ -10,7 +10,7 @@
 import { StrataError } from '../../engine/errors.js';
 import { conflictCopyFor, keptAsConflictCopy, type TreeRefusal, treeRefusal } from '../capture/conflict-copy.js';
 import { TEMP_MAX_WAIT_MS, TEMP_SETTLE_MS } from '../capture/temp-names.js';
-import { baseOf, type FileNode, type GoneMarker } from './file-node.js';
+import { baseOf, type FileNode, type GoneMarker, standsFor } from './file-node.js';
 import { captureNode } from './capture.js';
 import { mirrorName } from './link-mirror.js';
 import type { MountState } from './mount-state.js';
@@ -298,7 +298,7 @@ export class Reconciler {
     await this.captureFrozen(node);
     if (node.writers > 0 && !force) return; // the last writer's release schedules us again
     const origin = node.originMarker;
-    if (origin !== null && node.enginePath !== null && ns.gone.get(node.enginePath) === origin) {
+    if (origin !== null && node.enginePath !== null && standsFor(ns.gone.get(node.enginePath), origin)) {
       const from = node.enginePath;
       let refused = null as TreeRefusal | null;
       const result = await this.state.sink.rename(from, node.path).catch((error: unknown) => {
@@ -313,10 +313,10 @@ export class Reconciler {
       });
       if (refused !== null) {
         await this.keepAsConflictCopy(node, refused, from);
-        if (ns.gone.get(from) === origin) ns.gone.delete(from);
+        this.recorded(from, origin);
         return;
       }
-      if (ns.gone.get(from) === origin) ns.gone.delete(from);
+      this.recorded(from, origin);
       node.originMarker = null;
       if (result !== null) {
         for (const id of result.versionIds) ns.noteOwnVersion(id);
@@ -349,6 +349,17 @@ export class Reconciler {
     this.state.dropIfIdle(node);
   }
 
+  /** `file`'s removal or move is in the engine: its marker at `path` goes (or leaves the directory's marker standing in for it). */
+  private recorded(path: string, file: GoneMarker): void {
+    const { gone } = this.state.ns;
+    const marker = gone.get(path);
+    if (marker === file) gone.delete(path);
+    else if (marker?.replaced === file) {
+      marker.replaced = undefined;
+      this.schedule(path);
+    }
+  }
+
   /**
    * Captures the node, or keeps it as a conflict copy when the project's tree refuses its path
    * because of a change from elsewhere ('kept': the node has left the mount; see keepAsConflictCopy).
@@ -379,7 +390,10 @@ export class Reconciler {
    */
   private ownChangeInTheWay(path: string, refusal: TreeRefusal): boolean {
     const { gone } = this.state.ns;
-    if (refusal.kind === 'file-above') return gone.get(refusal.above)?.dir === false;
+    if (refusal.kind === 'file-above') {
+      const marker = gone.get(refusal.above);
+      return marker !== undefined && (!marker.dir || marker.replaced !== undefined);
+    }
     for (const name of gone.keys()) if (name !== path && isWithin(name, path)) return true;
     return false;
   }
@@ -456,6 +470,18 @@ export class Reconciler {
     // The new name records the rename (tombstone here + write there, atomically): nothing to do here.
     if (moved !== null && !moved.detached && moved.originMarker === marker && ns.nodes.get(moved.path) === moved) return;
     if (marker.dir) {
+      // A file's removal or move at this name, still to be recorded (GoneMarker.replaced), goes first.
+      const replaced = marker.replaced;
+      if (replaced !== undefined) {
+        const mover = replaced.movedTo;
+        if (mover !== null && !mover.detached && mover.originMarker === replaced && ns.nodes.get(mover.path) === mover) {
+          // Its node records the move (reconcileNode) and then runs this path again.
+          this.schedule(path);
+          return;
+        }
+        await this.removeFile(path, replaced.shown);
+        if (marker.replaced === replaced) marker.replaced = undefined;
+      }
       const busy = [...ns.nodes.keys(), ...ns.gone.keys()].some((p) => p !== path && isWithin(p, path));
       if (busy) {
         this.schedule(path);
@@ -472,22 +498,29 @@ export class Reconciler {
       }
       return;
     }
-    const result = await this.state.sink.remove(path, marker.shown);
+    const gaveWay = await this.removeFile(path, marker.shown);
+    if (ns.gone.get(path) === marker) ns.gone.delete(path);
+    if (gaveWay) return;
+    if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
+  }
+
+  /** Records the removal of the file at `path` (which showed version `shown`); true when it gave way. */
+  private async removeFile(path: string, shown: string | undefined): Promise<boolean> {
+    const { ns } = this.state;
+    const result = await this.state.sink.remove(path, shown);
     if (result === 'gave way') {
       // Changed elsewhere after the removal here (a pull, the API): the newer file stays and shows
       // again, as a deletion gives way to a newer edit in watch mode. Its content is the engine's.
       this.state.logger.info({ path }, 'a removal gave way to a newer version of the file made elsewhere; the file is back');
-      if (ns.gone.get(path) === marker) ns.gone.delete(path);
       ns.invalidate(parentOf(path));
       this.state.onExternalChange(path);
-      return;
+      return true;
     }
     if (result !== 'absent') {
       for (const id of result.versionIds) ns.noteOwnVersion(id);
       this.noteVersion(path, result.versionIds[0]!, new Date(this.state.now()).toISOString(), 'delete');
     }
-    if (ns.gone.get(path) === marker) ns.gone.delete(path);
-    if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
+    return false;
   }
 
   /** Said once per path in the log; counted, with an example, in `strata status`. */
