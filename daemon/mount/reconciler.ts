@@ -479,8 +479,9 @@ export class Reconciler {
           this.schedule(path);
           return;
         }
-        await this.removeFile(path, replaced.shown);
-        if (marker.replaced === replaced) marker.replaced = undefined;
+        await this.removeFile(path, replaced.shown, () => {
+          if (marker.replaced === replaced) marker.replaced = undefined;
+        });
       }
       const busy = [...ns.nodes.keys(), ...ns.gone.keys()].some((p) => p !== path && isWithin(p, path));
       if (busy) {
@@ -498,16 +499,22 @@ export class Reconciler {
       }
       return;
     }
-    const gaveWay = await this.removeFile(path, marker.shown);
-    if (ns.gone.get(path) === marker) ns.gone.delete(path);
+    const gaveWay = await this.removeFile(path, marker.shown, () => {
+      if (ns.gone.get(path) === marker) ns.gone.delete(path);
+    });
     if (gaveWay) return;
     if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
   }
 
-  /** Records the removal of the file at `path` (which showed version `shown`); true when it gave way. */
-  private async removeFile(path: string, shown: string | undefined): Promise<boolean> {
+  /**
+   * Records the removal of the file at `path` (which showed version `shown`); true when it gave way.
+   * `recorded` takes the marker away first, in the same turn as the answer: a listing loaded after it
+   * must show a file that gave way.
+   */
+  private async removeFile(path: string, shown: string | undefined, recorded: () => void): Promise<boolean> {
     const { ns } = this.state;
     const result = await this.state.sink.remove(path, shown);
+    recorded();
     if (result === 'gave way') {
       // Changed elsewhere after the removal here (a pull, the API): the newer file stays and shows
       // again, as a deletion gives way to a newer edit in watch mode. Its content is the engine's.
