@@ -95,7 +95,10 @@ describe("a dataset's first push through reused buffers", () => {
     const manifest = parseManifest(await store.readBuffer(manifestHash), manifestHash);
     const pieces = manifest.shards.map((shard) => ({ hash: shard.hash, from: 0, to: shard.size - 1, whole: true }));
     const spans = (await spansOf(store, pieces))!;
-    expect(spans.every((span) => span !== null)).toBe(true);
+    // The middle shards are large (the chunker's minimum): each has its span. The last one may be
+    // small enough for the object pack already, as it is made to be here (the random content decides:
+    // asserting a span for it too failed this test now and then).
+    expect(spans.slice(1, -1).every((span) => span !== null)).toBe(true);
     spans[0] = null;
     spans[spans.length - 1] = null;
     const received = createHash('sha256');
