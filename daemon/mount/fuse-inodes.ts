@@ -30,6 +30,12 @@ export interface Inode {
   retired?: boolean;
 }
 
+/** A `parent/name` key of the table as its two parts. */
+function splitKey(key: string): [number, string] {
+  const slash = key.indexOf('/');
+  return [Number(key.slice(0, slash)), key.slice(slash + 1)];
+}
+
 /** Serves one mount: the inode table and the request → FuseOps translation. */
 export class InodeTable {
   private readonly nodes = new Map<number, Inode>([[ROOT, { parent: 0, name: '', nlookup: 1, type: 0o040000, opens: 0, hidden: false }]]);
@@ -65,10 +71,15 @@ export class InodeTable {
       if (this.byLink.get(node.link) === ino) this.byLink.delete(node.link);
       return;
     }
-    node.aliases!.delete(next);
-    const slash = next.indexOf('/');
-    node.parent = Number(next.slice(0, slash));
-    node.name = next.slice(slash + 1);
+    this.promote(node, next);
+  }
+
+  /** The alias `key` (`parent/name`) becomes the name the file answers by. */
+  private promote(node: Inode, key: string): void {
+    node.aliases?.delete(key);
+    const [parent, name] = splitKey(key);
+    node.parent = parent;
+    node.name = name;
   }
 
   /** `name` in `parent` is (now) a name of `ino` too (a link, a rename onto it). */
@@ -138,7 +149,8 @@ export class InodeTable {
     // there, which the kernel looked up afresh): that path is not this file. Taken for it, a link(2)
     // of this inode linked the other file and the kernel answered EIO for the type it got back. (An
     // inode with handles open keeps its path: requests about it go to those handles, staleHandle.)
-    const current = this.children.get(`${node.parent}/${node.name}`);
+    const primary = `${node.parent}/${node.name}`;
+    const current = this.children.get(primary);
     const path = current !== undefined && current !== ino && node.opens === 0 ? null : this.pathIn(node.parent, node.name);
     if (path !== null || node.aliases === undefined) return path;
     // The directory of the name this file answered by is gone from the table (the kernel dropped
@@ -148,15 +160,10 @@ export class InodeTable {
     // ever going idle — and `link` of it said ENOENT (fsstress, hard links below renamed directories).
     for (const key of node.aliases) {
       if (this.children.get(key) !== ino) continue;
-      const slash = key.indexOf('/');
-      const parent = Number(key.slice(0, slash));
-      const name = key.slice(slash + 1);
-      const other = this.pathIn(parent, name);
+      const other = this.pathIn(...splitKey(key));
       if (other === null) continue;
-      if (this.children.get(`${node.parent}/${node.name}`) === ino) this.children.delete(`${node.parent}/${node.name}`);
-      node.aliases.delete(key);
-      node.parent = parent;
-      node.name = name;
+      if (current === ino) this.children.delete(primary);
+      this.promote(node, key);
       return other;
     }
     return null;

@@ -63,11 +63,11 @@ export function buildFuseOps(state: MountState, stats: OpStats = new Map()): Fus
     );
   }
 
-  // Requests about a file (not a name in a directory) go to its primary name when it has several: that
-  // is where a hard-linked file's node, modes and times live (link-groups.ts).
   // Renames run alone, other namespace changes beside each other (namespace-lock.ts says why).
   const names = new NamespaceLock();
 
+  // Requests about a file (not a name in a directory) go to its primary name when it has several: that
+  // is where a hard-linked file's node, modes and times live (link-groups.ts).
   const fileOf = (path: string) => (state.links.empty ? fromFuse(path) : state.links.primaryOf(fromFuse(path)));
 
   return {

@@ -466,15 +466,13 @@ export class Reconciler {
 
   private async reconcileGone(path: string, marker: GoneMarker): Promise<void> {
     const { ns } = this.state;
-    const moved = marker.movedTo;
     // The new name records the rename (tombstone here + write there, atomically): nothing to do here.
-    if (moved !== null && !moved.detached && moved.originMarker === marker && ns.nodes.get(moved.path) === moved) return;
+    if (this.moveRecordedByNode(marker)) return;
     if (marker.dir) {
       // A file's removal or move at this name, still to be recorded (GoneMarker.replaced), goes first.
       const replaced = marker.replaced;
       if (replaced !== undefined) {
-        const mover = replaced.movedTo;
-        if (mover !== null && !mover.detached && mover.originMarker === replaced && ns.nodes.get(mover.path) === mover) {
+        if (this.moveRecordedByNode(replaced)) {
           // Its node records the move (reconcileNode) and then runs this path again.
           this.schedule(path);
           return;
@@ -504,6 +502,12 @@ export class Reconciler {
     });
     if (gaveWay) return;
     if (!ns.nodes.has(path)) this.state.journal.append({ op: 'c', path });
+  }
+
+  /** The file of `marker` moved, and its node at the new name will record the rename (reconcileNode). */
+  private moveRecordedByNode(marker: GoneMarker): boolean {
+    const moved = marker.movedTo;
+    return moved !== null && !moved.detached && moved.originMarker === marker && this.state.ns.nodes.get(moved.path) === moved;
   }
 
   /**
